@@ -1,0 +1,144 @@
+"""
+Hashes and secp256k1 signatures: the one module that touches the C libraries.
+
+Keccak-256 comes from C{sha3} (safe-pysha3), which costs well under a
+microsecond a call; SHA-256 from C{hashlib}; RIPEMD-160 from pycryptodome
+(OpenSSL 3 no longer ships it by default); signatures from coincurve.
+"""
+
+import hashlib
+
+from coincurve import PrivateKey, PublicKey
+from Crypto.Hash import RIPEMD160
+from sha3 import keccak_256 as _keccak_256
+
+from nodex.errors import NodexError
+from nodex.primitives import Address, Hash32
+
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+SECP256K1_HALF_N = SECP256K1_N // 2
+
+EMPTY_KECCAK = bytes.fromhex("c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470")
+
+
+class SignatureError(NodexError):
+    """
+    A signature or key is malformed, or no public key can be recovered from it.
+    """
+
+
+def keccak256(data: bytes) -> Hash32:
+    """
+    Keccak-256 (the pre-standard SHA-3 that Ethereum uses) of C{data}.
+    """
+    return Hash32(_keccak_256(data).digest())
+
+
+def sha256(data: bytes) -> Hash32:
+    """
+    SHA-256 of C{data}.
+    """
+    return Hash32(hashlib.sha256(data).digest())
+
+
+def double_sha256(data: bytes) -> Hash32:
+    """
+    SHA-256 applied twice, as Bitcoin hashes headers and transactions.
+    """
+    return Hash32(hashlib.sha256(hashlib.sha256(data).digest()).digest())
+
+
+def ripemd160(data: bytes) -> bytes:
+    """
+    RIPEMD-160 of C{data} (20 bytes).
+    """
+    return RIPEMD160.new(data).digest()
+
+
+def public_key_to_address(public_key: bytes) -> Address:
+    """
+    The address of a 64-byte uncompressed public key (without the 0x04 prefix).
+    """
+    return Address(keccak256(public_key)[12:])
+
+
+def private_key_to_public_key(private_key: bytes) -> bytes:
+    """
+    The 64-byte uncompressed public key (no 0x04 prefix) of a 32-byte private key.
+
+    @raise SignatureError: the key is not a valid secp256k1 scalar.
+    """
+    try:
+        return PrivateKey(private_key).public_key.format(compressed=False)[1:]
+    except (ValueError, TypeError) as exc:
+        raise SignatureError(f"invalid private key: {exc}") from exc
+
+
+def private_key_to_address(private_key: bytes) -> Address:
+    """
+    The address controlled by a 32-byte private key.
+    """
+    return public_key_to_address(private_key_to_public_key(private_key))
+
+
+def sign(message_hash: bytes, private_key: bytes) -> tuple[int, int, int]:
+    """
+    Sign a 32-byte digest.
+
+    @return: C{(y_parity, r, s)} with y_parity 0 or 1 and s in the lower half
+        of the curve order (coincurve always produces low-s signatures).
+    @raise SignatureError: the key is invalid.
+    """
+    try:
+        signature = PrivateKey(private_key).sign_recoverable(message_hash, hasher=None)
+    except (ValueError, TypeError) as exc:
+        raise SignatureError(f"cannot sign: {exc}") from exc
+    r = int.from_bytes(signature[0:32], "big")
+    s = int.from_bytes(signature[32:64], "big")
+    return signature[64], r, s
+
+
+def recover_public_key(message_hash: bytes, y_parity: int, r: int, s: int) -> bytes:
+    """
+    Recover the 64-byte public key that signed C{message_hash}.
+
+    @raise SignatureError: r or s is out of range, y_parity is not 0 or 1, or
+        no point can be recovered.
+    """
+    if y_parity not in (0, 1):
+        raise SignatureError(f"invalid signature recovery id {y_parity}")
+    if not (0 < r < SECP256K1_N and 0 < s < SECP256K1_N):
+        raise SignatureError("invalid signature: r or s out of range")
+    signature = r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([y_parity])
+    try:
+        public_key = PublicKey.from_signature_and_message(signature, message_hash, hasher=None)
+    except Exception as exc:  # coincurve raises a bare Exception on failure
+        raise SignatureError(f"cannot recover the signer: {exc}") from exc
+    return public_key.format(compressed=False)[1:]
+
+
+def recover_address(message_hash: bytes, y_parity: int, r: int, s: int) -> Address:
+    """
+    Recover the address that signed C{message_hash}.
+
+    @raise SignatureError: as L{recover_public_key}.
+    """
+    return public_key_to_address(recover_public_key(message_hash, y_parity, r, s))
+
+
+__all__ = [
+    "EMPTY_KECCAK",
+    "SECP256K1_HALF_N",
+    "SECP256K1_N",
+    "SignatureError",
+    "double_sha256",
+    "keccak256",
+    "private_key_to_address",
+    "private_key_to_public_key",
+    "public_key_to_address",
+    "recover_address",
+    "recover_public_key",
+    "ripemd160",
+    "sha256",
+    "sign",
+]

@@ -1,0 +1,3 @@
+"""
+Tests for nodex; the layout mirrors the C{nodex} package.
+"""
