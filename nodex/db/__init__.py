@@ -1,0 +1,3 @@
+"""
+Key-value stores (memory and RocksDB) and the storage schema (L1).
+"""

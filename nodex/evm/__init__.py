@@ -1,0 +1,3 @@
+"""
+The EVM interpreter: instructions by category, gas, precompiles, tracer hooks (L3).
+"""

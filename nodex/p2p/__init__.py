@@ -1,0 +1,3 @@
+"""
+The peer-to-peer wire protocol edge (L6).
+"""

@@ -1,0 +1,3 @@
+"""
+Deferred-returning services behind nodex.interfaces (L5).
+"""

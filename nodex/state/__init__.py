@@ -1,0 +1,3 @@
+"""
+World state over the trie: accounts, storage, code, journal (L2).
+"""

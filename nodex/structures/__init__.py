@@ -1,0 +1,3 @@
+"""
+RLP classes: headers, blocks, transactions, receipts, logs, accounts (L1).
+"""

@@ -1,0 +1,3 @@
+"""
+The hexary Merkle-Patricia trie, its secure variant and proofs (L1).
+"""
