@@ -1,0 +1,247 @@
+"""
+The alt_bn128 (BN254) precompiles of EIP-196 and EIP-197, at the prices of
+EIP-1108: point addition (0x06, 150 gas), scalar multiplication (0x07, 6000
+gas) and the pairing check (0x08, 45000 + 34000 per pair).
+
+Addition and multiplication run on this module's own Jacobian arithmetic over
+the base field, which in CPython is several times faster than a generic
+library's field objects.  The pairing uses C{py_ecc} (the Ethereum
+Foundation's maintained implementation of the optimal ate pairing), with a
+single final exponentiation for the whole product of Miller loops.
+"""
+
+from py_ecc.optimized_bn128 import FQ, FQ2, FQ12, b2, curve_order, field_modulus, is_inf, is_on_curve
+from py_ecc.optimized_bn128 import multiply as g2_multiply
+from py_ecc.optimized_bn128.optimized_pairing import final_exponentiate
+from py_ecc.optimized_bn128.optimized_pairing import pairing as miller_loop
+
+from nodex.evm.precompiles.errors import PrecompileError
+from nodex.evm.precompiles.words import read_uint
+
+GAS_ECADD = 150
+GAS_ECMUL = 6000
+GAS_ECPAIRING_BASE = 45000
+GAS_ECPAIRING_PER_POINT = 34000
+
+PAIRING_INPUT_SIZE = 192
+
+# The base field prime p and the prime order n of the group G1 (cofactor 1).
+FIELD_MODULUS: int = field_modulus
+CURVE_ORDER: int = curve_order
+
+# Jacobian coordinates (X, Y, Z) stand for the affine point (X/Z^2, Y/Z^3);
+# Z == 0 is the point at infinity.
+JacobianPoint = tuple[int, int, int]
+
+INFINITY: JacobianPoint = (1, 1, 0)
+
+
+def decode_g1(data: bytes, offset: int) -> JacobianPoint:
+    """
+    The G1 point encoded as two 32-byte coordinates at C{offset}; (0, 0)
+    encodes the point at infinity.
+
+    @raise PrecompileError: a coordinate is not below p, or the point is not
+        on the curve y^2 = x^3 + 3.
+    """
+    p = FIELD_MODULUS
+    x = read_uint(data, offset, 32)
+    y = read_uint(data, offset + 32, 32)
+    if x >= p or y >= p:
+        raise PrecompileError("alt_bn128 G1 coordinate is not below the field modulus")
+    if x == 0 and y == 0:
+        return INFINITY
+    if (y * y - x * x * x - 3) % p != 0:
+        raise PrecompileError("alt_bn128 G1 point is not on the curve")
+    return (x, y, 1)
+
+
+def encode_g1(point: JacobianPoint) -> bytes:
+    """
+    The 64-byte affine encoding of C{point}, zeros for infinity.
+    """
+    x, y, z = point
+    if z == 0:
+        return bytes(64)
+    p = FIELD_MODULUS
+    z_inverse = pow(z, -1, p)
+    z_inverse_squared = z_inverse * z_inverse % p
+    affine_x = x * z_inverse_squared % p
+    affine_y = y * z_inverse_squared * z_inverse % p
+    return affine_x.to_bytes(32, "big") + affine_y.to_bytes(32, "big")
+
+
+def double(point: JacobianPoint) -> JacobianPoint:
+    """
+    2·C{point}, by the a = 0 doubling formulas (dbl-2009-l).
+    """
+    x, y, z = point
+    if z == 0 or y == 0:
+        return INFINITY
+    p = FIELD_MODULUS
+    a = x * x % p
+    b = y * y % p
+    c = b * b % p
+    d = 2 * ((x + b) * (x + b) - a - c) % p
+    e = 3 * a % p
+    x3 = (e * e - 2 * d) % p
+    y3 = (e * (d - x3) - 8 * c) % p
+    z3 = 2 * y * z % p
+    return (x3, y3, z3)
+
+
+def add(first: JacobianPoint, second: JacobianPoint) -> JacobianPoint:
+    """
+    C{first} + C{second}, by the general Jacobian addition (add-2007-bl).
+    """
+    x1, y1, z1 = first
+    x2, y2, z2 = second
+    if z1 == 0:
+        return second
+    if z2 == 0:
+        return first
+    p = FIELD_MODULUS
+    z1z1 = z1 * z1 % p
+    z2z2 = z2 * z2 % p
+    u1 = x1 * z2z2 % p
+    u2 = x2 * z1z1 % p
+    s1 = y1 * z2 * z2z2 % p
+    s2 = y2 * z1 * z1z1 % p
+    h = (u2 - u1) % p
+    r = (s2 - s1) % p
+    if h == 0:
+        return double(first) if r == 0 else INFINITY
+    hh = h * h % p
+    hhh = h * hh % p
+    v = u1 * hh % p
+    x3 = (r * r - hhh - 2 * v) % p
+    y3 = (r * (v - x3) - s1 * hhh) % p
+    z3 = z1 * z2 * h % p
+    return (x3, y3, z3)
+
+
+def multiply(point: JacobianPoint, scalar: int) -> JacobianPoint:
+    """
+    C{scalar}·C{point}, by double-and-add from the most significant bit.
+    """
+    scalar %= CURVE_ORDER
+    if scalar == 0 or point[2] == 0:
+        return INFINITY
+    result = INFINITY
+    for bit in bin(scalar)[2:]:
+        result = double(result)
+        if bit == "1":
+            result = add(result, point)
+    return result
+
+
+def ecadd_gas(data: bytes) -> int:
+    """
+    The fixed price of an addition (EIP-1108).
+    """
+    return GAS_ECADD
+
+
+def ecadd(data: bytes) -> bytes:
+    """
+    The sum of the two G1 points in the first 128 bytes (zero-filled).
+
+    @raise PrecompileError: either point is invalid (see L{decode_g1}).
+    """
+    return encode_g1(add(decode_g1(data, 0), decode_g1(data, 64)))
+
+
+def ecmul_gas(data: bytes) -> int:
+    """
+    The fixed price of a scalar multiplication (EIP-1108).
+    """
+    return GAS_ECMUL
+
+
+def ecmul(data: bytes) -> bytes:
+    """
+    The G1 point in the first 64 bytes times the 256-bit scalar after it.
+
+    @raise PrecompileError: the point is invalid (see L{decode_g1}).
+    """
+    return encode_g1(multiply(decode_g1(data, 0), read_uint(data, 64, 32)))
+
+
+def ecpairing_gas(data: bytes) -> int:
+    """
+    45000 gas plus 34000 per (G1, G2) pair (EIP-1108).
+    """
+    return GAS_ECPAIRING_BASE + GAS_ECPAIRING_PER_POINT * (len(data) // PAIRING_INPUT_SIZE)
+
+
+def decode_g2(data: bytes, offset: int) -> tuple[FQ2, FQ2, FQ2] | None:
+    """
+    The G2 point at C{offset}: x then y, each an element a·i + b of the
+    quadratic extension encoded as a then b (EIP-197); all zeros encode
+    infinity, returned as L{None}.
+
+    @raise PrecompileError: a coordinate is not below p, or the point is not
+        on the twisted curve, or not in the subgroup of order n.
+    """
+    x_imaginary, x_real, y_imaginary, y_real = (
+        read_uint(data, offset + 32 * i, 32) for i in range(4)
+    )
+    if max(x_imaginary, x_real, y_imaginary, y_real) >= FIELD_MODULUS:
+        raise PrecompileError("alt_bn128 G2 coordinate is not below the field modulus")
+    if x_imaginary == x_real == y_imaginary == y_real == 0:
+        return None
+    point = (FQ2([x_real, x_imaginary]), FQ2([y_real, y_imaginary]), FQ2.one())
+    if not is_on_curve(point, b2):
+        raise PrecompileError("alt_bn128 G2 point is not on the twisted curve")
+    if not is_inf(g2_multiply(point, CURVE_ORDER)):
+        raise PrecompileError("alt_bn128 G2 point is not in the subgroup of order n")
+    return point
+
+
+def ecpairing(data: bytes) -> bytes:
+    """
+    Whether the product of the pairings e(P_i, Q_i) of the given pairs is one,
+    as a 32-byte word 1 or 0; empty input counts as a true check.
+
+    @raise PrecompileError: the input is not a whole number of 192-byte
+        pairs, or a point is invalid (see L{decode_g1} and L{decode_g2}).
+    """
+    if len(data) % PAIRING_INPUT_SIZE != 0:
+        raise PrecompileError(
+            f"alt_bn128 pairing input must be a multiple of {PAIRING_INPUT_SIZE} bytes, "
+            f"got {len(data)}"
+        )
+    product = FQ12.one()
+    for offset in range(0, len(data), PAIRING_INPUT_SIZE):
+        g1 = decode_g1(data, offset)
+        g2 = decode_g2(data, offset + 64)
+        if g1[2] == 0 or g2 is None:
+            continue
+        g1_point = (FQ(g1[0]), FQ(g1[1]), FQ(1))
+        product = product * miller_loop(g2, g1_point, final_exponentiate=False)
+    success = product == FQ12.one() or final_exponentiate(product) == FQ12.one()
+    return (1 if success else 0).to_bytes(32, "big")
+
+
+__all__ = [
+    "CURVE_ORDER",
+    "FIELD_MODULUS",
+    "GAS_ECADD",
+    "GAS_ECMUL",
+    "GAS_ECPAIRING_BASE",
+    "GAS_ECPAIRING_PER_POINT",
+    "INFINITY",
+    "JacobianPoint",
+    "add",
+    "decode_g1",
+    "decode_g2",
+    "double",
+    "ecadd",
+    "ecadd_gas",
+    "ecmul",
+    "ecmul_gas",
+    "ecpairing",
+    "ecpairing_gas",
+    "encode_g1",
+    "multiply",
+]
