@@ -1,0 +1,43 @@
+"""
+Tests for L{nodex.chain.rules}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.chain.difficulty import MAIN_RULES, REGTEST_RULES
+from nodex.chain.errors import InvalidBlockError
+from nodex.chain.rules import ChainRules, check_gas_limit, next_gas_limit
+
+REGTEST = ChainRules(chain_id=33, difficulty=REGTEST_RULES, target_gas_limit=30_000_000, fixed_gas_limit=True)
+MAIN = ChainRules(chain_id=30, difficulty=MAIN_RULES, target_gas_limit=6_800_000, fixed_gas_limit=False)
+
+
+class GasLimitTests(SynchronousTestCase):
+    """
+    Tests for the gas limit of templates and imported blocks.
+    """
+
+    def test_regtest_is_fixed(self) -> None:
+        """
+        Regtest templates always take the fixed limit, and other limits are refused.
+        """
+        self.assertEqual(next_gas_limit(REGTEST, 10_000_000), 30_000_000)
+        check_gas_limit(REGTEST, 30_000_000, 30_000_000)
+        self.assertRaises(InvalidBlockError, check_gas_limit, REGTEST, 30_000_000, 29_999_999)
+
+    def test_moves_towards_target(self) -> None:
+        """
+        Templates move towards the target by at most 1/1024 of the parent's limit.
+        """
+        self.assertEqual(next_gas_limit(MAIN, 10_000_000), 10_000_000 - 10_000_000 // 1024)
+        self.assertEqual(next_gas_limit(MAIN, 6_000_000), 6_000_000 + 6_000_000 // 1024)
+        self.assertEqual(next_gas_limit(MAIN, 6_799_000), 6_800_000)
+        self.assertEqual(next_gas_limit(MAIN, 6_800_000), 6_800_000)
+
+    def test_imported_bounds(self) -> None:
+        """
+        An imported block may move the limit by at most 1/1024 and never below the minimum.
+        """
+        check_gas_limit(MAIN, 6_800_000, 6_800_000 + 6_800_000 // 1024)
+        self.assertRaises(InvalidBlockError, check_gas_limit, MAIN, 6_800_000, 6_800_000 + 6_800_000 // 1024 + 1)
+        self.assertRaises(InvalidBlockError, check_gas_limit, MAIN, 3_000_000, 2_999_000)
