@@ -1,0 +1,140 @@
+"""
+Canonical RLP on top of pyrlp, with the structures' own errors.
+
+pyrlp does the byte work (strict decoding refuses trailing bytes, long forms
+used for short items, length prefixes with leading zeros, single bytes
+wrapped as strings); this module adds what a consensus codec needs on top:
+integers are minimal big-endian, fields have the expected shape, and every
+failure is an L{RLPError} whose message names the field.
+"""
+
+from collections.abc import Iterable
+from typing import Union
+
+from rlp import DecodingError, EncodingError
+from rlp.codec import decode_raw, encode_raw, length_prefix
+
+from nodex.structures.errors import RLPError
+
+RLPItem = Union[bytes, list["RLPItem"]]
+"""A decoded RLP item: a byte string or a list of items."""
+
+_LIST_OFFSET = 0xC0
+
+
+def encode_rlp(item: RLPItem | tuple) -> bytes:
+    """
+    Encode a nested structure of byte strings, lists and tuples.
+
+    @raise RLPError: the structure holds something other than bytes and
+        sequences.
+    """
+    try:
+        return encode_raw(item)
+    except EncodingError as exc:
+        raise RLPError(f"cannot encode as RLP: {exc.args[0]}") from exc
+
+
+def decode_rlp(data: bytes) -> RLPItem:
+    """
+    Decode one canonical RLP item that spans all of C{data}.
+
+    @raise RLPError: C{data} is not bytes, is truncated, is followed by
+        superfluous bytes, or uses a non-canonical length encoding.
+    """
+    if not isinstance(data, bytes):
+        raise RLPError(f"RLP input must be bytes, not {type(data).__name__}")
+    if not data:
+        raise RLPError("RLP input is empty")
+    try:
+        item, _ = decode_raw(data, True, False)
+    except DecodingError as exc:
+        raise RLPError(f"malformed RLP: {exc.args[0]}") from exc
+    except RecursionError as exc:
+        raise RLPError("malformed RLP: lists nested too deeply") from exc
+    return item
+
+
+def encode_list_of_encoded(encoded_items: Iterable[bytes]) -> bytes:
+    """
+    The RLP list whose items are the already encoded C{encoded_items}.
+
+    This lets a block embed transactions and headers whose encodings are
+    cached, without decoding and encoding them again.
+    """
+    payload = b"".join(encoded_items)
+    return length_prefix(len(payload), _LIST_OFFSET) + payload
+
+
+def encode_uint(value: int) -> bytes:
+    """
+    The minimal big-endian bytes of a non-negative integer (empty for zero).
+
+    @raise RLPError: C{value} is negative.
+    """
+    if value < 0:
+        raise RLPError(f"cannot encode the negative integer {value}")
+    return value.to_bytes((value.bit_length() + 7) // 8, "big")
+
+
+def decode_uint(item: RLPItem, what: str) -> int:
+    """
+    Read a canonical integer: a byte string without leading zero bytes.
+
+    @param what: the field's name, for the error message.
+    @raise RLPError: the item is a list or has a leading zero byte.
+    """
+    if not isinstance(item, bytes):
+        raise RLPError(f"{what} must be an RLP string, not a list")
+    if item[:1] == b"\x00":
+        raise RLPError(f"{what} is not a canonical integer (leading zero bytes)")
+    return int.from_bytes(item, "big")
+
+
+def decode_bytes(item: RLPItem, what: str) -> bytes:
+    """
+    Read a byte string of any length.
+
+    @raise RLPError: the item is a list.
+    """
+    if not isinstance(item, bytes):
+        raise RLPError(f"{what} must be an RLP string, not a list")
+    return item
+
+
+def decode_fixed(item: RLPItem, what: str, length: int) -> bytes:
+    """
+    Read a byte string of exactly C{length} bytes.
+
+    @raise RLPError: the item is a list or has another length.
+    """
+    value = decode_bytes(item, what)
+    if len(value) != length:
+        raise RLPError(f"{what} must be {length} bytes long, got {len(value)}")
+    return value
+
+
+def decode_list(item: RLPItem, what: str, length: int | None = None) -> list[RLPItem]:
+    """
+    Read a list, of exactly C{length} items when C{length} is given.
+
+    @raise RLPError: the item is a string or has the wrong number of items.
+    """
+    if not isinstance(item, list):
+        raise RLPError(f"{what} must be an RLP list, not a string")
+    if length is not None and len(item) != length:
+        raise RLPError(f"{what} must have {length} items, got {len(item)}")
+    return item
+
+
+__all__ = [
+    "RLPItem",
+    "decode_bytes",
+    "decode_fixed",
+    "decode_list",
+    "decode_rlp",
+    "decode_uint",
+    "encode_list_of_encoded",
+    "encode_rlp",
+    "encode_uint",
+]

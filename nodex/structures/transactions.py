@@ -1,0 +1,583 @@
+"""
+Transactions: legacy (type 0, with or without EIP-155), EIP-2930 access-list
+(type 1) and EIP-1559 fee-market (type 2); blob (3) and set-code (4)
+transactions are recognised by their type byte and refused.
+
+A raw transaction is either the RLP list of a legacy transaction or, per
+EIP-2718, one type byte followed by the RLP of the typed payload.  Decoding is
+strict: canonical RLP, canonical integers, the exact number of fields,
+addresses of 20 bytes (or empty for a creation), values inside their ranges.
+The rules that need more than the bytes (chain id, intrinsic gas, signature
+recovery) live in L{nodex.structures.transaction_rules}.
+"""
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import ClassVar, NamedTuple, Union
+
+from nodex.crypto import SECP256K1_HALF_N, SECP256K1_N, SignatureError, keccak256, private_key_to_address
+from nodex.crypto import recover_address, sign
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
+from nodex.structures.errors import (
+    InvalidSignatureError,
+    InvalidTransactionError,
+    RLPError,
+    UnsupportedTransactionTypeError,
+    WrongChainIdError,
+)
+from nodex.structures.rlpcodec import (
+    RLPItem,
+    decode_bytes,
+    decode_fixed,
+    decode_list,
+    decode_rlp,
+    decode_uint,
+    encode_rlp,
+    encode_uint,
+)
+
+LEGACY_TX_TYPE = 0
+ACCESS_LIST_TX_TYPE = 1
+FEE_MARKET_TX_TYPE = 2
+
+REFUSED_TX_TYPES: dict[int, str] = {3: "blob", 4: "set-code"}
+"""Types this chain recognises but never accepts, with their names."""
+
+
+class AccessListEntry(NamedTuple):
+    """
+    One entry of an EIP-2930 access list: an address and the storage keys
+    warmed with it.
+    """
+
+    address: Address
+    storage_keys: tuple[Hash32, ...]
+
+
+AccessList = tuple[AccessListEntry, ...]
+
+
+class _TransactionBase:
+    """
+    What every transaction type shares: hashes, the sender, block encoding.
+
+    Subclasses are frozen dataclasses that define C{type}, C{chain_id},
+    C{y_parity}, C{r}, C{s}, C{signing_hash} and C{_encode}.
+    """
+
+    type: ClassVar[int]
+    to: bytes
+    r: int
+    s: int
+
+    def encode(self) -> bytes:
+        """
+        The raw transaction: legacy RLP, or C{type || rlp(payload)}.
+        """
+        return self._encoded
+
+    @cached_property
+    def _encoded(self) -> bytes:
+        return self._encode()  # type: ignore[attr-defined]
+
+    def encode_in_block(self) -> bytes:
+        """
+        The RLP item of this transaction inside a block body (and in the
+        transactions trie of EIP-2718): the legacy list as is, a typed
+        transaction as an RLP string of its raw bytes.
+        """
+        if self.type == LEGACY_TX_TYPE:
+            return self._encoded
+        return encode_rlp(self._encoded)
+
+    @cached_property
+    def hash(self) -> Hash32:
+        """
+        Keccak-256 of the raw transaction.
+        """
+        return keccak256(self._encoded)
+
+    @property
+    def is_create(self) -> bool:
+        """
+        Whether the transaction creates a contract (its C{to} is empty).
+        """
+        return self.to == b""
+
+    @cached_property
+    def sender(self) -> Address:
+        """
+        The address that signed the transaction (recovered once, then cached).
+
+        @raise InvalidSignatureError: r or s is zero or not below the curve
+            order, s is in the upper half (EIP-2), the recovery id is
+            invalid, or no public key can be recovered.
+        """
+        y_parity = self.y_parity  # type: ignore[attr-defined]
+        check_signature_values(y_parity, self.r, self.s)
+        try:
+            return recover_address(self.signing_hash(), y_parity, self.r, self.s)  # type: ignore[attr-defined]
+        except SignatureError as exc:
+            raise InvalidSignatureError(f"cannot recover the sender: {exc}") from exc
+
+
+def check_signature_values(y_parity: int, r: int, s: int) -> None:
+    """
+    Check the ranges of a transaction signature (Homestead and EIP-2).
+
+    @raise InvalidSignatureError: y_parity is not 0 or 1, r or s is not in
+        [1, n), or s is above n/2.
+    """
+    if y_parity not in (0, 1):
+        raise InvalidSignatureError(f"invalid signature: y parity must be 0 or 1, got {y_parity}")
+    if not 0 < r < SECP256K1_N:
+        raise InvalidSignatureError("invalid signature: r must be in [1, secp256k1n)")
+    if not 0 < s < SECP256K1_N:
+        raise InvalidSignatureError("invalid signature: s must be in [1, secp256k1n)")
+    if s > SECP256K1_HALF_N:
+        raise InvalidSignatureError("invalid signature: s is above secp256k1n/2 (EIP-2 requires low s)")
+
+
+@dataclass(frozen=True)
+class LegacyTransaction(_TransactionBase):
+    """
+    A type 0 transaction.  Its chain id, if any, is folded into C{v} by
+    EIP-155 (C{v = 35 + 2 * chain_id + y_parity}); C{v} of 27 or 28 means a
+    signature valid on every chain.
+
+    @ivar to: the recipient's 20-byte address, or C{b""} for a creation.
+    """
+
+    nonce: int
+    gas_price: int
+    gas: int
+    to: bytes
+    value: int
+    data: bytes
+    v: int = 0
+    r: int = 0
+    s: int = 0
+
+    type: ClassVar[int] = LEGACY_TX_TYPE
+
+    @property
+    def chain_id(self) -> int | None:
+        """
+        The EIP-155 chain id carried by C{v}, or L{None} for a signature
+        without one (v = 27 or 28, or an unsigned transaction).
+        """
+        if self.v >= 35:
+            return (self.v - 35) // 2
+        return None
+
+    @property
+    def y_parity(self) -> int:
+        """
+        The recovery id folded into C{v}.
+
+        @raise InvalidSignatureError: C{v} is neither 27, 28 nor at least 35.
+        """
+        if self.v in (27, 28):
+            return self.v - 27
+        if self.v >= 35:
+            return (self.v - 35) % 2
+        raise InvalidSignatureError(f"invalid signature: v must be 27, 28 or 35 + 2 * chain id, got {self.v}")
+
+    @property
+    def access_list(self) -> AccessList:
+        """
+        Legacy transactions have no access list.
+        """
+        return ()
+
+    @property
+    def max_fee_per_gas(self) -> int:
+        """
+        The most the sender pays per gas: the gas price.
+        """
+        return self.gas_price
+
+    @property
+    def max_priority_fee_per_gas(self) -> int:
+        """
+        The tip per gas; with a base fee of 0, the whole gas price.
+        """
+        return self.gas_price
+
+    @property
+    def effective_gas_price(self) -> int:
+        """
+        The price per gas actually paid: the gas price.
+        """
+        return self.gas_price
+
+    def _unsigned_fields(self) -> list[bytes]:
+        return [
+            encode_uint(self.nonce),
+            encode_uint(self.gas_price),
+            encode_uint(self.gas),
+            self.to,
+            encode_uint(self.value),
+            self.data,
+        ]
+
+    def signing_hash(self, chain_id: int | None = None) -> Hash32:
+        """
+        The digest that the sender signs.
+
+        @param chain_id: the chain to sign for (EIP-155); by default the
+            chain id carried by C{v}.  L{None} in both means the pre-EIP-155
+            digest of the six unsigned fields.
+        """
+        if chain_id is None:
+            chain_id = self.chain_id
+        fields = self._unsigned_fields()
+        if chain_id is not None:
+            fields += [encode_uint(chain_id), b"", b""]
+        return keccak256(encode_rlp(fields))
+
+    def _encode(self) -> bytes:
+        return encode_rlp(self._unsigned_fields() + [encode_uint(self.v), encode_uint(self.r), encode_uint(self.s)])
+
+
+@dataclass(frozen=True)
+class AccessListTransaction(_TransactionBase):
+    """
+    A type 1 transaction (EIP-2930): a legacy gas price plus an access list,
+    with the chain id as a field.
+    """
+
+    chain_id: int
+    nonce: int
+    gas_price: int
+    gas: int
+    to: bytes
+    value: int
+    data: bytes
+    access_list: AccessList = ()
+    y_parity: int = 0
+    r: int = 0
+    s: int = 0
+
+    type: ClassVar[int] = ACCESS_LIST_TX_TYPE
+
+    @property
+    def max_fee_per_gas(self) -> int:
+        """
+        The most the sender pays per gas: the gas price.
+        """
+        return self.gas_price
+
+    @property
+    def max_priority_fee_per_gas(self) -> int:
+        """
+        The tip per gas; with a base fee of 0, the whole gas price.
+        """
+        return self.gas_price
+
+    @property
+    def effective_gas_price(self) -> int:
+        """
+        The price per gas actually paid: the gas price.
+        """
+        return self.gas_price
+
+    def _unsigned_fields(self) -> list[RLPItem]:
+        return [
+            encode_uint(self.chain_id),
+            encode_uint(self.nonce),
+            encode_uint(self.gas_price),
+            encode_uint(self.gas),
+            self.to,
+            encode_uint(self.value),
+            self.data,
+            _access_list_item(self.access_list),
+        ]
+
+    def signing_hash(self, chain_id: int | None = None) -> Hash32:
+        """
+        The digest that the sender signs: C{keccak(0x01 || rlp(unsigned fields))}.
+
+        @param chain_id: if given, must be the transaction's own chain id.
+        @raise WrongChainIdError: C{chain_id} differs from the transaction's.
+        """
+        _check_same_chain(self.chain_id, chain_id)
+        return keccak256(b"\x01" + encode_rlp(self._unsigned_fields()))
+
+    def _encode(self) -> bytes:
+        signature = [encode_uint(self.y_parity), encode_uint(self.r), encode_uint(self.s)]
+        return b"\x01" + encode_rlp(self._unsigned_fields() + signature)
+
+
+@dataclass(frozen=True)
+class FeeMarketTransaction(_TransactionBase):
+    """
+    A type 2 transaction (EIP-1559).  The base fee of this chain is always 0,
+    so the price paid per gas is C{min(max_fee_per_gas, max_priority_fee_per_gas)}.
+    """
+
+    chain_id: int
+    nonce: int
+    max_priority_fee_per_gas: int
+    max_fee_per_gas: int
+    gas: int
+    to: bytes
+    value: int
+    data: bytes
+    access_list: AccessList = ()
+    y_parity: int = 0
+    r: int = 0
+    s: int = 0
+
+    type: ClassVar[int] = FEE_MARKET_TX_TYPE
+
+    @property
+    def effective_gas_price(self) -> int:
+        """
+        The price per gas actually paid with a base fee of 0 (DESIGN §2).
+        """
+        return min(self.max_fee_per_gas, self.max_priority_fee_per_gas)
+
+    def _unsigned_fields(self) -> list[RLPItem]:
+        return [
+            encode_uint(self.chain_id),
+            encode_uint(self.nonce),
+            encode_uint(self.max_priority_fee_per_gas),
+            encode_uint(self.max_fee_per_gas),
+            encode_uint(self.gas),
+            self.to,
+            encode_uint(self.value),
+            self.data,
+            _access_list_item(self.access_list),
+        ]
+
+    def signing_hash(self, chain_id: int | None = None) -> Hash32:
+        """
+        The digest that the sender signs: C{keccak(0x02 || rlp(unsigned fields))}.
+
+        @param chain_id: if given, must be the transaction's own chain id.
+        @raise WrongChainIdError: C{chain_id} differs from the transaction's.
+        """
+        _check_same_chain(self.chain_id, chain_id)
+        return keccak256(b"\x02" + encode_rlp(self._unsigned_fields()))
+
+    def _encode(self) -> bytes:
+        signature = [encode_uint(self.y_parity), encode_uint(self.r), encode_uint(self.s)]
+        return b"\x02" + encode_rlp(self._unsigned_fields() + signature)
+
+
+Transaction = Union[LegacyTransaction, AccessListTransaction, FeeMarketTransaction]
+"""Any transaction this chain accepts."""
+
+
+def _check_same_chain(own: int, asked: int | None) -> None:
+    if asked is not None and asked != own:
+        raise WrongChainIdError(f"transaction is for chain id {own}, not {asked}")
+
+
+def _access_list_item(access_list: AccessList) -> list[RLPItem]:
+    return [[address, list(keys)] for address, keys in access_list]
+
+
+def decode_transaction(raw: bytes) -> Transaction:
+    """
+    Decode a raw transaction (as sent to C{eth_sendRawTransaction}).
+
+    @raise RLPError: the bytes are not canonical RLP of the right shape.
+    @raise UnsupportedTransactionTypeError: a blob or set-code transaction,
+        or an unknown type byte.
+    @raise InvalidTransactionError: a value is out of its range.
+    @raise InvalidSignatureError: the signature values are malformed.
+    """
+    if not isinstance(raw, bytes):
+        raise RLPError(f"a raw transaction must be bytes, not {type(raw).__name__}")
+    if not raw:
+        raise RLPError("a raw transaction cannot be empty")
+    first = raw[0]
+    if first >= 0xC0:
+        tx: Transaction = _legacy_from_fields(decode_rlp(raw))
+    elif first == ACCESS_LIST_TX_TYPE:
+        tx = _access_list_from_fields(decode_rlp(raw[1:]))
+    elif first == FEE_MARKET_TX_TYPE:
+        tx = _fee_market_from_fields(decode_rlp(raw[1:]))
+    elif first in REFUSED_TX_TYPES:
+        raise UnsupportedTransactionTypeError(
+            f"transaction type {first} ({REFUSED_TX_TYPES[first]}) is not supported by this chain"
+        )
+    elif first <= 0x7F:
+        raise UnsupportedTransactionTypeError(f"unknown transaction type {first}")
+    else:
+        raise RLPError("a legacy transaction must be an RLP list, not an RLP string")
+    # Strict decoding admits only canonical bytes, so the input is the encoding.
+    tx.__dict__["_encoded"] = raw
+    return tx
+
+
+def decode_transaction_in_block(item: RLPItem) -> Transaction:
+    """
+    Decode a transaction as a block body holds it: a legacy transaction's
+    list, or an RLP string holding a typed transaction's raw bytes.
+
+    @raise RLPError: and the other errors of L{decode_transaction}.
+    """
+    if isinstance(item, list):
+        tx = _legacy_from_fields(item)
+        tx.__dict__["_encoded"] = encode_rlp(item)
+        return tx
+    if not item or item[0] >= 0xC0:
+        raise RLPError("a typed transaction in a block must start with its type byte")
+    return decode_transaction(item)
+
+
+def _uint(item: RLPItem, what: str, ceiling: int) -> int:
+    value = decode_uint(item, what)
+    if value >= ceiling:
+        bits = ceiling.bit_length() - 1
+        raise InvalidTransactionError(f"{what} {value} does not fit in {bits} bits")
+    return value
+
+
+def _recipient(item: RLPItem) -> bytes:
+    to = decode_bytes(item, "to")
+    if len(to) not in (0, 20):
+        raise RLPError(f"to must be a 20-byte address or empty, got {len(to)} bytes")
+    return to
+
+
+def _signature(y_item: RLPItem, r_item: RLPItem, s_item: RLPItem, what: str) -> tuple[int, int, int]:
+    y = decode_uint(y_item, what)
+    r = decode_uint(r_item, "signature r")
+    s = decode_uint(s_item, "signature s")
+    if r >= UINT256_CEILING or s >= UINT256_CEILING:
+        raise InvalidSignatureError("invalid signature: r and s must fit in 256 bits")
+    return y, r, s
+
+
+def _legacy_from_fields(item: RLPItem) -> LegacyTransaction:
+    fields = decode_list(item, "legacy transaction", 9)
+    v, r, s = _signature(fields[6], fields[7], fields[8], "signature v")
+    if v not in (27, 28) and v < 35:
+        raise InvalidSignatureError(f"invalid signature: v must be 27, 28 or 35 + 2 * chain id, got {v}")
+    if v >= UINT256_CEILING:
+        raise InvalidSignatureError("invalid signature: v does not fit in 256 bits")
+    return LegacyTransaction(
+        nonce=_uint(fields[0], "nonce", UINT64_CEILING),
+        gas_price=_uint(fields[1], "gas price", UINT256_CEILING),
+        gas=_uint(fields[2], "gas", UINT64_CEILING),
+        to=_recipient(fields[3]),
+        value=_uint(fields[4], "value", UINT256_CEILING),
+        data=decode_bytes(fields[5], "data"),
+        v=v,
+        r=r,
+        s=s,
+    )
+
+
+def _typed_signature(fields: list[RLPItem]) -> tuple[int, int, int]:
+    y_parity, r, s = _signature(fields[-3], fields[-2], fields[-1], "signature y parity")
+    if y_parity not in (0, 1):
+        raise InvalidSignatureError(f"invalid signature: y parity must be 0 or 1, got {y_parity}")
+    return y_parity, r, s
+
+
+def _access_list_from_fields(item: RLPItem) -> AccessListTransaction:
+    fields = decode_list(item, "access-list transaction", 11)
+    y_parity, r, s = _typed_signature(fields)
+    return AccessListTransaction(
+        chain_id=_uint(fields[0], "chain id", UINT256_CEILING),
+        nonce=_uint(fields[1], "nonce", UINT64_CEILING),
+        gas_price=_uint(fields[2], "gas price", UINT256_CEILING),
+        gas=_uint(fields[3], "gas", UINT64_CEILING),
+        to=_recipient(fields[4]),
+        value=_uint(fields[5], "value", UINT256_CEILING),
+        data=decode_bytes(fields[6], "data"),
+        access_list=decode_access_list(fields[7]),
+        y_parity=y_parity,
+        r=r,
+        s=s,
+    )
+
+
+def _fee_market_from_fields(item: RLPItem) -> FeeMarketTransaction:
+    fields = decode_list(item, "fee-market transaction", 12)
+    y_parity, r, s = _typed_signature(fields)
+    return FeeMarketTransaction(
+        chain_id=_uint(fields[0], "chain id", UINT256_CEILING),
+        nonce=_uint(fields[1], "nonce", UINT64_CEILING),
+        max_priority_fee_per_gas=_uint(fields[2], "max priority fee per gas", UINT256_CEILING),
+        max_fee_per_gas=_uint(fields[3], "max fee per gas", UINT256_CEILING),
+        gas=_uint(fields[4], "gas", UINT64_CEILING),
+        to=_recipient(fields[5]),
+        value=_uint(fields[6], "value", UINT256_CEILING),
+        data=decode_bytes(fields[7], "data"),
+        access_list=decode_access_list(fields[8]),
+        y_parity=y_parity,
+        r=r,
+        s=s,
+    )
+
+
+def decode_access_list(item: RLPItem) -> AccessList:
+    """
+    Read an EIP-2930 access list: a list of C{[address, [storage keys]]}.
+
+    @raise RLPError: the shape is wrong, an address is not 20 bytes or a
+        storage key not 32 bytes.
+    """
+    entries = []
+    for entry in decode_list(item, "access list"):
+        address, keys = decode_list(entry, "access list entry", 2)
+        entries.append(
+            AccessListEntry(
+                Address(decode_fixed(address, "access list address", 20)),
+                tuple(Hash32(decode_fixed(key, "access list storage key", 32)) for key in decode_list(keys, "storage keys")),
+            )
+        )
+    return tuple(entries)
+
+
+def sign_transaction(unsigned: Transaction, private_key: bytes, chain_id: int | None) -> Transaction:
+    """
+    Sign a transaction, returning a copy with the signature filled in.
+
+    @param unsigned: the transaction; its signature fields are ignored.
+    @param private_key: the 32-byte secp256k1 key.
+    @param chain_id: for a legacy transaction, the chain to sign for with
+        EIP-155, or L{None} for a signature valid on every chain; for a typed
+        transaction, L{None} or its own chain id.
+    @raise WrongChainIdError: a typed transaction is for another chain.
+    @raise nodex.crypto.SignatureError: the key is not a valid scalar.
+    """
+    if isinstance(unsigned, LegacyTransaction):
+        digest = _pre_eip155_hash(unsigned) if chain_id is None else unsigned.signing_hash(chain_id)
+        y_parity, r, s = sign(digest, private_key)
+        v = 27 + y_parity if chain_id is None else 35 + 2 * chain_id + y_parity
+        signed: Transaction = replace(unsigned, v=v, r=r, s=s)
+    else:
+        y_parity, r, s = sign(unsigned.signing_hash(chain_id), private_key)
+        signed = replace(unsigned, y_parity=y_parity, r=r, s=s)
+    signed.__dict__["sender"] = private_key_to_address(private_key)
+    return signed
+
+
+def _pre_eip155_hash(tx: LegacyTransaction) -> Hash32:
+    return keccak256(encode_rlp(tx._unsigned_fields()))
+
+
+__all__ = [
+    "ACCESS_LIST_TX_TYPE",
+    "FEE_MARKET_TX_TYPE",
+    "LEGACY_TX_TYPE",
+    "REFUSED_TX_TYPES",
+    "AccessList",
+    "AccessListEntry",
+    "AccessListTransaction",
+    "FeeMarketTransaction",
+    "LegacyTransaction",
+    "Transaction",
+    "check_signature_values",
+    "decode_access_list",
+    "decode_transaction",
+    "decode_transaction_in_block",
+    "sign_transaction",
+]

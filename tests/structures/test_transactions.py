@@ -1,0 +1,376 @@
+"""
+Tests for L{nodex.structures.transactions}.
+"""
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.crypto import SECP256K1_N, keccak256, private_key_to_address
+from nodex.primitives import Address, Hash32
+from nodex.structures.errors import (
+    InvalidSignatureError,
+    InvalidTransactionError,
+    RLPError,
+    UnsupportedTransactionTypeError,
+    WrongChainIdError,
+)
+from nodex.structures.rlpcodec import decode_rlp, encode_rlp, encode_uint
+from nodex.structures.transactions import (
+    AccessListEntry,
+    AccessListTransaction,
+    FeeMarketTransaction,
+    LegacyTransaction,
+    decode_transaction,
+    decode_transaction_in_block,
+    sign_transaction,
+)
+
+KEY = keccak256(b"cow")
+SENDER = private_key_to_address(KEY)
+RECIPIENT = Address(b"\x35" * 20)
+ACCESS_LIST = (AccessListEntry(Address(b"\x01" * 20), (Hash32(b"\x02" * 32), Hash32(b"\x03" * 32))),)
+
+# The worked example of EIP-155.
+EIP155_KEY = b"\x46" * 32
+EIP155_UNSIGNED = LegacyTransaction(
+    nonce=9, gas_price=20 * 10**9, gas=21000, to=RECIPIENT, value=10**18, data=b""
+)
+EIP155_SIGNING_HASH = "daf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53"
+EIP155_RAW = (
+    "f86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a7640000"
+    "8025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f76"
+    "1aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83"
+)
+
+
+def access_list_tx(**changes: object) -> AccessListTransaction:
+    """
+    A signed type 1 transaction for chain 33, with C{changes} applied before signing.
+    """
+    unsigned = AccessListTransaction(
+        chain_id=33, nonce=1, gas_price=10**9, gas=50000, to=RECIPIENT, value=5, data=b"\x00\x01",
+        access_list=ACCESS_LIST,
+    )
+    return sign_transaction(replace(unsigned, **changes), KEY, 33)  # type: ignore[return-value]
+
+
+def fee_market_tx(**changes: object) -> FeeMarketTransaction:
+    """
+    A signed type 2 transaction for chain 33, with C{changes} applied before signing.
+    """
+    unsigned = FeeMarketTransaction(
+        chain_id=33, nonce=2, max_priority_fee_per_gas=2 * 10**9, max_fee_per_gas=3 * 10**9,
+        gas=60000, to=b"", value=0, data=b"\x60\x00", access_list=ACCESS_LIST,
+    )
+    return sign_transaction(replace(unsigned, **changes), KEY, 33)  # type: ignore[return-value]
+
+
+class LegacyTransactionTests(SynchronousTestCase):
+    """
+    Tests for L{LegacyTransaction}.
+    """
+
+    def test_eip155_example(self) -> None:
+        """
+        Signing the EIP-155 example gives the EIP's digest and raw bytes, and
+        decoding those bytes gives back the sender and chain id.
+        """
+        self.assertEqual(EIP155_UNSIGNED.signing_hash(1).hex(), EIP155_SIGNING_HASH)
+        signed = sign_transaction(EIP155_UNSIGNED, EIP155_KEY, 1)
+        self.assertEqual(signed.encode().hex(), EIP155_RAW)
+        decoded = decode_transaction(bytes.fromhex(EIP155_RAW))
+        self.assertEqual(decoded, signed)
+        self.assertEqual(decoded.chain_id, 1)
+        self.assertEqual(decoded.sender, private_key_to_address(EIP155_KEY))
+        self.assertEqual(decoded.hash, keccak256(bytes.fromhex(EIP155_RAW)))
+
+    def test_without_eip155(self) -> None:
+        """
+        Signed without a chain id, v is 27 or 28, there is no chain id, and
+        the sender is recovered from the six-field digest.
+        """
+        signed = sign_transaction(EIP155_UNSIGNED, KEY, None)
+        self.assertIn(signed.v, (27, 28))  # type: ignore[union-attr]
+        decoded = decode_transaction(signed.encode())
+        self.assertIsNone(decoded.chain_id)
+        self.assertEqual(decoded.sender, SENDER)
+
+    def test_fee_views(self) -> None:
+        """
+        A legacy transaction's price is its cap, its tip and its effective
+        price; it has no access list and is a creation when C{to} is empty.
+        """
+        tx = replace(EIP155_UNSIGNED, to=b"")
+        self.assertEqual(tx.max_fee_per_gas, tx.gas_price)
+        self.assertEqual(tx.max_priority_fee_per_gas, tx.gas_price)
+        self.assertEqual(tx.effective_gas_price, tx.gas_price)
+        self.assertEqual(tx.access_list, ())
+        self.assertTrue(tx.is_create)
+        self.assertFalse(EIP155_UNSIGNED.is_create)
+
+    def test_invalid_v_refused(self) -> None:
+        """
+        A v that is neither 27, 28 nor at least 35 is refused on decode.
+        """
+        fields = decode_rlp(bytes.fromhex(EIP155_RAW))
+        fields[6] = encode_uint(29)  # type: ignore[index]
+        with self.assertRaises(InvalidSignatureError) as caught:
+            decode_transaction(encode_rlp(fields))
+        self.assertIn("got 29", str(caught.exception))
+
+    def test_extra_and_missing_fields_refused(self) -> None:
+        """
+        A legacy transaction with ten or eight fields is refused.
+        """
+        fields = decode_rlp(bytes.fromhex(EIP155_RAW))
+        self.assertRaises(RLPError, decode_transaction, encode_rlp(fields + [b""]))  # type: ignore[operator]
+        self.assertRaises(RLPError, decode_transaction, encode_rlp(fields[:8]))  # type: ignore[index]
+
+    def test_non_canonical_integer_refused(self) -> None:
+        """
+        A gas price with a leading zero byte is refused.
+        """
+        fields = decode_rlp(bytes.fromhex(EIP155_RAW))
+        fields[1] = b"\x00" + fields[1]  # type: ignore[index, operator]
+        with self.assertRaises(RLPError) as caught:
+            decode_transaction(encode_rlp(fields))
+        self.assertIn("gas price", str(caught.exception))
+
+    def test_wrong_address_length_refused(self) -> None:
+        """
+        A recipient of 19 bytes is refused.
+        """
+        fields = decode_rlp(bytes.fromhex(EIP155_RAW))
+        fields[3] = b"\x35" * 19  # type: ignore[index]
+        self.assertRaises(RLPError, decode_transaction, encode_rlp(fields))
+
+    def test_out_of_range_values_refused(self) -> None:
+        """
+        A nonce of 2**64 and a value of 2**256 are refused.
+        """
+        for index, value in ((0, 2**64), (4, 2**256), (2, 2**64)):
+            fields = decode_rlp(bytes.fromhex(EIP155_RAW))
+            fields[index] = encode_uint(value)  # type: ignore[index]
+            self.assertRaises(InvalidTransactionError, decode_transaction, encode_rlp(fields))
+
+    def test_high_s_refused(self) -> None:
+        """
+        The same signature with s replaced by n - s (equally valid for ECDSA)
+        is refused by EIP-2's low-s rule.
+        """
+        signed = sign_transaction(EIP155_UNSIGNED, EIP155_KEY, 1)
+        flipped = replace(signed, s=SECP256K1_N - signed.s, v=signed.v ^ 1)  # type: ignore[union-attr]
+        with self.assertRaises(InvalidSignatureError) as caught:
+            decode_transaction(flipped.encode()).sender
+        self.assertIn("low s", str(caught.exception))
+
+    def test_zero_r_refused(self) -> None:
+        """
+        A signature with r = 0 has no sender.
+        """
+        signed = sign_transaction(EIP155_UNSIGNED, EIP155_KEY, 1)
+        with self.assertRaises(InvalidSignatureError):
+            replace(signed, r=0).sender
+
+    def test_sender_cached(self) -> None:
+        """
+        The sender is recovered once and then remembered.
+        """
+        tx = decode_transaction(bytes.fromhex(EIP155_RAW))
+        self.assertIs(tx.sender, tx.sender)
+
+
+class TypedTransactionTests(SynchronousTestCase):
+    """
+    Tests for L{AccessListTransaction} and L{FeeMarketTransaction}.
+    """
+
+    def test_access_list_round_trip(self) -> None:
+        """
+        A type 1 transaction encodes as C{0x01 || rlp}, decodes to itself and
+        recovers its sender.
+        """
+        tx = access_list_tx()
+        raw = tx.encode()
+        self.assertEqual(raw[0], 1)
+        decoded = decode_transaction(raw)
+        self.assertEqual(decoded, tx)
+        self.assertEqual(decoded.sender, SENDER)
+        self.assertEqual(decoded.hash, keccak256(raw))
+        self.assertEqual(decoded.access_list, ACCESS_LIST)
+        self.assertEqual(decoded.effective_gas_price, 10**9)
+
+    def test_fee_market_round_trip(self) -> None:
+        """
+        A type 2 transaction encodes as C{0x02 || rlp}, decodes to itself and
+        recovers its sender.
+        """
+        tx = fee_market_tx()
+        raw = tx.encode()
+        self.assertEqual(raw[0], 2)
+        decoded = decode_transaction(raw)
+        self.assertEqual(decoded, tx)
+        self.assertEqual(decoded.sender, SENDER)
+        self.assertTrue(decoded.is_create)
+
+    def test_effective_gas_price(self) -> None:
+        """
+        With a base fee of 0, a type 2 transaction pays the lower of its fee
+        cap and its priority fee.
+        """
+        self.assertEqual(fee_market_tx().effective_gas_price, 2 * 10**9)
+        tx = fee_market_tx(max_priority_fee_per_gas=5 * 10**9)
+        self.assertEqual(tx.effective_gas_price, 3 * 10**9)
+
+    def test_signing_hash_other_chain_refused(self) -> None:
+        """
+        Asking for a typed transaction's digest on another chain, or signing
+        it for another chain, is refused.
+        """
+        tx = fee_market_tx()
+        self.assertEqual(tx.signing_hash(33), tx.signing_hash())
+        self.assertRaises(WrongChainIdError, tx.signing_hash, 34)
+        self.assertRaises(WrongChainIdError, sign_transaction, tx, KEY, 34)
+
+    def test_signature_covers_fields(self) -> None:
+        """
+        Changing a field after signing changes the recovered sender.
+        """
+        tx = replace(fee_market_tx(), value=1)
+        self.assertNotEqual(decode_transaction(tx.encode()).sender, SENDER)
+
+    def test_bad_y_parity_refused(self) -> None:
+        """
+        A y parity other than 0 or 1 is refused on decode.
+        """
+        raw = replace(access_list_tx(), y_parity=2).encode()
+        self.assertRaises(InvalidSignatureError, decode_transaction, raw)
+
+    def test_bad_access_list_refused(self) -> None:
+        """
+        Access-list addresses of 21 bytes, storage keys of 31 bytes and
+        entries that are not pairs are refused.
+        """
+        fields = decode_rlp(access_list_tx().encode()[1:])
+        for access_list in (
+            [[b"\x01" * 21, []]],
+            [[b"\x01" * 20, [b"\x02" * 31]]],
+            [[b"\x01" * 20]],
+            [b"\x01" * 20],
+            b"",
+        ):
+            fields[7] = access_list  # type: ignore[index]
+            self.assertRaises(RLPError, decode_transaction, b"\x01" + encode_rlp(fields))
+
+    def test_wrong_field_count_refused(self) -> None:
+        """
+        A type 2 payload with a missing field is refused.
+        """
+        fields = decode_rlp(fee_market_tx().encode()[1:])
+        self.assertRaises(RLPError, decode_transaction, b"\x02" + encode_rlp(fields[:-1]))  # type: ignore[index]
+
+
+class DecodeTransactionTests(SynchronousTestCase):
+    """
+    Tests for L{decode_transaction} on bytes that are not transactions.
+    """
+
+    def test_blob_refused(self) -> None:
+        """
+        Type 3 is recognised and refused with a message that names it.
+        """
+        with self.assertRaises(UnsupportedTransactionTypeError) as caught:
+            decode_transaction(b"\x03" + encode_rlp([]))
+        self.assertEqual(str(caught.exception), "transaction type 3 (blob) is not supported by this chain")
+
+    def test_set_code_refused(self) -> None:
+        """
+        Type 4 is recognised and refused with a message that names it.
+        """
+        with self.assertRaises(UnsupportedTransactionTypeError) as caught:
+            decode_transaction(b"\x04" + encode_rlp([]))
+        self.assertEqual(str(caught.exception), "transaction type 4 (set-code) is not supported by this chain")
+
+    def test_unknown_type_refused(self) -> None:
+        """
+        Other type bytes are refused as unknown.
+        """
+        with self.assertRaises(UnsupportedTransactionTypeError) as caught:
+            decode_transaction(b"\x09\xc0")
+        self.assertIn("unknown transaction type 9", str(caught.exception))
+
+    def test_empty_and_string_refused(self) -> None:
+        """
+        Empty input and an RLP string are not transactions.
+        """
+        self.assertRaises(RLPError, decode_transaction, b"")
+        self.assertRaises(RLPError, decode_transaction, encode_rlp(b"not a transaction"))
+
+    def test_trailing_bytes_refused(self) -> None:
+        """
+        Bytes after a transaction are refused, for legacy and typed ones.
+        """
+        self.assertRaises(RLPError, decode_transaction, bytes.fromhex(EIP155_RAW) + b"\x00")
+        self.assertRaises(RLPError, decode_transaction, fee_market_tx().encode() + b"\x00")
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.binary(max_size=200))
+    def test_random_bytes_raise_only_own_errors(self, raw: bytes) -> None:
+        """
+        Random bytes either decode or raise L{RLPError} or
+        L{InvalidTransactionError}; nothing else escapes.
+        """
+        try:
+            decode_transaction(raw)
+        except (RLPError, InvalidTransactionError):
+            pass
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.integers(min_value=0, max_value=2**40), st.binary(max_size=64), st.sampled_from([0, 1, 2]))
+    def test_mutated_transactions_raise_only_own_errors(self, position: int, junk: bytes, kind: int) -> None:
+        """
+        Valid transactions with bytes overwritten or cut raise only the
+        structures' errors (or still decode).
+        """
+        raw = (bytes.fromhex(EIP155_RAW), access_list_tx().encode(), fee_market_tx().encode())[kind]
+        position %= len(raw)
+        mutated = raw[:position] + junk + raw[position + len(junk):]
+        try:
+            decode_transaction(mutated).sender
+        except (RLPError, InvalidTransactionError):
+            pass
+
+
+class BlockEncodingTests(SynchronousTestCase):
+    """
+    Tests for the encoding of transactions inside block bodies.
+    """
+
+    def test_legacy_is_a_list(self) -> None:
+        """
+        A legacy transaction appears in a block as its own RLP list.
+        """
+        tx = decode_transaction(bytes.fromhex(EIP155_RAW))
+        self.assertEqual(tx.encode_in_block(), tx.encode())
+        self.assertEqual(decode_transaction_in_block(decode_rlp(tx.encode_in_block())), tx)
+
+    def test_typed_is_a_string(self) -> None:
+        """
+        A typed transaction appears in a block as an RLP string of its raw bytes.
+        """
+        tx = fee_market_tx()
+        self.assertEqual(tx.encode_in_block(), encode_rlp(tx.encode()))
+        decoded = decode_transaction_in_block(decode_rlp(tx.encode_in_block()))
+        self.assertEqual(decoded, tx)
+        self.assertEqual(decoded.hash, tx.hash)
+
+    def test_wrapped_legacy_refused(self) -> None:
+        """
+        A legacy transaction wrapped in an RLP string is not a valid block item.
+        """
+        raw = bytes.fromhex(EIP155_RAW)
+        self.assertRaises(RLPError, decode_transaction_in_block, raw)
+        self.assertRaises(RLPError, decode_transaction_in_block, b"")
