@@ -8,6 +8,8 @@ L{nodex.structures.errors}).
 """
 
 from nodex.structures.accounts import EMPTY_ACCOUNT, EMPTY_TRIE_ROOT, Account
+from nodex.structures.blocks import Block, decode_body, encode_body
+from nodex.structures.bloom import EMPTY_BLOOM, bloom_add, bloom_may_contain, logs_bloom, merge_blooms
 from nodex.structures.errors import (
     IntrinsicGasTooLowError,
     InvalidSignatureError,
@@ -16,6 +18,9 @@ from nodex.structures.errors import (
     UnsupportedTransactionTypeError,
     WrongChainIdError,
 )
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
+from nodex.structures.logs import Log
+from nodex.structures.receipts import Receipt
 from nodex.structures.transaction_rules import intrinsic_gas, validate_chain_id, validate_transaction
 from nodex.structures.transactions import (
     ACCESS_LIST_TX_TYPE,
@@ -28,10 +33,24 @@ from nodex.structures.transactions import (
     LegacyTransaction,
     Transaction,
     decode_transaction,
+    decode_transaction_in_block,
     sign_transaction,
 )
 
 __all__ = [
+    "EMPTY_BLOOM",
+    "EMPTY_UNCLES_HASH",
+    "Block",
+    "Header",
+    "Log",
+    "Receipt",
+    "bloom_add",
+    "bloom_may_contain",
+    "decode_body",
+    "decode_transaction_in_block",
+    "encode_body",
+    "logs_bloom",
+    "merge_blooms",
     "ACCESS_LIST_TX_TYPE",
     "EMPTY_ACCOUNT",
     "EMPTY_TRIE_ROOT",

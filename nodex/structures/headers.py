@@ -1,0 +1,174 @@
+"""
+Block headers (DESIGN §2).
+
+The RLP list holds, in order: parentHash, unclesHash, coinbase, stateRoot,
+transactionsRoot, receiptsRoot, logsBloom, difficulty, number, gasLimit,
+gasUsed, timestamp, extraData, paidFees, minimumGasPrice, uncleCount,
+bitcoinMergedMiningHeader, bitcoinMergedMiningMerkleProof and
+bitcoinMergedMiningCoinbaseTransaction.
+
+The block hash covers the first 17 items (everything but the merkle proof
+and the coinbase transaction, which the seal adds after the fact); the hash
+for merged mining covers the first 16 (everything the Bitcoin coinbase must
+commit to).
+"""
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from nodex.crypto import keccak256
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
+from nodex.structures.bloom import BLOOM_BYTES
+from nodex.structures.errors import RLPError
+from nodex.structures.rlpcodec import (
+    RLPItem,
+    decode_bytes,
+    decode_fixed,
+    decode_list,
+    decode_rlp,
+    decode_uint,
+    encode_rlp,
+    encode_uint,
+)
+
+HEADER_FIELDS = 19
+MAX_EXTRA_DATA = 32
+_HASHED_FIELDS = 17
+_MERGED_MINING_HASHED_FIELDS = 16
+
+EMPTY_UNCLES_HASH = Hash32(keccak256(encode_rlp([])))
+"""Keccak-256 of the RLP empty list: the uncles hash of a block without uncles."""
+
+
+@dataclass(frozen=True)
+class Header:
+    """
+    A block header.  Integers are plain C{int}, hashes and addresses C{bytes}.
+    """
+
+    parent_hash: Hash32
+    uncles_hash: Hash32
+    coinbase: Address
+    state_root: Hash32
+    transactions_root: Hash32
+    receipts_root: Hash32
+    logs_bloom: bytes
+    difficulty: int
+    number: int
+    gas_limit: int
+    gas_used: int
+    timestamp: int
+    extra_data: bytes
+    paid_fees: int
+    minimum_gas_price: int
+    uncle_count: int
+    bitcoin_merged_mining_header: bytes = b""
+    bitcoin_merged_mining_merkle_proof: bytes = b""
+    bitcoin_merged_mining_coinbase_transaction: bytes = b""
+
+    @cached_property
+    def _fields(self) -> list[bytes]:
+        return [
+            self.parent_hash,
+            self.uncles_hash,
+            self.coinbase,
+            self.state_root,
+            self.transactions_root,
+            self.receipts_root,
+            self.logs_bloom,
+            encode_uint(self.difficulty),
+            encode_uint(self.number),
+            encode_uint(self.gas_limit),
+            encode_uint(self.gas_used),
+            encode_uint(self.timestamp),
+            self.extra_data,
+            encode_uint(self.paid_fees),
+            encode_uint(self.minimum_gas_price),
+            encode_uint(self.uncle_count),
+            self.bitcoin_merged_mining_header,
+            self.bitcoin_merged_mining_merkle_proof,
+            self.bitcoin_merged_mining_coinbase_transaction,
+        ]
+
+    def encode(self) -> bytes:
+        """
+        The header's full RLP (all 19 fields).
+        """
+        return self._encoded
+
+    @cached_property
+    def _encoded(self) -> bytes:
+        return encode_rlp(self._fields)
+
+    @cached_property
+    def hash(self) -> Hash32:
+        """
+        The block hash: Keccak-256 of the RLP of the first 17 fields.
+        """
+        return keccak256(encode_rlp(self._fields[:_HASHED_FIELDS]))
+
+    @cached_property
+    def hash_for_merged_mining(self) -> Hash32:
+        """
+        What a merged-mining coinbase commits to: Keccak-256 of the RLP of the
+        first 16 fields (no merged-mining field).
+        """
+        return keccak256(encode_rlp(self._fields[:_MERGED_MINING_HASHED_FIELDS]))
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "Header":
+        """
+        Read a header from its RLP.
+
+        @raise RLPError: malformed or non-canonical RLP, not exactly 19
+            fields, a hash, address or bloom of the wrong length, extra data
+            above 32 bytes, or an integer out of its range.
+        """
+        header = cls.from_rlp_item(decode_rlp(raw))
+        header.__dict__["_encoded"] = raw
+        return header
+
+    @classmethod
+    def from_rlp_item(cls, item: RLPItem) -> "Header":
+        """
+        Read a header from its decoded RLP item (as found inside a block).
+
+        @raise RLPError: as L{decode}.
+        """
+        fields = decode_list(item, "header", HEADER_FIELDS)
+        extra_data = decode_bytes(fields[12], "header extra data")
+        if len(extra_data) > MAX_EXTRA_DATA:
+            raise RLPError(f"header extra data is {len(extra_data)} bytes long, at most {MAX_EXTRA_DATA} allowed")
+        return cls(
+            parent_hash=Hash32(decode_fixed(fields[0], "header parent hash", 32)),
+            uncles_hash=Hash32(decode_fixed(fields[1], "header uncles hash", 32)),
+            coinbase=Address(decode_fixed(fields[2], "header coinbase", 20)),
+            state_root=Hash32(decode_fixed(fields[3], "header state root", 32)),
+            transactions_root=Hash32(decode_fixed(fields[4], "header transactions root", 32)),
+            receipts_root=Hash32(decode_fixed(fields[5], "header receipts root", 32)),
+            logs_bloom=decode_fixed(fields[6], "header logs bloom", BLOOM_BYTES),
+            difficulty=_bounded(fields[7], "header difficulty", UINT256_CEILING),
+            number=_bounded(fields[8], "header number", UINT64_CEILING),
+            gas_limit=_bounded(fields[9], "header gas limit", UINT64_CEILING),
+            gas_used=_bounded(fields[10], "header gas used", UINT64_CEILING),
+            timestamp=_bounded(fields[11], "header timestamp", UINT64_CEILING),
+            extra_data=extra_data,
+            paid_fees=_bounded(fields[13], "header paid fees", UINT256_CEILING),
+            minimum_gas_price=_bounded(fields[14], "header minimum gas price", UINT256_CEILING),
+            uncle_count=_bounded(fields[15], "header uncle count", UINT64_CEILING),
+            bitcoin_merged_mining_header=decode_bytes(fields[16], "bitcoin merged mining header"),
+            bitcoin_merged_mining_merkle_proof=decode_bytes(fields[17], "bitcoin merged mining merkle proof"),
+            bitcoin_merged_mining_coinbase_transaction=decode_bytes(
+                fields[18], "bitcoin merged mining coinbase transaction"
+            ),
+        )
+
+
+def _bounded(item: RLPItem, what: str, ceiling: int) -> int:
+    value = decode_uint(item, what)
+    if value >= ceiling:
+        raise RLPError(f"{what} does not fit in {ceiling.bit_length() - 1} bits")
+    return value
+
+
+__all__ = ["EMPTY_UNCLES_HASH", "HEADER_FIELDS", "MAX_EXTRA_DATA", "Header"]

@@ -1,0 +1,102 @@
+"""
+Tests for L{nodex.structures.bloom} and L{nodex.structures.logs}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.crypto import keccak256
+from nodex.primitives import Address, Hash32
+from nodex.structures.bloom import EMPTY_BLOOM, bloom_add, bloom_may_contain, logs_bloom, merge_blooms
+from nodex.structures.errors import RLPError
+from nodex.structures.logs import Log
+from nodex.structures.rlpcodec import decode_rlp, encode_rlp
+
+ADDRESS = Address(b"\x11" * 20)
+TOPIC = Hash32(keccak256(b"Transfer(address,address,uint256)"))
+
+
+def reference_bloom(values: list[bytes]) -> bytes:
+    """
+    The bloom of C{values} computed as the Yellow Paper states it: bits
+    numbered from the low end of one 2048-bit integer.
+    """
+    bits = 0
+    for value in values:
+        digest = keccak256(value)
+        for offset in (0, 2, 4):
+            bits |= 1 << (int.from_bytes(digest[offset:offset + 2], "big") % 2048)
+    return bits.to_bytes(256, "big")
+
+
+class BloomTests(SynchronousTestCase):
+    """
+    Tests for the bloom helpers.
+    """
+
+    def test_matches_reference(self) -> None:
+        """
+        The bloom of a log sets the bits of its address and of each topic.
+        """
+        log = Log(ADDRESS, (TOPIC, Hash32(b"\x00" * 32)), b"data")
+        self.assertEqual(logs_bloom([log]), reference_bloom([ADDRESS, TOPIC, b"\x00" * 32]))
+
+    def test_at_most_three_bits_per_value(self) -> None:
+        """
+        One value sets between one and three bits.
+        """
+        bloom = bytearray(256)
+        bloom_add(bloom, b"value")
+        self.assertIn(bin(int.from_bytes(bloom, "big")).count("1"), (1, 2, 3))
+
+    def test_may_contain(self) -> None:
+        """
+        Added values are reported as possibly present; the empty bloom
+        contains nothing.
+        """
+        bloom = logs_bloom([Log(ADDRESS, (TOPIC,), b"")])
+        self.assertTrue(bloom_may_contain(bloom, ADDRESS))
+        self.assertTrue(bloom_may_contain(bloom, TOPIC))
+        self.assertFalse(bloom_may_contain(EMPTY_BLOOM, ADDRESS))
+        self.assertFalse(bloom_may_contain(bloom, b"\x22" * 20))
+
+    def test_no_logs(self) -> None:
+        """
+        No logs give the empty bloom.
+        """
+        self.assertEqual(logs_bloom([]), EMPTY_BLOOM)
+
+    def test_merge(self) -> None:
+        """
+        Merging blooms is the bloom of all their logs together.
+        """
+        first = Log(ADDRESS, (TOPIC,), b"")
+        second = Log(Address(b"\x22" * 20), (), b"")
+        self.assertEqual(merge_blooms([logs_bloom([first]), logs_bloom([second])]), logs_bloom([first, second]))
+        self.assertEqual(merge_blooms([]), EMPTY_BLOOM)
+
+
+class LogTests(SynchronousTestCase):
+    """
+    Tests for L{Log}.
+    """
+
+    def test_round_trip(self) -> None:
+        """
+        A log reads back from its RLP item.
+        """
+        log = Log(ADDRESS, (TOPIC,) * 4, b"\x01\x02")
+        self.assertEqual(Log.from_rlp_item(decode_rlp(encode_rlp(log.to_rlp_item()))), log)
+
+    def test_malformed_refused(self) -> None:
+        """
+        Short addresses, short topics, five topics and wrong shapes are refused.
+        """
+        for item in (
+            [b"\x11" * 19, [], b""],
+            [ADDRESS, [b"\x01" * 31], b""],
+            [ADDRESS, [TOPIC] * 5, b""],
+            [ADDRESS, TOPIC, b""],
+            [ADDRESS, []],
+            b"",
+        ):
+            self.assertRaises(RLPError, Log.from_rlp_item, item)

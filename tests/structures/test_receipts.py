@@ -1,0 +1,70 @@
+"""
+Tests for L{nodex.structures.receipts}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.primitives import Address, Hash32
+from nodex.structures.bloom import EMPTY_BLOOM, logs_bloom
+from nodex.structures.errors import RLPError
+from nodex.structures.logs import Log
+from nodex.structures.receipts import Receipt
+from nodex.structures.rlpcodec import encode_rlp
+
+LOG = Log(Address(b"\x11" * 20), (Hash32(b"\x22" * 32),), b"payload")
+
+
+class ReceiptTests(SynchronousTestCase):
+    """
+    Tests for L{Receipt}.
+    """
+
+    def test_legacy_encoding(self) -> None:
+        """
+        A legacy transaction's receipt is the plain RLP list.
+        """
+        receipt = Receipt.from_logs(0, 1, 21000, [LOG])
+        expected = encode_rlp([b"\x01", b"\x52\x08", logs_bloom([LOG]), [LOG.to_rlp_item()]])
+        self.assertEqual(receipt.encode(), expected)
+        self.assertEqual(Receipt.decode(expected), receipt)
+
+    def test_typed_encoding(self) -> None:
+        """
+        Receipts of types 1 and 2 are prefixed by their type byte; a failure
+        has an empty status.
+        """
+        for tx_type in (1, 2):
+            receipt = Receipt.from_logs(tx_type, 0, 50000, [])
+            raw = receipt.encode()
+            self.assertEqual(raw, bytes([tx_type]) + encode_rlp([b"", b"\xc3\x50", EMPTY_BLOOM, []]))
+            decoded = Receipt.decode(raw)
+            self.assertEqual(decoded, receipt)
+            self.assertFalse(decoded.succeeded)
+
+    def test_from_logs_computes_bloom(self) -> None:
+        """
+        L{Receipt.from_logs} fills the bloom from the logs.
+        """
+        receipt = Receipt.from_logs(2, 1, 1, [LOG])
+        self.assertEqual(receipt.bloom, logs_bloom([LOG]))
+        self.assertTrue(receipt.succeeded)
+
+    def test_bad_status_refused(self) -> None:
+        """
+        A status other than empty or 0x01 (such as a pre-Byzantium state
+        root, or a non-canonical zero) is refused.
+        """
+        for status in (b"\x00", b"\x02", b"\x01" * 32):
+            raw = encode_rlp([status, b"\x01", EMPTY_BLOOM, []])
+            self.assertRaises(RLPError, Receipt.decode, raw)
+
+    def test_malformed_refused(self) -> None:
+        """
+        Unknown type bytes, short blooms, wrong field counts and empty input
+        are refused.
+        """
+        self.assertRaises(RLPError, Receipt.decode, b"\x03" + encode_rlp([b"", b"", EMPTY_BLOOM, []]))
+        self.assertRaises(RLPError, Receipt.decode, encode_rlp([b"", b"", b"\x00" * 255, []]))
+        self.assertRaises(RLPError, Receipt.decode, encode_rlp([b"", b"", EMPTY_BLOOM]))
+        self.assertRaises(RLPError, Receipt.decode, b"")
+        self.assertRaises(RLPError, Receipt.decode, encode_rlp([b"", b"\x00\x01", EMPTY_BLOOM, []]))
