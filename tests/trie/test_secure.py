@@ -1,0 +1,38 @@
+"""
+Tests for L{nodex.trie.secure}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.crypto import keccak256
+from nodex.trie import HexaryTrie, SecureTrie
+
+
+class SecureTrieTests(SynchronousTestCase):
+    """
+    Tests for L{SecureTrie}.
+    """
+
+    def test_keys_are_hashed(self) -> None:
+        """
+        A secure trie holds each value at Keccak-256 of its key: its root is
+        that of a plain trie keyed by the hashes.
+        """
+        secure = SecureTrie({}.get)
+        plain = HexaryTrie({}.get)
+        for key in [b"alpha", b"beta", b"\x00" * 20]:
+            secure.put(key, key * 3)
+            plain.put(keccak256(key), key * 3)
+        self.assertEqual(secure.root_hash, plain.root_hash)
+        self.assertEqual(secure.get(b"beta"), b"beta" * 3)
+        self.assertEqual(sorted(key for key, _ in secure.items()), sorted(key for key, _ in plain.items()))
+
+    def test_delete(self) -> None:
+        """
+        Deleting by the original key removes the value.
+        """
+        secure = SecureTrie({}.get)
+        secure.put(b"k", b"v")
+        secure.delete(b"k")
+        self.assertIsNone(secure.get(b"k"))
+        self.assertEqual(secure.commit(), {})
