@@ -1,0 +1,496 @@
+"""
+EVM benchmark: nodex against py-evm on the same bytecode and the same signed
+transactions, in one run.
+
+Three workloads, each a few blocks of legacy EIP-155 transactions (chain id
+33) from one funded sender, every block kept under half of a 30,000,000 gas
+limit so that an EIP-1559 base fee, where the other EVM keeps one, stays at
+zero and the state roots of the two EVMs can be compared:
+
+  - C{compute}: a hand-assembled loop (L{COMPUTE_PROGRAM}) of KECCAK256 over
+    memory, MULMOD, ADDMOD, MUL, SHR, DIV, MOD and XOR;
+  - C{erc20}: transfers of the compiled ERC-20 token
+    (C{benchmarks/contracts/Token.json}, built for cancun from
+    C{tests/data/contracts/Token.sol}) to distinct, fresh recipients;
+  - C{storage}: transactions that each write N fresh storage slots
+    (L{STORAGE_PROGRAM}).
+
+What is timed is the execution of each block: every transaction, then the
+state root and the writes to an in-memory database (py-evm's C{mine_all},
+nodex's block execution through the API of C{docs/evm.md}).  Deployment is
+not timed.  The script checks that both EVMs report the same gas for every
+transaction and the same state root after every block, so the figures compare
+equal work.
+
+py-evm is a benchmark-only dependency: run this script with a separate
+virtualenv that has both nodex and py-evm, so that py-evm's dependencies stay
+out of the project's environment::
+
+    python3 -m venv /work/bench-evm-venv
+    /work/bench-evm-venv/bin/pip install -e /work/main py-evm
+    /work/bench-evm-venv/bin/python benchmarks/evm.py [--only nodex|py-evm] [--scale 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import rlp
+
+from nodex.crypto import keccak256, private_key_to_address, sign
+
+BENCHMARKS = Path(__file__).resolve().parent
+CHAIN_ID = 33
+GAS_LIMIT = 30_000_000
+BLOCK_GAS_BUDGET = GAS_LIMIT // 2
+GAS_PRICE = 1_000_000_000
+SENDER_KEY = keccak256(b"cow")
+SENDER = private_key_to_address(SENDER_KEY)
+SENDER_BALANCE = 10**30
+COINBASE = bytes.fromhex("00000000000000000000000000000000000c0fee")
+COMPUTE_ADDRESS = bytes.fromhex("000000000000000000000000000000000000c0de")
+STORAGE_ADDRESS = bytes.fromhex("000000000000000000000000000000000000f111")
+
+# -- a small assembler -------------------------------------------------------
+
+OPCODES: dict[str, int] = {
+    "STOP": 0x00, "ADD": 0x01, "MUL": 0x02, "SUB": 0x03, "DIV": 0x04, "MOD": 0x06,
+    "ADDMOD": 0x08, "MULMOD": 0x09, "LT": 0x10, "ISZERO": 0x15, "XOR": 0x18,
+    "SHR": 0x1C, "KECCAK256": 0x20, "CALLDATALOAD": 0x35, "POP": 0x50,
+    "MSTORE": 0x52, "SSTORE": 0x55, "JUMP": 0x56, "JUMPI": 0x57, "JUMPDEST": 0x5B,
+    "DUP1": 0x80, "DUP2": 0x81, "DUP3": 0x82, "DUP4": 0x83, "DUP5": 0x84,
+    "SWAP1": 0x90, "SWAP2": 0x91, "SWAP3": 0x92, "RETURN": 0xF3,
+}
+
+# An instruction is a mnemonic, ("PUSH", value) for the shortest push of a
+# constant, ("PUSH2", "label") for a jump target, or ("LABEL", "name").
+Instruction = str | tuple[str, int | str]
+
+
+def assemble(program: Sequence[Instruction]) -> bytes:
+    """
+    Assemble C{program} into bytecode, resolving labels (two passes, every
+    label reference is a PUSH2).
+    """
+    labels: dict[str, int] = {}
+    for pass_number in (1, 2):
+        code = bytearray()
+        for item in program:
+            if isinstance(item, str):
+                code.append(OPCODES[item])
+                continue
+            kind, value = item
+            if kind == "LABEL":
+                labels[str(value)] = len(code)
+            elif kind == "PUSH2":
+                code.append(0x61)
+                code += labels.get(str(value), 0).to_bytes(2, "big")
+            elif kind == "PUSH":
+                number = int(value)
+                width = max(1, (number.bit_length() + 7) // 8)
+                code.append(0x5F + width)
+                code += number.to_bytes(width, "big")
+            else:
+                raise ValueError(f"unknown assembler item {item!r}")
+    return bytes(code)
+
+
+# Two large odd moduli for MULMOD, ADDMOD and MOD (the BN254 field and group
+# orders: any 254-bit constants would do).
+_MODULUS_A = 0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD47
+_MODULUS_B = 0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001
+
+# compute(n): acc = 1; for i in 0..n-1:
+#   h = keccak256(acc || i); a = mulmod(acc, h, A); a = addmod(a, h, B)
+#   acc = ((a * h >> 3) / 7 % B) ^ h
+# returns acc.  Stack during the loop: n acc i.
+COMPUTE_PROGRAM: list[Instruction] = [
+    ("PUSH", 0), "CALLDATALOAD", ("PUSH", 1), ("PUSH", 0),
+    ("LABEL", "loop"), "JUMPDEST",
+    "DUP2", ("PUSH", 0), "MSTORE",
+    "DUP1", ("PUSH", 32), "MSTORE",
+    ("PUSH", 64), ("PUSH", 0), "KECCAK256",          # n acc i h
+    ("PUSH", _MODULUS_A), "DUP2", "DUP5", "MULMOD",    # n acc i h m
+    ("PUSH", _MODULUS_B), "DUP3", "DUP3", "ADDMOD",    # n acc i h m a
+    "SWAP1", "POP",                                    # n acc i h a
+    "DUP2", "MUL", ("PUSH", 3), "SHR",
+    ("PUSH", 7), "SWAP1", "DIV",
+    ("PUSH", _MODULUS_B), "SWAP1", "MOD",
+    "DUP2", "XOR",                                     # n acc i h new
+    "SWAP3", "POP", "POP",                             # n new i
+    ("PUSH", 1), "ADD",
+    "DUP3", "DUP2", "LT", ("PUSH2", "loop"), "JUMPI",
+    "POP", ("PUSH", 0), "MSTORE", ("PUSH", 32), ("PUSH", 0), "RETURN",
+]
+
+# fill(start, count): sstore(start + k, 1) for k in 0..count-1.
+STORAGE_PROGRAM: list[Instruction] = [
+    ("PUSH", 32), "CALLDATALOAD", ("PUSH", 0), "CALLDATALOAD",   # count start
+    ("LABEL", "loop"), "JUMPDEST",
+    "DUP2", "ISZERO", ("PUSH2", "end"), "JUMPI",
+    ("PUSH", 1), "DUP2", "SSTORE",
+    ("PUSH", 1), "ADD",
+    "SWAP1", ("PUSH", 1), "SWAP1", "SUB", "SWAP1",
+    ("PUSH2", "loop"), "JUMP",
+    ("LABEL", "end"), "JUMPDEST", "STOP",
+]
+
+# -- transactions ---------------------------------------------------------------
+
+
+def word(value: int) -> bytes:
+    """
+    C{value} as a 32-byte big-endian word.
+    """
+    return value.to_bytes(32, "big")
+
+
+def sign_legacy(nonce: int, to: bytes, data: bytes, gas: int, value: int = 0) -> bytes:
+    """
+    The raw RLP of a legacy EIP-155 transaction from L{SENDER}.
+    """
+    unsigned = [nonce, GAS_PRICE, gas, to, value, data]
+    digest = keccak256(rlp.encode(unsigned + [CHAIN_ID, 0, 0]))
+    y_parity, r, s = sign(digest, SENDER_KEY)
+    return rlp.encode(unsigned + [CHAIN_ID * 2 + 35 + y_parity, r, s])
+
+
+def contract_address(sender: bytes, nonce: int) -> bytes:
+    """
+    The address of the contract that C{sender} creates with C{nonce}.
+    """
+    return keccak256(rlp.encode([sender, nonce]))[12:]
+
+
+def encode_call(signature: str, *arguments: int | bytes) -> bytes:
+    """
+    ABI call data for a function whose arguments are all static words.
+    """
+    selector = keccak256(signature.encode())[:4]
+    words = (a.rjust(32, b"\x00") if isinstance(a, bytes) else word(a) for a in arguments)
+    return selector + b"".join(words)
+
+
+def load_token() -> dict[str, object]:
+    """
+    The cancun build of the ERC-20 token.
+    """
+    return json.loads((BENCHMARKS / "contracts" / "Token.json").read_text())
+
+
+def token_constructor_data(supply: int) -> bytes:
+    """
+    The creation code of C{Token("Bench", "BNC", supply)}.
+    """
+    bytecode = bytes.fromhex(str(load_token()["bytecode"])[2:])
+    name, symbol = b"Bench", b"BNC"
+    arguments = word(96) + word(160) + word(supply)
+    arguments += word(len(name)) + name.ljust(32, b"\x00")
+    arguments += word(len(symbol)) + symbol.ljust(32, b"\x00")
+    return bytecode + arguments
+
+
+@dataclass
+class Workload:
+    """
+    One benchmark: extra genesis accounts, untimed setup blocks, then timed
+    blocks of raw transactions.
+    """
+
+    name: str
+    description: str
+    genesis_code: dict[bytes, bytes] = field(default_factory=dict)
+    setup_blocks: list[list[bytes]] = field(default_factory=list)
+    blocks: list[list[bytes]] = field(default_factory=list)
+
+
+def compute_workload(scale: float) -> Workload:
+    """
+    Transactions of 12,000 loop iterations each (about 2.2 Mgas).
+    """
+    iterations, per_block, block_count = 12_000, 5, max(1, round(2 * scale))
+    blocks, nonce = [], 0
+    for _ in range(block_count):
+        block = []
+        for _ in range(per_block):
+            block.append(sign_legacy(nonce, COMPUTE_ADDRESS, word(iterations + nonce), 2_500_000))
+            nonce += 1
+        blocks.append(block)
+    return Workload(
+        "compute",
+        f"KECCAK256/MULMOD/ADDMOD/MUL/SHR/DIV/MOD loop, {iterations} iterations a transaction",
+        genesis_code={COMPUTE_ADDRESS: assemble(COMPUTE_PROGRAM)},
+        blocks=blocks,
+    )
+
+
+def erc20_workload(scale: float) -> Workload:
+    """
+    Token transfers to distinct fresh recipients, 250 a block.
+    """
+    per_block, block_count = 250, max(1, round(4 * scale))
+    token = contract_address(SENDER, 0)
+    setup = [[sign_legacy(0, b"", token_constructor_data(10**27), 2_000_000)]]
+    blocks, nonce = [], 1
+    for _ in range(block_count):
+        block = []
+        for _ in range(per_block):
+            recipient = keccak256(word(nonce))[:20]
+            data = encode_call("transfer(address,uint256)", recipient, 1000 + nonce)
+            block.append(sign_legacy(nonce, token, data, 80_000))
+            nonce += 1
+        blocks.append(block)
+    return Workload(
+        "erc20",
+        f"ERC-20 transfer to a fresh recipient, {per_block} a block",
+        setup_blocks=setup,
+        blocks=blocks,
+    )
+
+
+def storage_workload(scale: float) -> Workload:
+    """
+    Transactions that each write 100 fresh slots (about 2.2 Mgas).
+    """
+    slots, per_block, block_count = 100, 6, max(1, round(3 * scale))
+    blocks, nonce = [], 0
+    for _ in range(block_count):
+        block = []
+        for _ in range(per_block):
+            data = word(nonce * slots + 1) + word(slots)
+            block.append(sign_legacy(nonce, STORAGE_ADDRESS, data, 2_400_000))
+            nonce += 1
+        blocks.append(block)
+    return Workload(
+        "storage",
+        f"{slots} fresh SSTOREs a transaction",
+        genesis_code={STORAGE_ADDRESS: assemble(STORAGE_PROGRAM)},
+        blocks=blocks,
+    )
+
+
+WORKLOADS: dict[str, Callable[[float], Workload]] = {
+    "compute": compute_workload,
+    "erc20": erc20_workload,
+    "storage": storage_workload,
+}
+
+# -- the EVMs under test -----------------------------------------------------------
+
+
+@dataclass
+class BlockResult:
+    """
+    What one EVM reports for one block.
+    """
+
+    seconds: float
+    gas_used: list[int]
+    state_root: bytes
+    outputs: list[bytes]
+
+
+class Runner(Protocol):
+    """
+    One EVM, started from a genesis state, executing blocks of raw
+    transactions.
+    """
+
+    name: str
+
+    def execute_block(self, raw_transactions: Sequence[bytes]) -> BlockResult:
+        """
+        Execute and commit one block, timing execution and commitment.
+        """
+
+
+def genesis_accounts(workload: Workload) -> dict[bytes, tuple[int, bytes]]:
+    """
+    The genesis allocation: the funded sender and the workload's contracts,
+    as address -> (balance, code).
+    """
+    accounts = {SENDER: (SENDER_BALANCE, b"")}
+    for address, code in workload.genesis_code.items():
+        accounts[address] = (0, code)
+    return accounts
+
+
+class PyEVMRunner:
+    """
+    py-evm's Cancun VM on an in-memory database, through C{MiningChain}.
+    """
+
+    name = "py-evm"
+
+    def __init__(self, accounts: dict[bytes, tuple[int, bytes]]) -> None:
+        from eth.chains.base import MiningChain
+        from eth.db.atomic import AtomicDB
+        from eth.vm.forks.cancun import CancunVM
+
+        chain_class = MiningChain.configure(
+            __name__="BenchmarkChain", vm_configuration=((0, CancunVM),), chain_id=CHAIN_ID
+        )
+        genesis_params = {
+            "coinbase": COINBASE,
+            "difficulty": 0,
+            "gas_limit": GAS_LIMIT,
+            "timestamp": 1_700_000_000,
+            "base_fee_per_gas": 0,
+        }
+        state = {
+            address: {"balance": balance, "nonce": 0, "code": code, "storage": {}}
+            for address, (balance, code) in accounts.items()
+        }
+        self._chain = chain_class.from_genesis(AtomicDB(), genesis_params, state)
+        self._builder = CancunVM.get_transaction_builder()
+
+    def execute_block(self, raw_transactions: Sequence[bytes]) -> BlockResult:
+        """
+        Decode the transactions (untimed), then time C{mine_all}: execution,
+        state root and persistence of the block.
+        """
+        transactions = [self._builder.decode(raw) for raw in raw_transactions]
+        start = time.perf_counter()
+        result, receipts, computations = self._chain.mine_all(
+            transactions, coinbase=COINBASE
+        )
+        seconds = time.perf_counter() - start
+        gas_used, previous = [], 0
+        for receipt in receipts:
+            gas_used.append(receipt.gas_used - previous)
+            previous = receipt.gas_used
+        for computation in computations:
+            if computation.is_error:
+                raise RuntimeError(f"py-evm: transaction failed: {computation.error!r}")
+        return BlockResult(
+            seconds,
+            gas_used,
+            result.imported_block.header.state_root,
+            [computation.output for computation in computations],
+        )
+
+
+RUNNERS: dict[str, Callable[[dict[bytes, tuple[int, bytes]]], Runner]] = {
+    "py-evm": PyEVMRunner,
+}
+
+# -- running and reporting -------------------------------------------------------------
+
+
+@dataclass
+class Measurement:
+    """
+    The totals of one EVM over one workload's timed blocks.
+    """
+
+    transactions: int
+    gas: int
+    seconds: float
+    roots: list[bytes]
+    gas_used: list[int]
+    outputs: list[bytes]
+
+    @property
+    def mgas_per_second(self) -> float:
+        """
+        Millions of gas executed per second.
+        """
+        return self.gas / self.seconds / 1e6
+
+    @property
+    def transactions_per_second(self) -> float:
+        """
+        Transactions executed per second.
+        """
+        return self.transactions / self.seconds
+
+
+def measure(runner: Runner, workload: Workload) -> Measurement:
+    """
+    Run the setup blocks, then the timed blocks, of C{workload}.
+    """
+    for block in workload.setup_blocks:
+        runner.execute_block(block)
+    measurement = Measurement(0, 0, 0.0, [], [], [])
+    for block in workload.blocks:
+        result = runner.execute_block(block)
+        measurement.transactions += len(block)
+        measurement.gas += sum(result.gas_used)
+        measurement.seconds += result.seconds
+        measurement.roots.append(result.state_root)
+        measurement.gas_used += result.gas_used
+        measurement.outputs += result.outputs
+    return measurement
+
+
+def compare(workload: Workload, results: dict[str, Measurement]) -> list[str]:
+    """
+    The disagreements between the EVMs (gas, outputs, state roots).
+    """
+    problems = []
+    names = list(results)
+    for other in names[1:]:
+        first, second = results[names[0]], results[other]
+        for label in ("gas_used", "outputs", "roots"):
+            if getattr(first, label) != getattr(second, label):
+                problems.append(f"{workload.name}: {names[0]} and {other} differ in {label}")
+    return problems
+
+
+def report(rows: Iterable[tuple[str, str, Measurement]]) -> str:
+    """
+    A Markdown table of the measurements.
+    """
+    lines = [
+        "| workload | EVM | transactions | Mgas | seconds | Mgas/s | tx/s |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for workload, evm, m in rows:
+        lines.append(
+            f"| {workload} | {evm} | {m.transactions} | {m.gas / 1e6:.2f} | {m.seconds:.2f} "
+            f"| {m.mgas_per_second:.2f} | {m.transactions_per_second:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    """
+    Run the chosen workloads on the chosen EVMs and print a table.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=sorted(RUNNERS), action="append")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the block counts")
+    options = parser.parse_args(argv)
+    evms = options.only or sorted(RUNNERS)
+    rows, problems = [], []
+    for name in options.workload or list(WORKLOADS):
+        workload = WORKLOADS[name](options.scale)
+        results = {}
+        for evm in evms:
+            results[evm] = measure(RUNNERS[evm](genesis_accounts(workload)), workload)
+            rows.append((name, evm, results[evm]))
+            print(report(rows[-1:]).splitlines()[-1], flush=True)
+        problems += compare(workload, results)
+    print()
+    print(report(rows))
+    if len(evms) == 2:
+        print()
+        for name in options.workload or list(WORKLOADS):
+            pair = {evm: m for w, evm, m in rows if w == name}
+            ratio = pair["nodex"].mgas_per_second / pair["py-evm"].mgas_per_second
+            print(f"{name}: nodex / py-evm = {ratio:.2f}x")
+    for problem in problems:
+        print("MISMATCH:", problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
