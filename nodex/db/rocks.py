@@ -1,0 +1,211 @@
+"""
+The RocksDB store: one database per data directory, one column family per
+column of the schema, through rocksdict (the only module that imports it).
+
+Values are stored raw (rocksdict's raw mode; otherwise it would pickle
+them).  A L{WriteBatch} becomes one RocksDB write batch across column
+families, written through the write-ahead log: once L{RocksStore.write}
+returns, the batch survives the process being killed, and a batch
+interrupted by a crash is never half applied.
+"""
+
+import os
+import threading
+import weakref
+from collections.abc import Generator, Iterator
+
+from rocksdict import Options, Rdict, WriteBatch as RocksWriteBatch
+
+from nodex.db.errors import StoreError
+from nodex.db.kv import WriteBatch
+from nodex.db.schema import ALL_COLUMNS, ensure_schema_version
+
+_open_paths: set[str] = set()
+_open_paths_lock = threading.Lock()
+
+
+def _options() -> Options:
+    """
+    The options of the database and of each column family: raw bytes.
+    """
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    return options
+
+
+class RocksStore:
+    """
+    A L{nodex.db.kv.KeyValueStore} on RocksDB.  Open it with L{RocksStore.open}.
+    """
+
+    def __init__(self, path: str, database: Rdict) -> None:
+        """
+        Wrap an open database; use L{RocksStore.open} instead.
+
+        @param path: the data directory, as registered among the open ones.
+        @param database: the open rocksdict database with every column family.
+        """
+        self.path = path
+        self._database: Rdict | None = database
+        self._columns = {name: database.get_column_family(name) for name in ALL_COLUMNS}
+        self._handles = {name: database.get_column_family_handle(name) for name in ALL_COLUMNS}
+        # A RocksDB iterator keeps the database open: close() ends the
+        # iterations still running so that the directory is really freed.
+        self._iterations: weakref.WeakSet[Generator[tuple[bytes, bytes], None, None]] = weakref.WeakSet()
+
+    @classmethod
+    def open(cls, path: str) -> "RocksStore":
+        """
+        Open (creating if needed) the database in directory C{path} and
+        check its schema version.
+
+        @raise StoreError: the directory is already open, in this process or
+            another, or RocksDB cannot open it.
+        @raise SchemaVersionError: the database has another schema version.
+        """
+        path = os.path.realpath(path)
+        with _open_paths_lock:
+            if path in _open_paths:
+                raise StoreError(f"the data directory {path} is already open in this process")
+            _open_paths.add(path)
+        try:
+            database = cls._open_database(path)
+        except BaseException:
+            with _open_paths_lock:
+                _open_paths.discard(path)
+            raise
+        store = cls(path, database)
+        try:
+            ensure_schema_version(store)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @staticmethod
+    def _open_database(path: str) -> Rdict:
+        """
+        Open the RocksDB database with every column family, including any
+        unknown ones an existing database holds (RocksDB requires opening all).
+
+        @raise StoreError: RocksDB refuses, for instance because another
+            process holds the directory's lock.
+        """
+        names = set(ALL_COLUMNS)
+        if os.path.exists(os.path.join(path, "CURRENT")):
+            try:
+                names.update(Rdict.list_cf(path))
+            except Exception as exc:  # rocksdict raises bare Exceptions
+                raise StoreError(f"cannot read the database in {path}: {exc}") from exc
+        names.discard("default")
+        try:
+            return Rdict(
+                path,
+                options=_options(),
+                column_families={name: _options() for name in sorted(names)},
+            )
+        except Exception as exc:  # rocksdict raises bare Exceptions
+            if "lock" in str(exc).lower():
+                raise StoreError(
+                    f"the data directory {path} is in use by another process (or this one): {exc}"
+                ) from exc
+            raise StoreError(f"cannot open the database in {path}: {exc}") from exc
+
+    def _column(self, column: str) -> Rdict:
+        """
+        The column family C{column}.
+
+        @raise StoreError: the store is closed or has no such column.
+        """
+        if self._database is None:
+            raise StoreError(f"the store at {self.path} is closed")
+        try:
+            return self._columns[column]
+        except KeyError:
+            raise StoreError(f"unknown column {column!r}") from None
+
+    def get(self, column: str, key: bytes) -> bytes | None:
+        """
+        The value of C{key} in C{column}, or L{None}.
+        """
+        return self._column(column).get(key)
+
+    def batch(self) -> WriteBatch:
+        """
+        A new, empty batch.
+        """
+        return WriteBatch()
+
+    def write(self, batch: WriteBatch) -> None:
+        """
+        Apply C{batch} as one RocksDB write batch; an unknown column rejects
+        the whole batch before anything is written.
+
+        @raise StoreError: unknown column, closed store, or RocksDB failed.
+        """
+        if self._database is None:
+            raise StoreError(f"the store at {self.path} is closed")
+        handles = self._handles
+        rocks_batch = RocksWriteBatch(raw_mode=True)
+        for column, key, value in batch.operations:
+            handle = handles.get(column)
+            if handle is None:
+                raise StoreError(f"unknown column {column!r}")
+            if value is None:
+                rocks_batch.delete(key, handle)
+            else:
+                rocks_batch.put(key, value, handle)
+        try:
+            self._database.write(rocks_batch)
+        except Exception as exc:  # rocksdict raises bare Exceptions
+            raise StoreError(f"writing to the store at {self.path} failed: {exc}") from exc
+
+    def iterate(self, column: str, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
+        """
+        The pairs of C{column} under C{prefix}, in key order, from a
+        consistent view taken when the iteration starts.  Closing the store
+        ends the iteration.
+        """
+        iteration = self._iterate(self._column(column), prefix)
+        self._iterations.add(iteration)
+        return iteration
+
+    @staticmethod
+    def _iterate(column: Rdict, prefix: bytes) -> Generator[tuple[bytes, bytes], None, None]:
+        """
+        Walk one column family from C{prefix} while the keys start with it.
+        """
+        iterator = column.iter()
+        try:
+            iterator.seek(prefix)
+            while iterator.valid():
+                key = iterator.key()
+                if not key.startswith(prefix):
+                    break
+                yield key, iterator.value()
+                iterator.next()
+        finally:
+            del iterator
+
+    def close(self) -> None:
+        """
+        Flush and close the database and free the data directory; closing
+        twice is harmless.
+        """
+        database = self._database
+        if database is None:
+            return
+        self._database = None
+        for iteration in list(self._iterations):
+            iteration.close()
+        for column in self._columns.values():
+            column.close()
+        self._columns = {}
+        self._handles = {}
+        database.close()
+        with _open_paths_lock:
+            _open_paths.discard(self.path)
+
+
+__all__ = ["RocksStore"]
