@@ -1,0 +1,459 @@
+"""
+The node's configuration: a built-in preset per network, then a TOML file,
+then command-line flags (DESIGN §7).  Every layer is checked against one
+schema, so that an unknown key or a bad value stops the start with a message
+naming the key; the result is a L{NodeConfig}, and the merged mapping can be
+printed back as TOML (C{--dump-config}).
+"""
+
+import ipaddress
+import json
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from twisted.internet.endpoints import serverFromString
+
+from nodex.errors import NodexError
+
+NETWORKS = ("regtest", "devnet", "testnet", "main")
+"""The networks that have a preset."""
+
+DEFAULT_NETWORK = "regtest"
+
+LOG_LEVELS = ("info", "debug")
+
+MODULES = ("eth", "net", "web3", "rpc", "evm", "mnr", "personal", "nodex", "debug", "trace", "txpool", "sco")
+"""The RPC modules (reference §9); the same list as L{nodex.rpc.registry.MODULES}."""
+
+Raw = dict[str, Any]
+
+
+class ConfigError(NodexError):
+    """
+    A configuration key is unknown or its value is not acceptable; the
+    message names the key and where it came from.
+    """
+
+
+Check = Callable[[Any], Any]
+"""Validates one value and returns it normalised; raises L{ValueError} with the expectation."""
+
+
+def _integer(low: int, high: int = 2**63 - 1) -> Check:
+    def check(value: Any) -> int:
+        if type(value) is not int or not low <= value <= high:
+            raise ValueError(f"want an integer from {low} to {high}")
+        return value
+
+    return check
+
+
+def _seconds(value: Any) -> float:
+    if type(value) not in (int, float) or not 0 < value <= 86400:
+        raise ValueError("want a number of seconds above 0 and at most 86400")
+    return float(value)
+
+
+def _boolean(value: Any) -> bool:
+    if type(value) is not bool:
+        raise ValueError("want true or false")
+    return value
+
+
+def _choice(*options: str) -> Check:
+    def check(value: Any) -> str:
+        if value not in options:
+            raise ValueError("want one of " + ", ".join(f'"{option}"' for option in options))
+        return value
+
+    return check
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("want an array of strings")
+    return list(value)
+
+
+def _datadir(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("want a directory path")
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a directory")
+    return str(path)
+
+
+class _NoReactor:
+    """
+    Stands in for the reactor while an endpoint description is parsed: the
+    endpoint constructors only store it, and nothing listens.
+    """
+
+
+def endpoint(value: Any) -> str:
+    """
+    A Twisted server endpoint description, or C{none} to disable the server.
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError('want a Twisted server endpoint description (e.g. "tcp:4444") or "none"')
+    if value == "none":
+        return value
+    try:
+        serverFromString(_NoReactor(), value)
+    except Exception as exc:
+        raise ValueError(f'want a Twisted server endpoint description or "none" ({exc})') from None
+    return value
+
+
+def _peer(value: str) -> str:
+    """
+    One C{HOST:PORT} peer address (IPv6 in brackets).
+    """
+    host, _, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ValueError(f"{value!r}: bad IPv6 address") from None
+    elif not host or not re.fullmatch(r"[A-Za-z0-9.-]+", host):
+        raise ValueError(f"{value!r}: want HOST:PORT")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{value!r}: want a port from 1 to 65535")
+    return value
+
+
+def _peers(value: Any) -> list[str]:
+    return [_peer(item) for item in _strings(value)]
+
+
+def mining_mode(value: Any) -> str:
+    """
+    C{auto}, C{interval:SECONDS}, C{manual} or C{off}.
+    """
+    if value in ("auto", "manual", "off"):
+        return value
+    if isinstance(value, str) and value.startswith("interval:"):
+        try:
+            seconds = float(value[len("interval:") :])
+        except ValueError:
+            seconds = 0.0
+        if 0 < seconds <= 86400:
+            return value
+    raise ValueError('want "auto", "interval:SECONDS" (0 < SECONDS <= 86400), "manual" or "off"')
+
+
+def _table(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("want a table")
+    return value
+
+
+_MODULE_SCHEMA = {
+    "enabled": _boolean,
+    "disabled_methods": _strings,
+    "enabled_methods": _strings,
+}
+
+SCHEMA: dict[str, Any] = {
+    "network": _choice(*NETWORKS),
+    "datadir": _datadir,
+    "log_level": _choice(*LOG_LEVELS),
+    "chain": {"chain_id": _integer(1)},
+    "rpc": {
+        "endpoint": endpoint,
+        "hosts": _strings,
+        "cors_origins": _strings,
+        "max_body_bytes": _integer(1024),
+        "max_batch": _integer(1),
+        "max_response_bytes": _integer(1024),
+        "timeout": _seconds,
+        "call_gas_cap": _integer(21000),
+        "estimate_gas_cap": _integer(21000),
+        "max_log_blocks": _integer(0),
+        "max_logs": _integer(0),
+        "modules": {name: _MODULE_SCHEMA for name in MODULES},
+    },
+    "p2p": {"endpoint": endpoint, "network_id": _integer(0), "peers": _peers},
+    "mining": {"mode": mining_mode},
+    "manhole": {"endpoint": endpoint},
+    "wallet": {"enabled": _boolean},
+    "genesis": _table,
+}
+"""Every configuration key: nested tables, and at the leaves the checks."""
+
+
+def check_layer(layer: Mapping[str, Any], source: str) -> Raw:
+    """
+    Check every key of one configuration layer against L{SCHEMA}.
+
+    @param source: where the layer comes from, for the message.
+    @return: the layer with normalised values.
+    @raise ConfigError: an unknown key or a bad value.
+    """
+    return _check_table(layer, SCHEMA, (), source)
+
+
+def _check_table(layer: Mapping[str, Any], schema: Mapping[str, Any], path: tuple[str, ...], source: str) -> Raw:
+    checked: Raw = {}
+    for key, value in layer.items():
+        where = ".".join((*path, key))
+        spec = schema.get(key)
+        if spec is None:
+            raise ConfigError(f'unknown configuration key "{where}" (in {source})')
+        if isinstance(spec, dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f'configuration key "{where}" (in {source}): want a table')
+            checked[key] = _check_table(value, spec, (*path, key), source)
+            continue
+        try:
+            checked[key] = spec(value)
+        except ValueError as exc:
+            raise ConfigError(f'configuration key "{where}" (in {source}): {exc}, got {_show(value)}') from None
+    return checked
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def merge(base: Raw, override: Mapping[str, Any]) -> Raw:
+    """
+    Lay C{override} over C{base}: tables merge key by key, other values
+    (arrays included) replace; the C{genesis} table replaces as a whole, so
+    that a file's genesis never mixes with the preset's.
+    """
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "genesis":
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_preset(network: str) -> Raw:
+    """
+    The built-in preset of C{network}, as shipped inside the package.
+
+    @raise ConfigError: no such network, or the preset is broken.
+    """
+    if network not in NETWORKS:
+        raise ConfigError(f'unknown network "{network}": want one of {", ".join(NETWORKS)}')
+    text = files("nodex").joinpath("presets", f"{network}.toml").read_text()
+    return check_layer(tomllib.loads(text), f"the {network} preset")
+
+
+def read_file(path: str) -> Raw:
+    """
+    Read and check a TOML configuration file.
+
+    @raise ConfigError: unreadable, not TOML, or with a bad key.
+    """
+    try:
+        with open(path, "rb") as handle:
+            layer = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"configuration file {path} is not valid TOML: {exc}") from None
+    return check_layer(layer, path)
+
+
+def effective(file_layer: Raw | None, flag_layer: Raw) -> Raw:
+    """
+    The effective configuration mapping: the preset of the chosen network
+    (flags, then the file, then regtest), the file over it, the flags over
+    both; C{datadir} defaults to C{~/.nodex/<network>}.
+
+    @raise ConfigError: any layer is wrong.
+    """
+    flags = check_layer(flag_layer, "the command line")
+    from_file = file_layer or {}
+    network = flags.get("network") or from_file.get("network") or DEFAULT_NETWORK
+    merged = merge(merge(load_preset(network), from_file), flags)
+    datadir = merged.pop("datadir", None) or str(Path("~/.nodex", network).expanduser())
+    merged.pop("network", None)
+    return {"network": network, "datadir": datadir, **merged}
+
+
+@dataclass(frozen=True)
+class ModuleConfig:
+    """
+    The switches of one RPC module (reference §6 semantics).
+    """
+
+    enabled: bool
+    disabled_methods: frozenset[str]
+    enabled_methods: frozenset[str]
+
+
+@dataclass(frozen=True)
+class RPCConfig:
+    """
+    The JSON-RPC server's settings (reference §1.3 limits).
+    """
+
+    endpoint: str
+    hosts: tuple[str, ...]
+    cors_origins: tuple[str, ...]
+    max_body_bytes: int
+    max_batch: int
+    max_response_bytes: int
+    timeout: float
+    call_gas_cap: int
+    estimate_gas_cap: int
+    max_log_blocks: int
+    max_logs: int
+    modules: Mapping[str, ModuleConfig]
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """
+    The effective configuration of a node.
+
+    @ivar raw: the merged mapping it was built from (what C{--dump-config}
+        prints).
+    """
+
+    network: str
+    datadir: Path
+    log_level: str
+    chain_id: int
+    rpc: RPCConfig
+    p2p_endpoint: str
+    p2p_network_id: int
+    peers: tuple[str, ...]
+    mining_mode: str
+    manhole_endpoint: str
+    wallet_enabled: bool
+    genesis: Mapping[str, Any]
+    raw: Mapping[str, Any]
+
+
+def build(raw: Raw) -> NodeConfig:
+    """
+    Turn an effective mapping into a L{NodeConfig}.
+
+    @raise ConfigError: a key that every configuration needs is missing.
+    """
+    try:
+        rpc = raw["rpc"]
+        modules = {
+            name: ModuleConfig(
+                enabled=settings.get("enabled", False),
+                disabled_methods=frozenset(settings.get("disabled_methods", ())),
+                enabled_methods=frozenset(settings.get("enabled_methods", ())),
+            )
+            for name, settings in rpc.get("modules", {}).items()
+        }
+        return NodeConfig(
+            network=raw["network"],
+            datadir=Path(raw["datadir"]),
+            log_level=raw.get("log_level", "info"),
+            chain_id=raw["chain"]["chain_id"],
+            rpc=RPCConfig(
+                endpoint=rpc["endpoint"],
+                hosts=tuple(rpc["hosts"]),
+                cors_origins=tuple(rpc["cors_origins"]),
+                max_body_bytes=rpc["max_body_bytes"],
+                max_batch=rpc["max_batch"],
+                max_response_bytes=rpc["max_response_bytes"],
+                timeout=rpc["timeout"],
+                call_gas_cap=rpc["call_gas_cap"],
+                estimate_gas_cap=rpc["estimate_gas_cap"],
+                max_log_blocks=rpc["max_log_blocks"],
+                max_logs=rpc["max_logs"],
+                modules=modules,
+            ),
+            p2p_endpoint=raw["p2p"]["endpoint"],
+            p2p_network_id=raw["p2p"]["network_id"],
+            peers=tuple(raw["p2p"]["peers"]),
+            mining_mode=raw["mining"]["mode"],
+            manhole_endpoint=raw["manhole"]["endpoint"],
+            wallet_enabled=raw["wallet"]["enabled"],
+            genesis=raw["genesis"],
+            raw=raw,
+        )
+    except KeyError as exc:
+        raise ConfigError(f"configuration key {exc} is missing from every layer") from None
+
+
+def load_config(config_file: str | None, flag_layer: Raw) -> NodeConfig:
+    """
+    The node's configuration from the presets, an optional file and the flags.
+
+    @raise ConfigError: a layer is unreadable or wrong.
+    """
+    file_layer = read_file(config_file) if config_file else None
+    return build(effective(file_layer, flag_layer))
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def dump_toml(mapping: Mapping[str, Any]) -> str:
+    """
+    Write a configuration mapping as TOML that L{tomllib} reads back equal.
+    """
+    lines: list[str] = []
+    _dump_table(lines, (), mapping)
+    return "\n".join(lines).strip() + "\n"
+
+
+def _dump_table(lines: list[str], path: tuple[str, ...], table: Mapping[str, Any]) -> None:
+    scalars = [(key, value) for key, value in table.items() if not isinstance(value, dict)]
+    tables = [(key, value) for key, value in table.items() if isinstance(value, dict)]
+    if path and (scalars or not tables):
+        lines.append("")
+        lines.append("[" + ".".join(_toml_key(part) for part in path) + "]")
+    for key, value in scalars:
+        lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+    for key, value in tables:
+        _dump_table(lines, (*path, key), value)
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise ConfigError(f"cannot write {value!r} as TOML")
+
+
+__all__ = [
+    "ConfigError",
+    "DEFAULT_NETWORK",
+    "LOG_LEVELS",
+    "MODULES",
+    "ModuleConfig",
+    "NETWORKS",
+    "NodeConfig",
+    "RPCConfig",
+    "SCHEMA",
+    "build",
+    "check_layer",
+    "dump_toml",
+    "effective",
+    "endpoint",
+    "load_config",
+    "load_preset",
+    "merge",
+    "mining_mode",
+    "read_file",
+]

@@ -1,0 +1,306 @@
+"""
+The JSON-RPC 2.0 envelope: parse a body, check each request object, route
+it through the L{MethodRegistry}, and write the answers.
+
+txjsonrpc-ng's server resource is not used for this: it answers only single
+requests (a JSON array, a batch, is rejected), treats C{"id": null} as a
+notification, and renders errors with an empty C{data} member, all of which
+JSON-RPC 2.0 forbids.  Its error codes and error type are used
+(L{nodex.rpc.errors}); the envelope is written here.
+"""
+
+import json
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+
+from twisted.internet.defer import Deferred, ensureDeferred, succeed
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from nodex.rpc.errors import (
+    InvalidRequestError,
+    LimitExceededError,
+    ParseError,
+    RPCError,
+    rpc_error_for,
+)
+from nodex.rpc.registry import Method, MethodRegistry
+
+log = Logger()
+
+Response = dict[str, Any]
+"""One JSON-RPC response object."""
+
+_ID_TYPES = (str, int, float)
+_NO_PARAMS: list[Any] = []
+
+
+@dataclass(frozen=True)
+class EnvelopeLimits:
+    """
+    The server-level limits of reference §1.3 (DESIGN §6).
+
+    @ivar max_batch: the most requests in one batch.
+    @ivar max_response_bytes: the largest answer body; a response that
+        would pass it is replaced by a -32011 error.
+    @ivar timeout: seconds one HTTP request (single or whole batch) may run.
+    """
+
+    max_batch: int = 50
+    max_response_bytes: int = 10 * 1024 * 1024
+    timeout: float = 5.0
+
+
+def _reject_constant(name: str) -> Any:
+    """
+    Refuse C{NaN} and C{Infinity}, which Python's parser accepts but JSON
+    does not have.
+    """
+    raise ValueError(f"{name} is not JSON")
+
+
+def _dumps(response: Response) -> bytes:
+    """
+    Serialise one response compactly.
+    """
+    return json.dumps(response, separators=(",", ":")).encode()
+
+
+def _error(error: RPCError, request_id: Any = None) -> Response:
+    """
+    An error response object.
+    """
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+class Dispatcher:
+    """
+    Answers JSON-RPC 2.0 bodies: single requests, notifications and batches.
+    """
+
+    def __init__(
+        self,
+        registry: MethodRegistry,
+        clock: IReactorTime,
+        limits: EnvelopeLimits = EnvelopeLimits(),
+        debug: bool = False,
+    ) -> None:
+        """
+        @param registry: the methods clients may call.
+        @param clock: measures durations and enforces the time limit.
+        @param limits: the envelope's limits.
+        @param debug: log one debug line per call (request id, method,
+            duration); off, the hot path pays nothing for it.
+        """
+        self._registry = registry
+        self._clock = clock
+        self._limits = limits
+        self._debug = debug
+        self._request_ids = count(1)
+
+    def handle(self, body: bytes) -> Deferred[bytes | None]:
+        """
+        Answer one HTTP body.
+
+        @return: a Deferred firing with the response body, or with L{None}
+            when nothing is to be written (a notification, or a batch of
+            notifications only).  It never fails: every problem is a
+            JSON-RPC error inside the body.
+        """
+        try:
+            payload = json.loads(body, parse_constant=_reject_constant)
+        except RecursionError:
+            return succeed(_dumps(_error(InvalidRequestError("the request is nested too deeply"))))
+        except ValueError as exc:
+            return succeed(_dumps(_error(ParseError(f"parse error: {_first_line(exc)}"))))
+        if isinstance(payload, list):
+            return Deferred.fromCoroutine(self._batch(payload))
+        deadline = self._clock.seconds() + self._limits.timeout
+        answer = self._start(payload, deadline)
+        if isinstance(answer, Deferred):
+            return answer.addCallback(self._serialise_single)
+        return succeed(self._serialise_single(answer))
+
+    def _serialise_single(self, response: Response | None) -> bytes | None:
+        """
+        The body of a single answer, within the response-size limit.
+        """
+        if response is None:
+            return None
+        try:
+            encoded = _dumps(response)
+        except (TypeError, ValueError) as exc:
+            return _dumps(_error(rpc_error_for(exc), response["id"]))
+        if len(encoded) > self._limits.max_response_bytes:
+            return _dumps(_error(self._too_large(len(encoded)), response["id"]))
+        return encoded
+
+    def _too_large(self, size: int) -> LimitExceededError:
+        """
+        The error that replaces an answer over the size limit.
+        """
+        limit = self._limits.max_response_bytes
+        return LimitExceededError(f"response of {size} bytes exceeds the limit of {limit} bytes")
+
+    async def _batch(self, batch: list[Any]) -> bytes | None:
+        """
+        Answer a batch: its requests run one after the other, in order (so
+        that a transaction sent early in a batch is visible to later
+        requests), and the answers come in the same order.
+        """
+        limits = self._limits
+        if not batch:
+            return _dumps(_error(InvalidRequestError("empty batch")))
+        if len(batch) > limits.max_batch:
+            message = f"batch of {len(batch)} requests exceeds the limit of {limits.max_batch}"
+            return _dumps(_error(InvalidRequestError(message)))
+        deadline = self._clock.seconds() + limits.timeout
+        parts: list[bytes] = []
+        size = 2
+        for request in batch:
+            if self._clock.seconds() >= deadline:
+                answer = self._expired(request)
+            else:
+                answer = self._start(request, deadline)
+            if isinstance(answer, Deferred):
+                answer = await answer
+            if answer is None:
+                continue
+            try:
+                encoded = _dumps(answer)
+            except (TypeError, ValueError) as exc:
+                encoded = _dumps(_error(rpc_error_for(exc), answer["id"]))
+            size += len(encoded) + 1
+            if size > limits.max_response_bytes:
+                encoded = _dumps(_error(self._too_large(size), answer["id"]))
+            parts.append(encoded)
+        if not parts:
+            return None
+        return b"[" + b",".join(parts) + b"]"
+
+    def _expired(self, request: Any) -> Response | None:
+        """
+        The answer to a batch element reached after the batch's deadline: it
+        is not run.
+        """
+        if type(request) is not dict or "id" not in request:
+            return None
+        request_id = request["id"]
+        if request_id is not None and type(request_id) not in _ID_TYPES:
+            request_id = None
+        message = f"batch ran out of its time limit of {self._limits.timeout:g} seconds"
+        return _error(LimitExceededError(message), request_id)
+
+    def _start(self, request: Any, deadline: float) -> Response | None | Deferred[Response | None]:
+        """
+        Check one request object and start its method.
+
+        @return: the response object, L{None} for a notification, or a
+            Deferred firing with either when the method is asynchronous.
+        """
+        if type(request) is not dict:
+            return _error(InvalidRequestError("a request must be a JSON object"))
+        has_id = "id" in request
+        request_id = request.get("id")
+        if request_id is not None and type(request_id) not in _ID_TYPES:
+            return _error(InvalidRequestError('"id" must be a string, a number or null'))
+        name = request.get("method")
+        params = request.get("params", _NO_PARAMS)
+        if request.get("jsonrpc") != "2.0":
+            problem = '"jsonrpc" must be exactly "2.0"'
+        elif type(name) is not str:
+            problem = '"method" must be a string'
+        elif params is None:
+            params, problem = _NO_PARAMS, None
+        elif type(params) is not list and type(params) is not dict:
+            problem = '"params" must be an array or an object'
+        else:
+            problem = None
+        if problem is not None:
+            return _error(InvalidRequestError(problem), request_id)
+        call_id = next(self._request_ids)
+        started = self._clock.seconds() if self._debug else 0.0
+        try:
+            method = self._registry.lookup(name)
+            result = method.function(*method.decode_params(params))
+        except Exception as exc:
+            response = _error(rpc_error_for(exc), request_id)
+            return self._finish(call_id, name, started, response, has_id)
+        if isinstance(result, Coroutine):
+            result = ensureDeferred(result)
+        if isinstance(result, Deferred):
+            return self._await(result, method, request_id, has_id, call_id, started, deadline)
+        return self._finish(call_id, name, started, self._success(method, result, request_id), has_id)
+
+    def _success(self, method: Method, result: Any, request_id: Any) -> Response:
+        """
+        The response object for a method's result, encoded on the way.
+        """
+        try:
+            return {"jsonrpc": "2.0", "id": request_id, "result": method.result(result)}
+        except Exception as exc:
+            return _error(rpc_error_for(exc), request_id)
+
+    def _await(
+        self,
+        result: Deferred[Any],
+        method: Method,
+        request_id: Any,
+        has_id: bool,
+        call_id: int,
+        started: float,
+        deadline: float,
+    ) -> Deferred[Response | None]:
+        """
+        Wait for an asynchronous method, at most until the request's
+        deadline, then build its response.
+        """
+        remaining = deadline - self._clock.seconds()
+        timeout = self._limits.timeout
+
+        def timed_out(value: Any, seconds: float) -> Any:
+            if isinstance(value, Failure):
+                raise LimitExceededError(f"request timed out after {timeout:g} seconds")
+            return value
+
+        def succeeded(value: Any) -> Response:
+            return self._success(method, value, request_id)
+
+        def failed(failure: Failure) -> Response:
+            return _error(rpc_error_for(failure.value), request_id)
+
+        def finish(response: Response) -> Response | None:
+            return self._finish(call_id, method.name, started, response, has_id)
+
+        result.addTimeout(max(remaining, 0.0), self._clock, onTimeoutCancel=timed_out)
+        return result.addCallbacks(succeeded, failed).addCallback(finish)
+
+    def _finish(
+        self, call_id: int, name: str, started: float, response: Response, has_id: bool
+    ) -> Response | None:
+        """
+        Log the call (at debug level) and drop the answer to a notification.
+        """
+        if self._debug:
+            outcome = "error " + str(response["error"]["code"]) if "error" in response else "ok"
+            log.debug(
+                "RPC call {call_id}: {method} {outcome} in {duration:.6f} s",
+                call_id=call_id,
+                method=name,
+                outcome=outcome,
+                duration=self._clock.seconds() - started,
+            )
+        return response if has_id else None
+
+
+def _first_line(exc: BaseException) -> str:
+    """
+    The first line of an exception's message, for a parse error.
+    """
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+__all__ = ["Dispatcher", "EnvelopeLimits", "Response"]

@@ -1,0 +1,302 @@
+"""
+The HTTP side of the JSON-RPC server, on Klein: C{POST /} with the transport
+checks of DESIGN §6 (content type, body size, Host and Origin allow-lists),
+CORS preflight, and everything else refused.
+
+Every JSON-RPC answer, error or not, is HTTP 200; only transport problems
+get another status (DESIGN §1): 405 wrong method, 415 wrong content type,
+413 body too large, 403 Host or Origin not allowed.
+"""
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+from io import BytesIO
+from typing import Any
+
+from klein import Klein
+from twisted.internet.defer import Deferred
+from twisted.web.iweb import IRequest
+from twisted.web.resource import IResource, Resource
+from twisted.web.server import NOT_DONE_YET, Request, Site
+
+from nodex.rpc.dispatch import Dispatcher
+
+JSON_TYPES = frozenset({b"application/json", b"application/json-rpc"})
+"""The accepted request media types (parameters after C{;} are ignored)."""
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1", "::1"})
+"""Host names always accepted (literal IP addresses are accepted too)."""
+
+
+@dataclass(frozen=True)
+class HTTPPolicy:
+    """
+    The transport rules of the server.
+
+    @ivar max_body_bytes: the largest request body (413 beyond).
+    @ivar hosts: further Host names accepted (C{*} accepts any); loopback
+        names and literal IP addresses are always accepted, since DNS
+        rebinding needs a host name.
+    @ivar cors_origins: origins whose browser pages may call the node
+        (C{*} allows any); a request with another C{Origin} gets 403.
+    """
+
+    max_body_bytes: int = 5 * 1024 * 1024
+    hosts: frozenset[str] = frozenset()
+    cors_origins: frozenset[str] = frozenset()
+
+    def host_allowed(self, host_header: bytes | None) -> bool:
+        """
+        Whether a request with this C{Host} header may be served.
+        """
+        if host_header is None or "*" in self.hosts:
+            return True
+        host = _host_name(host_header.decode("latin-1")).lower()
+        if host in LOOPBACK_NAMES or host in self.hosts:
+            return True
+        return _is_ip_literal(host)
+
+    def origin_allowed(self, origin: bytes) -> bool:
+        """
+        Whether a browser page from C{origin} may call the node.
+        """
+        text = origin.decode("latin-1").rstrip("/").lower()
+        return "*" in self.cors_origins or text in self.cors_origins
+
+
+def _is_ip_literal(host: str) -> bool:
+    """
+    Whether C{host} is an IPv4 or IPv6 address rather than a name (DNS
+    rebinding, which the Host check guards against, needs a name).
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _host_name(host: str) -> str:
+    """
+    The name part of a Host header: without the port, without IPv6 brackets.
+    """
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") == 1:
+        return host.partition(":")[0]
+    return host
+
+
+class BoundedRequest(Request):
+    """
+    A request that keeps at most the site's C{max_body_bytes} of its body,
+    so that an oversized body costs no memory; the handler answers 413.
+
+    @ivar body_too_large: the body passed the limit.
+    """
+
+    body_too_large = False
+    _received = 0
+
+    def gotLength(self, length: int | None) -> None:
+        """
+        Refuse to buffer a body whose declared length is over the limit.
+        """
+        if length is not None and length > self.channel.site.max_body_bytes:
+            self.body_too_large = True
+            self.content = BytesIO()
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:
+        """
+        Store a chunk of the body while it stays within the limit.
+        """
+        self._received += len(data)
+        if self.body_too_large:
+            return
+        if self._received > self.channel.site.max_body_bytes:
+            self.body_too_large = True
+            self.content = BytesIO()
+            return
+        super().handleContentChunk(data)
+
+
+class RPCSite(Site):
+    """
+    The site of the RPC server: requests bounded by L{BoundedRequest}, and
+    no access log line per request (the dispatcher logs each call at debug
+    level instead; formatting an access line costs about a tenth of a
+    request's time).
+    """
+
+    requestFactory = BoundedRequest
+
+    def __init__(self, resource: IResource, max_body_bytes: int) -> None:
+        """
+        @param resource: the root resource.
+        @param max_body_bytes: the largest request body accepted.
+        """
+        # JSON-RPC bodies are never HTML form submissions; looking for one
+        # parses the Content-Type with the email package, which cost about a
+        # tenth of an eth_chainId round trip.
+        super().__init__(resource, parsePOSTFormSubmission=False)
+        self.max_body_bytes = max_body_bytes
+
+    def log(self, request: Request) -> None:
+        """
+        Write no access log.
+        """
+
+
+class RPCServer:
+    """
+    The JSON-RPC endpoint: a Klein application whose C{POST /} route hands
+    bodies to the L{Dispatcher}.
+    """
+
+    app = Klein()
+
+    def __init__(self, dispatcher: Dispatcher, policy: HTTPPolicy) -> None:
+        """
+        @param dispatcher: answers JSON-RPC bodies.
+        @param policy: the transport rules.
+        """
+        self._dispatcher = dispatcher
+        self._policy = policy
+
+    def site(self) -> RPCSite:
+        """
+        A twisted.web site serving this server.
+        """
+        return RPCSite(self.resource(), self._policy.max_body_bytes)
+
+    def resource(self) -> IResource:
+        """
+        The root resource: the Klein application, with C{POST /} served
+        without the router (see L{_DirectPost}).
+        """
+        return _DirectPost(self, self.app.resource())
+
+    @app.route("/", methods=["POST"])
+    def post(self, request: IRequest) -> bytes | Deferred[bytes]:
+        """
+        Answer a JSON-RPC body, after the transport checks.
+        """
+        refusal = self._refuse(request)
+        if refusal is not None:
+            return refusal
+        content_type = request.getHeader(b"content-type")
+        if content_type is None or content_type.partition(b";")[0].strip().lower() not in JSON_TYPES:
+            request.setResponseCode(415)
+            return b"Content-Type must be application/json or application/json-rpc\n"
+        if getattr(request, "body_too_large", False):
+            request.setResponseCode(413)
+            return f"request body exceeds {self._policy.max_body_bytes} bytes\n".encode()
+        request.content.seek(0)
+        body = request.content.read()
+        if len(body) > self._policy.max_body_bytes:
+            request.setResponseCode(413)
+            return f"request body exceeds {self._policy.max_body_bytes} bytes\n".encode()
+        return self._dispatcher.handle(body).addCallback(self._reply, request)
+
+    @app.route("/", methods=["OPTIONS"])
+    def preflight(self, request: IRequest) -> bytes:
+        """
+        Answer a CORS preflight from an allowed origin; anything else that
+        is not a POST is refused with 405.
+        """
+        refusal = self._refuse(request)
+        if refusal is not None:
+            return refusal
+        if request.getHeader(b"origin") is None:
+            request.setResponseCode(405)
+            request.setHeader(b"allow", b"POST")
+            return b""
+        request.setResponseCode(204)
+        request.setHeader(b"access-control-allow-methods", b"POST")
+        request.setHeader(b"access-control-allow-headers", b"Content-Type")
+        request.setHeader(b"access-control-max-age", b"600")
+        return b""
+
+    def _refuse(self, request: IRequest) -> bytes | None:
+        """
+        Check Host and Origin; answer 403 when refused, else set the CORS
+        headers and return L{None}.
+        """
+        if not self._policy.host_allowed(request.getHeader(b"host")):
+            request.setResponseCode(403)
+            return b"Host not allowed\n"
+        origin = request.getHeader(b"origin")
+        if origin is not None:
+            if not self._policy.origin_allowed(origin):
+                request.setResponseCode(403)
+                return b"Origin not allowed\n"
+            request.setHeader(b"access-control-allow-origin", origin)
+            request.setHeader(b"vary", b"Origin")
+        return None
+
+    def _reply(self, body: bytes | None, request: IRequest) -> bytes:
+        """
+        The HTTP answer to a dispatched body: 200, JSON, or empty when
+        there is nothing to answer (notifications only).
+        """
+        if body is None:
+            return b""
+        request.setHeader(b"content-type", b"application/json")
+        return body
+
+
+class _DirectPost(Resource):
+    """
+    The root resource: C{POST /}, the one hot route, calls
+    L{RPCServer.post} directly; every other request goes through the Klein
+    router (OPTIONS preflight, 405 for other methods, 404 for other paths).
+
+    Klein's routing (a werkzeug map bound per request, an adapter, three
+    Deferreds and two finish notifications) costs about a fifth of an
+    C{eth_chainId} round trip (benchmarks/RESULTS.md); the route function is
+    the same either way.
+    """
+
+    isLeaf = True
+
+    def __init__(self, server: RPCServer, routed: IResource) -> None:
+        super().__init__()
+        self._server = server
+        self._routed = routed
+
+    def render(self, request: Request) -> Any:
+        """
+        Serve C{POST /} directly, anything else through Klein.
+        """
+        if request.method != b"POST" or request.path != b"/":
+            return self._routed.render(request)
+        answer = self._server.post(request)
+        if isinstance(answer, bytes):
+            return answer
+        answer.addCallback(_write_and_finish, request)
+        answer.addErrback(_fail, request)
+        return NOT_DONE_YET
+
+
+def _write_and_finish(body: bytes, request: Request) -> None:
+    """
+    Write an asynchronous answer unless the client has gone.
+    """
+    if request.channel is None or request._disconnected:
+        return
+    request.write(body)
+    request.finish()
+
+
+def _fail(failure: Any, request: Request) -> None:
+    """
+    Turn an unexpected failure of the handler into a 500.
+    """
+    if request.channel is not None and not request._disconnected:
+        request.processingFailed(failure)
+
+
+__all__ = ["BoundedRequest", "HTTPPolicy", "JSON_TYPES", "RPCServer", "RPCSite"]

@@ -1,0 +1,95 @@
+"""
+A service that listens on a server endpoint and says where it listens.
+"""
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IListeningPort, IProtocolFactory, IStreamServerEndpoint
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+
+class ListeningService(Service):
+    """
+    Listen on an endpoint while running; fail the start when the endpoint
+    cannot listen (a port in use), so that the node does not run deaf.
+    """
+
+    log = Logger()
+
+    def __init__(self, label: str, endpoint: IStreamServerEndpoint, factory: IProtocolFactory) -> None:
+        """
+        @param label: what listens, for the log line (C{"RPC"}).
+        @param endpoint: where to listen.
+        @param factory: the protocol factory (a twisted.web site).
+        """
+        self._label = label
+        self._endpoint = endpoint
+        self._factory = factory
+        self._port: IListeningPort | None = None
+        self._waiters: list[Deferred[IListeningPort]] = []
+
+    def startService(self) -> None:
+        """
+        Start listening.
+
+        @raise Exception: the endpoint failed at once (as TCP does when its
+            port is taken).
+        """
+        super().startService()
+        failures: list[Failure] = []
+        self._endpoint.listen(self._factory).addCallbacks(self._listening, failures.append)
+        if failures:
+            self.running = False
+            self.log.critical(
+                "{label} server cannot listen: {error}", label=self._label, error=failures[0].getErrorMessage()
+            )
+            failures[0].raiseException()
+
+    def _listening(self, port: IListeningPort) -> None:
+        """
+        Remember the port, log where it is, and tell the waiters.
+        """
+        self._port = port
+        address = port.getHost()
+        where = f"{getattr(address, 'host', address)}:{getattr(address, 'port', '')}".rstrip(":")
+        self.log.info("{label} server listening on {where}", label=self._label, where=where)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.callback(port)
+
+    def when_listening(self) -> Deferred[IListeningPort]:
+        """
+        The listening port.
+
+        @return: a Deferred firing with the L{IListeningPort} once listening.
+        """
+        if self._port is not None:
+            return _fired(self._port)
+        waiter: Deferred[IListeningPort] = Deferred()
+        self._waiters.append(waiter)
+        return waiter
+
+    def stopService(self) -> Deferred[None] | None:
+        """
+        Stop listening.
+
+        @return: a Deferred firing when the port is closed.
+        """
+        super().stopService()
+        port, self._port = self._port, None
+        if port is None:
+            return None
+        return port.stopListening()
+
+
+def _fired(port: IListeningPort) -> Deferred[IListeningPort]:
+    """
+    A Deferred that has already fired with C{port}.
+    """
+    waiter: Deferred[IListeningPort] = Deferred()
+    waiter.callback(port)
+    return waiter
+
+
+__all__ = ["ListeningService"]

@@ -1,0 +1,213 @@
+"""
+The composition root (L7): the C{twistd nodex} options and L{makeService},
+the one place where concrete objects are wired together.
+"""
+
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from twisted.application.service import MultiService
+from twisted.internet.endpoints import serverFromString
+from twisted.internet.interfaces import IReactorCore, IReactorTime
+from twisted.logger import Logger
+from twisted.python import usage
+
+from nodex.config import ConfigError, NodeConfig, dump_toml, load_config
+from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork
+from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
+from nodex.rpc.eth import EthIdentityMethods
+from nodex.rpc.introspection import RPCModulesMethods
+from nodex.rpc.net import NetMethods
+from nodex.rpc.registry import MethodRegistry, ModuleSettings
+from nodex.rpc.server import HTTPPolicy, RPCServer
+from nodex.rpc.web3 import Web3Methods, client_version
+from nodex.services.listening import ListeningService
+from nodex.services.offline import OfflinePeerNetwork
+
+log = Logger()
+
+
+class Options(usage.Options):
+    """
+    The command line of C{twistd nodex}; each option is also a key of the
+    configuration file, and the flags win over the file and the preset.
+    """
+
+    synopsis = "[options]"
+    longdesc = (
+        "Run a nodex node: an EVM full node of the Bitcoin-merge-mined family. "
+        "With no options it runs a local regtest chain (chain id 33) with its "
+        "JSON-RPC server on 127.0.0.1:4444. See nodex(1)."
+    )
+    optParameters = [
+        ["network", None, None, "Network preset: regtest, devnet, testnet or main [default: regtest]."],
+        ["datadir", None, None, "Data directory [default: ~/.nodex/<network>]."],
+        ["config", None, None, "TOML configuration file laid over the network preset."],
+        ["rpc", None, None, "JSON-RPC server endpoint, or none [default: tcp:4444:interface=127.0.0.1]."],
+        ["p2p", None, None, "Peer-to-peer server endpoint, or none [default: per network]."],
+        ["mining", None, None, "Mining mode: auto, interval:SECONDS, manual or off [default: per network]."],
+        ["manhole", None, None, "SSH manhole endpoint, or none [default: none]."],
+        ["log-level", None, None, "info, or debug for a line per RPC call [default: info]."],
+    ]
+    optFlags = [["dump-config", None, "Print the effective configuration as TOML and exit."]]
+
+    def __init__(self, stdout: IO[str] | None = None) -> None:
+        """
+        @param stdout: where C{--dump-config} writes (standard output by default).
+        """
+        super().__init__()
+        self["peer"] = []
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.config: NodeConfig | None = None
+
+    def opt_peer(self, address: str) -> None:
+        """
+        A peer to connect to, as HOST:PORT (repeatable).
+        """
+        self["peer"].append(address)
+
+    def flag_layer(self) -> dict[str, Any]:
+        """
+        The configuration layer the flags make.
+        """
+        layer: dict[str, Any] = {}
+        for option, key in (("network", "network"), ("datadir", "datadir"), ("log-level", "log_level")):
+            if self[option] is not None:
+                layer[key] = self[option]
+        for option, section, key in (
+            ("rpc", "rpc", "endpoint"),
+            ("p2p", "p2p", "endpoint"),
+            ("mining", "mining", "mode"),
+            ("manhole", "manhole", "endpoint"),
+        ):
+            if self[option] is not None:
+                layer.setdefault(section, {})[key] = self[option]
+        if self["peer"]:
+            layer.setdefault("p2p", {})["peers"] = list(self["peer"])
+        return layer
+
+    def postOptions(self) -> None:
+        """
+        Build the effective configuration; print it and exit for
+        C{--dump-config}; otherwise make sure the data directory exists.
+
+        @raise usage.UsageError: a bad key or value, or no data directory.
+        """
+        try:
+            self.config = load_config(self["config"], self.flag_layer())
+        except ConfigError as exc:
+            raise usage.UsageError(str(exc)) from None
+        if self["dump-config"]:
+            self.stdout.write(dump_toml(self.config.raw))
+            self.stdout.flush()
+            raise SystemExit(0)
+        try:
+            prepare_datadir(self.config.datadir)
+        except OSError as exc:
+            raise usage.UsageError(f"cannot create data directory {self.config.datadir}: {exc.strerror}") from None
+
+
+def prepare_datadir(path: Path) -> None:
+    """
+    Create the data directory (private to the user) if it does not exist.
+
+    @raise OSError: it cannot be created.
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+class NodeService(MultiService):
+    """
+    The node: every service of one configuration, with the start line.
+    """
+
+    def __init__(self, config: NodeConfig) -> None:
+        """
+        @param config: the effective configuration.
+        """
+        super().__init__()
+        self.config = config
+
+    def startService(self) -> None:
+        """
+        Log what starts, then start the children.
+        """
+        config = self.config
+        log.info(
+            "nodex starting: network {network}, chain id {chain_id}, data dir {datadir}, "
+            "RPC {rpc}, P2P {p2p} (not yet available), manhole {manhole}, mining {mining}",
+            network=config.network,
+            chain_id=config.chain_id,
+            datadir=config.datadir,
+            rpc=config.rpc.endpoint,
+            p2p=config.p2p_endpoint,
+            manhole=config.manhole_endpoint,
+            mining=config.mining_mode,
+        )
+        super().startService()
+
+
+def build_rpc_server(config: NodeConfig, clock: IReactorTime, peers: IPeerNetwork) -> RPCServer:
+    """
+    The JSON-RPC server of a configuration, with every method that exists.
+    """
+    registry = MethodRegistry(
+        {
+            name: ModuleSettings(module.enabled, module.disabled_methods, module.enabled_methods)
+            for name, module in config.rpc.modules.items()
+        }
+    )
+    registry.add(Web3Methods(client_version()))
+    registry.add(NetMethods(config.chain_id, peers))
+    registry.add(EthIdentityMethods(config.chain_id, WIRE_PROTOCOL_VERSION))
+    registry.add(RPCModulesMethods(registry))
+    limits = EnvelopeLimits(
+        max_batch=config.rpc.max_batch,
+        max_response_bytes=config.rpc.max_response_bytes,
+        timeout=config.rpc.timeout,
+    )
+    dispatcher = Dispatcher(registry, clock, limits, debug=config.log_level == "debug")
+    policy = HTTPPolicy(
+        max_body_bytes=config.rpc.max_body_bytes,
+        hosts=frozenset(host.lower() for host in config.rpc.hosts),
+        cors_origins=frozenset(origin.rstrip("/").lower() for origin in config.rpc.cors_origins),
+    )
+    return RPCServer(dispatcher, policy)
+
+
+def compose(config: NodeConfig, reactor: Any) -> NodeService:
+    """
+    Wire the services of a configuration together.
+
+    The chain, pool, miner, P2P and manhole services come with their issues;
+    until then the peer network is offline and only the RPC server runs.
+
+    @param reactor: provides L{IReactorCore}, L{IReactorTime} and the
+        listening interfaces the endpoints need.
+    """
+    assert IReactorCore.providedBy(reactor)
+    prepare_datadir(config.datadir)
+    node = NodeService(config)
+    peers = OfflinePeerNetwork()
+    if config.rpc.endpoint != "none":
+        server = build_rpc_server(config, reactor, peers)
+        rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
+        rpc.setName("rpc")
+        rpc.setServiceParent(node)
+    return node
+
+
+def makeService(options: Options) -> NodeService:
+    """
+    The node service of C{twistd nodex}.
+    """
+    from twisted.internet import reactor
+
+    config = options.config
+    if config is None:
+        config = load_config(options["config"], options.flag_layer())
+    return compose(config, reactor)
+
+
+__all__ = ["NodeService", "Options", "build_rpc_server", "compose", "makeService", "prepare_datadir"]
