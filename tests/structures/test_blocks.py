@@ -2,10 +2,12 @@
 Tests for L{nodex.structures.blocks}.
 """
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.structures.blocks import Block, decode_body, encode_body
-from nodex.structures.errors import RLPError
+from nodex.structures.errors import InvalidTransactionError, RLPError
 from nodex.structures.rlpcodec import decode_rlp, encode_rlp
 from nodex.structures.transactions import decode_transaction
 from tests.structures.test_headers import sample_header
@@ -18,6 +20,9 @@ def sample_block() -> Block:
     """
     transactions = (decode_transaction(bytes.fromhex(EIP155_RAW)), access_list_tx(), fee_market_tx())
     return Block(sample_header(), transactions, (sample_header(number=41),))
+
+
+SAMPLE_RAW = sample_block().encode()
 
 
 class BlockTests(SynchronousTestCase):
@@ -78,3 +83,17 @@ class BlockTests(SynchronousTestCase):
         self.assertRaises(RLPError, Block.decode, block.encode() + b"\x00")
         self.assertRaises(RLPError, Block.decode, encode_rlp([header, b"", uncles]))
         self.assertRaises(RLPError, decode_body, encode_rlp([[], [], []]))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.integers(min_value=0, max_value=2**20), st.binary(min_size=1, max_size=40))
+    def test_mutated_blocks_raise_only_own_errors(self, position: int, junk: bytes) -> None:
+        """
+        A valid block with bytes overwritten either still decodes or raises
+        L{RLPError} or L{InvalidTransactionError}.
+        """
+        raw = SAMPLE_RAW
+        position %= len(raw)
+        try:
+            Block.decode(raw[:position] + junk + raw[position + len(junk):])
+        except (RLPError, InvalidTransactionError):
+            pass
