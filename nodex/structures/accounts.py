@@ -8,7 +8,14 @@ from functools import cached_property
 from nodex.crypto import EMPTY_KECCAK, keccak256
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32
 from nodex.structures.errors import RLPError
-from nodex.structures.rlpcodec import decode_fixed, decode_list, decode_rlp, decode_uint, encode_rlp, encode_uint
+from nodex.structures.rlpcodec import (
+    decode_fixed,
+    decode_list,
+    decode_rlp,
+    decode_uint,
+    encode_rlp,
+    encode_uint,
+)
 
 EMPTY_TRIE_ROOT = Hash32(keccak256(b"\x80"))
 """The root hash of an empty Merkle-Patricia trie (Keccak-256 of the RLP empty string)."""

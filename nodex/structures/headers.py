@@ -138,7 +138,9 @@ class Header:
         fields = decode_list(item, "header", HEADER_FIELDS)
         extra_data = decode_bytes(fields[12], "header extra data")
         if len(extra_data) > MAX_EXTRA_DATA:
-            raise RLPError(f"header extra data is {len(extra_data)} bytes long, at most {MAX_EXTRA_DATA} allowed")
+            raise RLPError(
+                f"header extra data is {len(extra_data)} bytes long, at most {MAX_EXTRA_DATA} allowed"
+            )
         return cls(
             parent_hash=Hash32(decode_fixed(fields[0], "header parent hash", 32)),
             uncles_hash=Hash32(decode_fixed(fields[1], "header uncles hash", 32)),

@@ -12,8 +12,15 @@ from nodex.primitives import UINT64_CEILING
 from nodex.structures.bloom import BLOOM_BYTES, logs_bloom
 from nodex.structures.errors import RLPError
 from nodex.structures.logs import Log
-from nodex.structures.rlpcodec import decode_bytes, decode_fixed, decode_list, decode_rlp, decode_uint, encode_rlp
-from nodex.structures.rlpcodec import encode_uint
+from nodex.structures.rlpcodec import (
+    decode_bytes,
+    decode_fixed,
+    decode_list,
+    decode_rlp,
+    decode_uint,
+    encode_rlp,
+    encode_uint,
+)
 from nodex.structures.transactions import ACCESS_LIST_TX_TYPE, FEE_MARKET_TX_TYPE, LEGACY_TX_TYPE
 
 _RECEIPT_TYPES = (LEGACY_TX_TYPE, ACCESS_LIST_TX_TYPE, FEE_MARKET_TX_TYPE)

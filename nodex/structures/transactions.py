@@ -15,8 +15,15 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar, NamedTuple, Union
 
-from nodex.crypto import SECP256K1_HALF_N, SECP256K1_N, SignatureError, keccak256, private_key_to_address
-from nodex.crypto import recover_address, sign
+from nodex.crypto import (
+    SECP256K1_HALF_N,
+    SECP256K1_N,
+    SignatureError,
+    keccak256,
+    private_key_to_address,
+    recover_address,
+    sign,
+)
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
 from nodex.structures.errors import (
     InvalidSignatureError,
@@ -116,7 +123,8 @@ class _TransactionBase:
         y_parity = self.y_parity  # type: ignore[attr-defined]
         check_signature_values(y_parity, self.r, self.s)
         try:
-            return recover_address(self.signing_hash(), y_parity, self.r, self.s)  # type: ignore[attr-defined]
+            digest = self.signing_hash()  # type: ignore[attr-defined]
+            return recover_address(digest, y_parity, self.r, self.s)
         except SignatureError as exc:
             raise InvalidSignatureError(f"cannot recover the sender: {exc}") from exc
 
@@ -237,7 +245,8 @@ class LegacyTransaction(_TransactionBase):
         return keccak256(encode_rlp(fields))
 
     def _encode(self) -> bytes:
-        return encode_rlp(self._unsigned_fields() + [encode_uint(self.v), encode_uint(self.r), encode_uint(self.s)])
+        signature = [encode_uint(self.v), encode_uint(self.r), encode_uint(self.s)]
+        return encode_rlp(self._unsigned_fields() + signature)
 
 
 @dataclass(frozen=True)
@@ -527,12 +536,12 @@ def decode_access_list(item: RLPItem) -> AccessList:
     entries = []
     for entry in decode_list(item, "access list"):
         address, keys = decode_list(entry, "access list entry", 2)
-        entries.append(
-            AccessListEntry(
-                Address(decode_fixed(address, "access list address", 20)),
-                tuple(Hash32(decode_fixed(key, "access list storage key", 32)) for key in decode_list(keys, "storage keys")),
-            )
+        storage_keys = tuple(
+            Hash32(decode_fixed(key, "access list storage key", 32))
+            for key in decode_list(keys, "access list storage keys")
         )
+        entry_address = Address(decode_fixed(address, "access list address", 20))
+        entries.append(AccessListEntry(entry_address, storage_keys))
     return tuple(entries)
 
 

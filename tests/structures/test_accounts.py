@@ -48,7 +48,8 @@ class AccountTests(SynchronousTestCase):
         An account with three or five fields is refused.
         """
         self.assertRaises(RLPError, Account.decode, encode_rlp([b"", b"", EMPTY_TRIE_ROOT]))
-        self.assertRaises(RLPError, Account.decode, encode_rlp([b"", b"", EMPTY_TRIE_ROOT, EMPTY_KECCAK, b""]))
+        five = encode_rlp([b"", b"", EMPTY_TRIE_ROOT, EMPTY_KECCAK, b""])
+        self.assertRaises(RLPError, Account.decode, five)
 
     def test_non_canonical_nonce_refused(self) -> None:
         """

@@ -71,7 +71,8 @@ class BloomTests(SynchronousTestCase):
         """
         first = Log(ADDRESS, (TOPIC,), b"")
         second = Log(Address(b"\x22" * 20), (), b"")
-        self.assertEqual(merge_blooms([logs_bloom([first]), logs_bloom([second])]), logs_bloom([first, second]))
+        merged = merge_blooms([logs_bloom([first]), logs_bloom([second])])
+        self.assertEqual(merged, logs_bloom([first, second]))
         self.assertEqual(merge_blooms([]), EMPTY_BLOOM)
 
 

@@ -90,4 +90,6 @@ class TransactionConformanceTests(SynchronousTestCase):
         raw = bytes.fromhex(next(iter(vector.values()))["txbytes"][2:])
         with self.assertRaises(UnsupportedTransactionTypeError) as caught:
             decode_transaction(raw)
-        self.assertEqual(str(caught.exception), "transaction type 4 (set-code) is not supported by this chain")
+        self.assertEqual(
+            str(caught.exception), "transaction type 4 (set-code) is not supported by this chain"
+        )

@@ -19,7 +19,12 @@ from nodex.structures.transaction_rules import (
     validate_chain_id,
     validate_transaction,
 )
-from nodex.structures.transactions import AccessListEntry, FeeMarketTransaction, LegacyTransaction, sign_transaction
+from nodex.structures.transactions import (
+    AccessListEntry,
+    FeeMarketTransaction,
+    LegacyTransaction,
+    sign_transaction,
+)
 from tests.structures.test_transactions import EIP155_UNSIGNED, KEY, SENDER, access_list_tx, fee_market_tx
 
 

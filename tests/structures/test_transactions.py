@@ -270,7 +270,8 @@ class TypedTransactionTests(SynchronousTestCase):
         A type 2 payload with a missing field is refused.
         """
         fields = decode_rlp(fee_market_tx().encode()[1:])
-        self.assertRaises(RLPError, decode_transaction, b"\x02" + encode_rlp(fields[:-1]))  # type: ignore[index]
+        short = b"\x02" + encode_rlp(fields[:-1])  # type: ignore[index]
+        self.assertRaises(RLPError, decode_transaction, short)
 
 
 class DecodeTransactionTests(SynchronousTestCase):
@@ -292,7 +293,9 @@ class DecodeTransactionTests(SynchronousTestCase):
         """
         with self.assertRaises(UnsupportedTransactionTypeError) as caught:
             decode_transaction(b"\x04" + encode_rlp([]))
-        self.assertEqual(str(caught.exception), "transaction type 4 (set-code) is not supported by this chain")
+        self.assertEqual(
+            str(caught.exception), "transaction type 4 (set-code) is not supported by this chain"
+        )
 
     def test_unknown_type_refused(self) -> None:
         """
