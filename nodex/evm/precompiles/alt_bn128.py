@@ -3,18 +3,19 @@ The alt_bn128 (BN254) precompiles of EIP-196 and EIP-197, at the prices of
 EIP-1108: point addition (0x06, 150 gas), scalar multiplication (0x07, 6000
 gas) and the pairing check (0x08, 45000 + 34000 per pair).
 
-Addition and multiplication run on this module's own Jacobian arithmetic over
-the base field, which in CPython is several times faster than a generic
-library's field objects.  The pairing uses C{py_ecc} (the Ethereum
-Foundation's maintained implementation of the optimal ate pairing), with a
-single final exponentiation for the whole product of Miller loops.
+Addition and multiplication run on Jacobian coordinates over the base field
+(no inversion until the result is encoded); the pairing, G2 and the extension
+fields are in L{nodex.evm.precompiles.bn254}.
 """
 
-from py_ecc.optimized_bn128 import FQ, FQ2, FQ12, b2, curve_order, field_modulus, is_inf, is_on_curve
-from py_ecc.optimized_bn128 import multiply as g2_multiply
-from py_ecc.optimized_bn128.optimized_pairing import final_exponentiate
-from py_ecc.optimized_bn128.optimized_pairing import pairing as miller_loop
-
+from nodex.evm.precompiles.bn254 import (
+    N,
+    P,
+    G2Point,
+    g2_in_subgroup,
+    g2_is_on_curve,
+    pairing_product_is_one,
+)
 from nodex.evm.precompiles.errors import PrecompileError
 from nodex.evm.precompiles.words import read_uint
 
@@ -26,8 +27,8 @@ GAS_ECPAIRING_PER_POINT = 34000
 PAIRING_INPUT_SIZE = 192
 
 # The base field prime p and the prime order n of the group G1 (cofactor 1).
-FIELD_MODULUS: int = field_modulus
-CURVE_ORDER: int = curve_order
+FIELD_MODULUS = P
+CURVE_ORDER = N
 
 # Jacobian coordinates (X, Y, Z) stand for the affine point (X/Z^2, Y/Z^3);
 # Z == 0 is the point at infinity.
@@ -174,7 +175,7 @@ def ecpairing_gas(data: bytes) -> int:
     return GAS_ECPAIRING_BASE + GAS_ECPAIRING_PER_POINT * (len(data) // PAIRING_INPUT_SIZE)
 
 
-def decode_g2(data: bytes, offset: int) -> tuple[FQ2, FQ2, FQ2] | None:
+def decode_g2(data: bytes, offset: int) -> G2Point:
     """
     The G2 point at C{offset}: x then y, each an element a·i + b of the
     quadratic extension encoded as a then b (EIP-197); all zeros encode
@@ -190,10 +191,10 @@ def decode_g2(data: bytes, offset: int) -> tuple[FQ2, FQ2, FQ2] | None:
         raise PrecompileError("alt_bn128 G2 coordinate is not below the field modulus")
     if x_imaginary == x_real == y_imaginary == y_real == 0:
         return None
-    point = (FQ2([x_real, x_imaginary]), FQ2([y_real, y_imaginary]), FQ2.one())
-    if not is_on_curve(point, b2):
+    point = ((x_real, x_imaginary), (y_real, y_imaginary))
+    if not g2_is_on_curve(point):
         raise PrecompileError("alt_bn128 G2 point is not on the twisted curve")
-    if not is_inf(g2_multiply(point, CURVE_ORDER)):
+    if not g2_in_subgroup(point):
         raise PrecompileError("alt_bn128 G2 point is not in the subgroup of order n")
     return point
 
@@ -201,7 +202,8 @@ def decode_g2(data: bytes, offset: int) -> tuple[FQ2, FQ2, FQ2] | None:
 def ecpairing(data: bytes) -> bytes:
     """
     Whether the product of the pairings e(P_i, Q_i) of the given pairs is one,
-    as a 32-byte word 1 or 0; empty input counts as a true check.
+    as a 32-byte word 1 or 0; empty input counts as a true check.  Pairs with
+    a point at infinity contribute one but are validated like the others.
 
     @raise PrecompileError: the input is not a whole number of 192-byte
         pairs, or a point is invalid (see L{decode_g1} and L{decode_g2}).
@@ -211,16 +213,13 @@ def ecpairing(data: bytes) -> bytes:
             f"alt_bn128 pairing input must be a multiple of {PAIRING_INPUT_SIZE} bytes, "
             f"got {len(data)}"
         )
-    product = FQ12.one()
+    pairs = []
     for offset in range(0, len(data), PAIRING_INPUT_SIZE):
         g1 = decode_g1(data, offset)
         g2 = decode_g2(data, offset + 64)
-        if g1[2] == 0 or g2 is None:
-            continue
-        g1_point = (FQ(g1[0]), FQ(g1[1]), FQ(1))
-        product = product * miller_loop(g2, g1_point, final_exponentiate=False)
-    success = product == FQ12.one() or final_exponentiate(product) == FQ12.one()
-    return (1 if success else 0).to_bytes(32, "big")
+        if g1[2] != 0 and g2 is not None:
+            pairs.append(((g1[0], g1[1]), g2))
+    return (1 if pairing_product_is_one(pairs) else 0).to_bytes(32, "big")
 
 
 __all__ = [

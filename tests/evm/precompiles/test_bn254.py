@@ -1,0 +1,174 @@
+"""
+Tests for L{nodex.evm.precompiles.bn254}: the extension fields, G2 and the
+optimal ate pairing.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.evm.precompiles.alt_bn128 import encode_g1, multiply
+from nodex.evm.precompiles.bn254 import (
+    B2,
+    FP12_ONE,
+    N,
+    P,
+    final_exponentiation,
+    fp2_inverse,
+    fp2_mul,
+    fp12_frobenius,
+    fp12_inverse,
+    fp12_mul,
+    fp12_pow,
+    fp12_square,
+    g2_add,
+    g2_in_subgroup,
+    g2_is_on_curve,
+    g2_multiply,
+    miller_loop,
+    pairing_product_is_one,
+)
+
+G1 = (1, 2)
+G2 = (
+    (
+        0x1800DEEF121F1E76426A00665E5C4479674322D4F75EDADD46DEBD5CD992F6ED,
+        0x198E9393920D483A7260BFB731FB5D25F1AA493335A9E71297E485B7AEF312C2,
+    ),
+    (
+        0x12C85EA5DB8C6DEB4AAB71808DCB408FE3D1E7690C43D37B4CE6CC0166FA7DAA,
+        0x090689D0585FF075EC9E99AD690C3395BC4B313370B38EF355ACDADCD122975B,
+    ),
+)
+
+# An arbitrary Fp12 element with every coefficient nonzero.
+SAMPLE = (
+    ((3, 5), (7, 11), (13, 17)),
+    ((19, 23), (29, 31), (37, 41)),
+)
+
+
+def g1_multiple(k: int) -> tuple[int, int]:
+    """
+    k·G1 in affine coordinates.
+    """
+    encoded = encode_g1(multiply((1, 2, 1), k))
+    return int.from_bytes(encoded[:32], "big"), int.from_bytes(encoded[32:], "big")
+
+
+def g1_negate(point: tuple[int, int]) -> tuple[int, int]:
+    """
+    The opposite of a finite G1 point.
+    """
+    return point[0], -point[1] % P
+
+
+class FieldTests(SynchronousTestCase):
+    """
+    Tests for the arithmetic of Fp2 and Fp12.
+    """
+
+    def test_fp2_inverse(self) -> None:
+        """
+        An Fp2 element times its inverse is one.
+        """
+        a = (123456789, 987654321)
+        self.assertEqual(fp2_mul(a, fp2_inverse(a)), (1, 0))
+
+    def test_fp12_inverse(self) -> None:
+        """
+        An Fp12 element times its inverse is one.
+        """
+        self.assertEqual(fp12_mul(SAMPLE, fp12_inverse(SAMPLE)), FP12_ONE)
+
+    def test_fp12_square(self) -> None:
+        """
+        Squaring agrees with multiplying an element by itself.
+        """
+        self.assertEqual(fp12_square(SAMPLE), fp12_mul(SAMPLE, SAMPLE))
+
+    def test_frobenius(self) -> None:
+        """
+        The Frobenius maps agree with raising to the powers p, p^2 and p^3.
+        """
+        self.assertEqual(fp12_frobenius(SAMPLE, 1), fp12_pow(SAMPLE, P))
+        self.assertEqual(fp12_frobenius(SAMPLE, 2), fp12_pow(SAMPLE, P**2))
+        self.assertEqual(fp12_frobenius(SAMPLE, 3), fp12_frobenius(fp12_frobenius(SAMPLE, 2), 1))
+
+
+class G2Tests(SynchronousTestCase):
+    """
+    Tests for the arithmetic on the twist.
+    """
+
+    def test_generator_on_curve(self) -> None:
+        """
+        The generator lies on the twist y^2 = x^3 + 3/(9 + i) and in the
+        subgroup.
+        """
+        self.assertTrue(g2_is_on_curve(G2))
+        self.assertTrue(g2_in_subgroup(G2))
+        self.assertEqual(fp2_mul(B2, (9, 1)), (3, 0))
+
+    def test_order(self) -> None:
+        """
+        n·G2 is infinity and (n + 1)·G2 is G2.
+        """
+        self.assertIsNone(g2_multiply(G2, N))
+        self.assertEqual(g2_multiply(G2, N + 1), G2)
+
+    def test_add_opposite(self) -> None:
+        """
+        A point plus its opposite is infinity; infinity is the identity.
+        """
+        opposite = (G2[0], ((-G2[1][0]) % P, (-G2[1][1]) % P))
+        self.assertIsNone(g2_add(G2, opposite))
+        self.assertEqual(g2_add(None, G2), G2)
+
+    def test_double_is_add(self) -> None:
+        """
+        2·G2 by multiplication equals G2 + G2, and stays on the curve.
+        """
+        double = g2_add(G2, G2)
+        self.assertEqual(g2_multiply(G2, 2), double)
+        self.assertTrue(g2_is_on_curve(double))
+
+
+class PairingTests(SynchronousTestCase):
+    """
+    Tests for the optimal ate pairing.
+    """
+
+    def test_bilinear(self) -> None:
+        """
+        e(a·P, b·Q) = e(ab·P, Q): the product with e(-ab·P, Q) is one.
+        """
+        a, b = 0x1234567, 0xABCDEF0123
+        pairs = [
+            (g1_multiple(a), g2_multiply(G2, b)),
+            (g1_negate(g1_multiple(a * b)), G2),
+        ]
+        self.assertTrue(pairing_product_is_one(pairs))  # type: ignore[arg-type]
+
+    def test_not_bilinear_when_off_by_one(self) -> None:
+        """
+        e(a·P, b·Q)·e(-(ab + 1)·P, Q) is not one.
+        """
+        a, b = 0x1234567, 0xABCDEF0123
+        pairs = [
+            (g1_multiple(a), g2_multiply(G2, b)),
+            (g1_negate(g1_multiple(a * b + 1)), G2),
+        ]
+        self.assertFalse(pairing_product_is_one(pairs))  # type: ignore[arg-type]
+
+    def test_value_has_order_n(self) -> None:
+        """
+        e(G1, G2) is not one, and its n-th power is.
+        """
+        value = final_exponentiation(miller_loop(G2, G1))
+        self.assertNotEqual(value, FP12_ONE)
+        self.assertEqual(fp12_pow(value, N), FP12_ONE)
+
+    def test_empty_product(self) -> None:
+        """
+        The empty product is one.
+        """
+        self.assertTrue(pairing_product_is_one([]))
