@@ -3,6 +3,9 @@ The genesis block: its specification (the C{[genesis]} table of a network
 preset), the header and state it produces, and the first start of a data
 directory.
 
+L{initialize_chain} writes the genesis into an empty store in one batch, or
+checks that a store's chain is this network's and starts from this genesis.
+
 The genesis header has number 0, a zero parent hash, the uncles hash of the
 empty list, the empty trie root for transactions and receipts, a zero bloom
 and empty merged-mining fields; its state root is that of the allocated
@@ -15,8 +18,29 @@ from typing import Any, NamedTuple
 
 from nodex.chain.errors import ChainError
 from nodex.crypto import keccak256
+from nodex.db.kv import KeyValueStore
+from nodex.db.schema import (
+    METADATA,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    check_network,
+    ensure_schema_version,
+    read_canonical_hash,
+    read_header_rlp,
+    write_block_bloom,
+    write_body_rlp,
+    write_canonical_hash,
+    write_code,
+    write_head_hash,
+    write_header_rlp,
+    write_network,
+    write_receipts_rlp,
+    write_total_difficulty,
+    write_trie_nodes,
+)
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, ZERO_HASH32, Address, Hash32
 from nodex.structures.accounts import EMPTY_TRIE_ROOT, Account
+from nodex.structures.blocks import encode_body
 from nodex.structures.bloom import EMPTY_BLOOM
 from nodex.structures.headers import EMPTY_UNCLES_HASH, MAX_EXTRA_DATA, Header
 from nodex.structures.rlpcodec import encode_rlp, encode_uint
@@ -29,9 +53,10 @@ class GenesisError(ChainError):
     """
 
 
-class WrongNetworkError(GenesisError):
+class GenesisMismatchError(GenesisError):
     """
-    A data directory holds the chain of another network, or another genesis.
+    A data directory holds a chain of the right network that starts from
+    another genesis block (the network's genesis specification changed).
     """
 
 
@@ -83,7 +108,9 @@ def genesis_spec_from_mapping(mapping: Mapping[str, Any]) -> GenesisSpec:
     _check_keys(mapping, _SPEC_KEYS, {"alloc"}, "genesis")
     extra_data = _hex_bytes(mapping["extra_data"], "genesis.extra_data")
     if len(extra_data) > MAX_EXTRA_DATA:
-        raise GenesisError(f"genesis.extra_data is {len(extra_data)} bytes long, at most {MAX_EXTRA_DATA} allowed")
+        raise GenesisError(
+            f"genesis.extra_data is {len(extra_data)} bytes long, at most {MAX_EXTRA_DATA} allowed"
+        )
     difficulty = _integer(mapping["difficulty"], "genesis.difficulty", UINT256_CEILING)
     if difficulty == 0:
         raise GenesisError("genesis.difficulty must be at least 1")
@@ -102,7 +129,9 @@ def genesis_spec_from_mapping(mapping: Mapping[str, Any]) -> GenesisSpec:
         gas_limit=_integer(mapping["gas_limit"], "genesis.gas_limit", UINT64_CEILING),
         difficulty=difficulty,
         coinbase=_address(mapping["coinbase"], "genesis.coinbase"),
-        minimum_gas_price=_integer(mapping["minimum_gas_price"], "genesis.minimum_gas_price", UINT256_CEILING),
+        minimum_gas_price=_integer(
+            mapping["minimum_gas_price"], "genesis.minimum_gas_price", UINT256_CEILING
+        ),
         alloc=alloc,
     )
 
@@ -226,3 +255,76 @@ def make_genesis(spec: GenesisSpec) -> tuple[Header, dict[bytes, bytes], dict[by
         uncle_count=0,
     )
     return header, nodes, code
+
+
+def initialize_chain(store: KeyValueStore, network: str, spec: GenesisSpec) -> Header:
+    """
+    Open the chain of C{network} in C{store}, writing its genesis first if
+    the store has no chain yet.
+
+    On an empty store, one write batch holds the genesis header, its empty
+    body and receipts, its total difficulty, its canonical entry and head, its
+    bloom in the log index, the network name, the schema version, and the
+    genesis state's trie nodes and code: a crash leaves either all of it or
+    nothing.
+
+    @return: the genesis header.
+    @raise nodex.db.errors.WrongNetworkError: the store holds another
+        network's chain (the message names both).
+    @raise nodex.db.errors.SchemaVersionError: the store uses another schema.
+    @raise GenesisMismatchError: the store's chain starts from another
+        genesis block than C{spec} gives.
+    """
+    header, nodes, code = make_genesis(spec)
+    check_network(store, network)
+    stored_hash = read_canonical_hash(store, 0)
+    if stored_hash is None:
+        _write_genesis(store, network, header, nodes, code)
+        return header
+    ensure_schema_version(store)
+    if stored_hash != header.hash:
+        raise GenesisMismatchError(
+            f"the data directory's {network} chain starts from genesis 0x{stored_hash.hex()}, but the"
+            f" {network} genesis specification gives 0x{header.hash.hex()}: use a new data directory"
+        )
+    stored_rlp = read_header_rlp(store, stored_hash)
+    if stored_rlp is None:
+        raise GenesisMismatchError(f"the data directory has no header for its genesis 0x{stored_hash.hex()}")
+    return Header.decode(stored_rlp)
+
+
+def _write_genesis(
+    store: KeyValueStore, network: str, header: Header, nodes: dict[bytes, bytes], code: dict[bytes, bytes]
+) -> None:
+    """
+    Write everything of a new chain in one batch.
+    """
+    block_hash = header.hash
+    batch = store.batch()
+    write_header_rlp(batch, block_hash, header.encode())
+    write_body_rlp(batch, block_hash, encode_body((), ()))
+    write_receipts_rlp(batch, block_hash, encode_rlp([]))
+    write_total_difficulty(batch, block_hash, header.difficulty)
+    write_canonical_hash(batch, 0, block_hash)
+    write_head_hash(batch, block_hash)
+    write_block_bloom(batch, 0, header.logs_bloom)
+    write_network(batch, network)
+    # The stores stamp the version when they open; writing it here too keeps
+    # the genesis batch complete on its own (nodex.db.schema has no batch
+    # writer for it, and its reader takes big-endian bytes of any length).
+    batch.put(METADATA, SCHEMA_VERSION_KEY, encode_uint(SCHEMA_VERSION))
+    write_trie_nodes(batch, nodes)
+    for code_hash, contract_code in code.items():
+        write_code(batch, code_hash, contract_code)
+    store.write(batch)
+
+
+__all__ = [
+    "GenesisAllocation",
+    "GenesisError",
+    "GenesisMismatchError",
+    "GenesisSpec",
+    "genesis_spec_from_mapping",
+    "initialize_chain",
+    "make_genesis",
+]

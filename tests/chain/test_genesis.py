@@ -2,25 +2,49 @@
 Tests for L{nodex.chain.genesis}.
 """
 
+import tomllib
+from pathlib import Path
 from typing import Any
 
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
+import nodex
+from nodex.chain.genesis import (
+    GenesisAllocation,
+    GenesisError,
+    GenesisMismatchError,
+    GenesisSpec,
+    genesis_spec_from_mapping,
+    initialize_chain,
+    make_genesis,
+)
 from nodex.crypto import keccak256, private_key_to_address
+from nodex.db.errors import WrongNetworkError
+from nodex.db.kv import KeyValueStore
+from nodex.db.memory import MemoryStore
+from nodex.db.rocks import RocksStore
+from nodex.db.schema import (
+    SCHEMA_VERSION,
+    read_block_bloom,
+    read_body_rlp,
+    read_canonical_hash,
+    read_code,
+    read_head_hash,
+    read_header_rlp,
+    read_network,
+    read_receipts_rlp,
+    read_schema_version,
+    read_total_difficulty,
+    trie_node_reader,
+)
 from nodex.primitives import ZERO_HASH32, Address
 from nodex.structures.accounts import EMPTY_TRIE_ROOT, Account
 from nodex.structures.bloom import EMPTY_BLOOM
 from nodex.structures.headers import EMPTY_UNCLES_HASH
 from nodex.structures.rlpcodec import encode_rlp, encode_uint
-from nodex.chain.genesis import (
-    GenesisAllocation,
-    GenesisError,
-    GenesisSpec,
-    genesis_spec_from_mapping,
-    make_genesis,
-)
 from nodex.trie import SecureTrie
 
+PRESETS = Path(nodex.__file__).parent / "presets"
 COW_SEEDS = ["cow"] + [f"cow{n}" for n in range(1, 10)]
 COW_ADDRESSES = [
     "cd2a3d9f938e13cd947ec05abc7fe734df8dd826",
@@ -48,7 +72,7 @@ def regtest_mapping() -> dict[str, Any]:
         "difficulty": 1,
         "coinbase": "0x3333333333333333333333333333333333333333",
         "minimum_gas_price": 0,
-        "alloc": {"0x" + address: {"balance": "1000000000000000000000000000000"} for address in COW_ADDRESSES},
+        "alloc": {"0x" + address: {"balance": str(10**30)} for address in COW_ADDRESSES},
     }
 
 
@@ -58,7 +82,12 @@ def storage_mapping() -> dict[str, Any]:
     """
     mapping = regtest_mapping()
     mapping["alloc"] = {
-        "0x" + "11" * 20: {"balance": "5", "nonce": 3, "code": "0x6000", "storage": {"0x01": "0x02", "0x" + "ff" * 32: "0x1234"}},
+        "0x" + "11" * 20: {
+            "balance": "5",
+            "nonce": 3,
+            "code": "0x6000",
+            "storage": {"0x01": "0x02", "0x" + "ff" * 32: "0x1234"},
+        },
         "0x" + "22" * 20: {"balance": "7"},
     }
     return mapping
@@ -76,7 +105,8 @@ class GenesisSpecFromMappingTests(SynchronousTestCase):
         spec = genesis_spec_from_mapping(regtest_mapping())
         self.assertEqual(spec.extra_data, b"horse")
         self.assertEqual(spec.coinbase, b"\x33" * 20)
-        self.assertEqual((spec.timestamp, spec.gas_limit, spec.difficulty, spec.minimum_gas_price), (0, 30000000, 1, 0))
+        values = (spec.timestamp, spec.gas_limit, spec.difficulty, spec.minimum_gas_price)
+        self.assertEqual(values, (0, 30000000, 1, 0))
         self.assertEqual(len(spec.alloc), 10)
         self.assertEqual(spec.alloc[Address(bytes.fromhex(COW_ADDRESSES[0]))], GenesisAllocation(10**30))
 
@@ -121,7 +151,7 @@ class GenesisSpecFromMappingTests(SynchronousTestCase):
         self.assertRefused(mapping, "unknown key genesis.nonce")
         mapping = storage_mapping()
         mapping["alloc"]["0x" + "22" * 20]["wei"] = "1"
-        self.assertRefused(mapping, "unknown key genesis.alloc.0x2222222222222222222222222222222222222222.wei")
+        self.assertRefused(mapping, f"unknown key genesis.alloc.0x{'22' * 20}.wei")
         self.assertRefused([], "must be a table")
 
     def test_bad_values(self) -> None:
@@ -255,3 +285,178 @@ class MakeGenesisTests(SynchronousTestCase):
         other = regtest_mapping()
         other["timestamp"] = 1
         self.assertNotEqual(make_genesis(genesis_spec_from_mapping(other))[0].hash, first.hash)
+
+
+class InitializeChainMixin:
+    """
+    Tests for L{initialize_chain}, run against each store implementation.
+    """
+
+    def open_store(self) -> KeyValueStore:
+        """
+        Open the store under test; the same one again after L{close_store}.
+        """
+        raise NotImplementedError()
+
+    def close_store(self, store: KeyValueStore) -> None:
+        """
+        Close C{store} so that L{open_store} can reopen it.
+        """
+        raise NotImplementedError()
+
+    def test_first_start_writes_genesis(self: Any) -> None:
+        """
+        On an empty store the genesis header, body, receipts, total
+        difficulty, canonical entry, head, bloom, network name, state and
+        code are all written.
+        """
+        store = self.open_store()
+        spec = genesis_spec_from_mapping(storage_mapping())
+        header = initialize_chain(store, "regtest", spec)
+        block_hash = header.hash
+        self.assertEqual(header, make_genesis(spec)[0])
+        self.assertEqual(read_header_rlp(store, block_hash), header.encode())
+        self.assertEqual(read_body_rlp(store, block_hash), encode_rlp([[], []]))
+        self.assertEqual(read_receipts_rlp(store, block_hash), encode_rlp([]))
+        self.assertEqual(read_total_difficulty(store, block_hash), 1)
+        self.assertEqual(read_canonical_hash(store, 0), block_hash)
+        self.assertEqual(read_head_hash(store), block_hash)
+        self.assertEqual(read_block_bloom(store, 0), EMPTY_BLOOM)
+        self.assertEqual(read_network(store), "regtest")
+        self.assertEqual(read_schema_version(store), SCHEMA_VERSION)
+        self.assertEqual(read_code(store, keccak256(b"\x60\x00")), b"\x60\x00")
+        state = SecureTrie(trie_node_reader(store), header.state_root)
+        self.assertEqual(Account.decode(state.get(b"\x22" * 20) or b""), Account(balance=7))
+        self.close_store(store)
+
+    def test_cow_balances_in_store(self: Any) -> None:
+        """
+        After the first start the ten regtest accounts hold 10**30 wei each in
+        the stored state.
+        """
+        store = self.open_store()
+        header = initialize_chain(store, "regtest", genesis_spec_from_mapping(regtest_mapping()))
+        state = SecureTrie(trie_node_reader(store), header.state_root)
+        for seed in COW_SEEDS:
+            raw = state.get(private_key_to_address(keccak256(seed.encode())))
+            self.assertEqual(Account.decode(raw or b"").balance, 10**30)
+        self.close_store(store)
+
+    def test_restart_reopens_genesis(self: Any) -> None:
+        """
+        A second start on the same store writes nothing new and returns the
+        same genesis header.
+        """
+        spec = genesis_spec_from_mapping(regtest_mapping())
+        store = self.open_store()
+        first = initialize_chain(store, "regtest", spec)
+        self.close_store(store)
+        store = self.open_store()
+        second = initialize_chain(store, "regtest", spec)
+        self.assertEqual(second.hash, first.hash)
+        self.assertEqual(second, first)
+        self.close_store(store)
+
+    def test_other_network_refused(self: Any) -> None:
+        """
+        A data directory of another network is refused, naming both networks.
+        """
+        store = self.open_store()
+        initialize_chain(store, "regtest", genesis_spec_from_mapping(regtest_mapping()))
+        with self.assertRaises(WrongNetworkError) as caught:
+            initialize_chain(store, "testnet", genesis_spec_from_mapping(regtest_mapping()))
+        self.assertIn("'regtest'", str(caught.exception))
+        self.assertIn("'testnet'", str(caught.exception))
+        self.close_store(store)
+
+    def test_other_genesis_refused(self: Any) -> None:
+        """
+        A chain of the same network that starts from another genesis is
+        refused, naming both genesis hashes.
+        """
+        store = self.open_store()
+        first = initialize_chain(store, "regtest", genesis_spec_from_mapping(regtest_mapping()))
+        changed = regtest_mapping()
+        changed["timestamp"] = 5
+        with self.assertRaises(GenesisMismatchError) as caught:
+            initialize_chain(store, "regtest", genesis_spec_from_mapping(changed))
+        self.assertIn(first.hash.hex(), str(caught.exception))
+        self.close_store(store)
+
+
+class MemoryStoreInitializeChainTests(InitializeChainMixin, SynchronousTestCase):
+    """
+    L{initialize_chain} over L{MemoryStore}.
+    """
+
+    def setUp(self) -> None:
+        """
+        One memory store for the whole test, kept across "restarts".
+        """
+        self.store = MemoryStore()
+
+    def open_store(self) -> KeyValueStore:
+        """
+        The test's memory store.
+        """
+        return self.store
+
+    def close_store(self, store: KeyValueStore) -> None:
+        """
+        A memory store stays as it is between starts.
+        """
+
+
+class RocksStoreInitializeChainTests(InitializeChainMixin, SynchronousTestCase):
+    """
+    L{initialize_chain} over L{RocksStore} in a temporary directory.
+    """
+
+    def setUp(self) -> None:
+        """
+        A fresh data directory for the test.
+        """
+        self.path = self.mktemp()
+
+    def open_store(self) -> KeyValueStore:
+        """
+        Open the test's data directory.
+        """
+        store = RocksStore.open(self.path)
+        self.addCleanup(store.close)
+        return store
+
+    def close_store(self, store: KeyValueStore) -> None:
+        """
+        Close the database, as a node does when it stops.
+        """
+        store.close()
+
+
+class PresetGenesisTests(SynchronousTestCase):
+    """
+    The C{[genesis]} tables of the shipped network presets.
+    """
+
+    def test_every_preset_parses(self) -> None:
+        """
+        Each preset's genesis table is a valid specification.
+        """
+        presets = sorted(PRESETS.glob("*.toml"))
+        if not presets:
+            raise SkipTest(f"no network presets in {PRESETS}")
+        for preset in presets:
+            with preset.open("rb") as handle:
+                make_genesis(genesis_spec_from_mapping(tomllib.load(handle)["genesis"]))
+
+    def test_regtest_preset_funds_cow_accounts(self) -> None:
+        """
+        The regtest preset funds the ten cow accounts with 10**30 wei each.
+        """
+        path = PRESETS / "regtest.toml"
+        if not path.exists():
+            raise SkipTest(f"no regtest preset at {path}")
+        with path.open("rb") as handle:
+            spec = genesis_spec_from_mapping(tomllib.load(handle)["genesis"])
+        for seed in COW_SEEDS:
+            self.assertEqual(spec.alloc[private_key_to_address(keccak256(seed.encode()))].balance, 10**30)
