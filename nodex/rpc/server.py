@@ -99,11 +99,18 @@ class BoundedRequest(Request):
     body_too_large = False
     _received = 0
 
+    def _limit(self) -> int:
+        """
+        The body limit of the site (unbounded on a site that has none).
+        """
+        limit: int | None = getattr(self.channel.site, "max_body_bytes", None)
+        return limit if limit is not None else 2**63
+
     def gotLength(self, length: int | None) -> None:
         """
         Refuse to buffer a body whose declared length is over the limit.
         """
-        if length is not None and length > self.channel.site.max_body_bytes:
+        if length is not None and length > self._limit():
             self.body_too_large = True
             self.content = BytesIO()
             return
@@ -116,7 +123,7 @@ class BoundedRequest(Request):
         self._received += len(data)
         if self.body_too_large:
             return
-        if self._received > self.channel.site.max_body_bytes:
+        if self._received > self._limit():
             self.body_too_large = True
             self.content = BytesIO()
             return

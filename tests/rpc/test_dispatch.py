@@ -1,0 +1,340 @@
+"""
+Tests for L{nodex.rpc.dispatch}: the JSON-RPC 2.0 envelope.
+"""
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.errors import NodexError
+from nodex.rpc import decoders, encoders
+from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
+from nodex.rpc.errors import ERROR_CODES, InvalidParamsError
+from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings, Param
+
+
+class ExampleError(NodexError):
+    """
+    An error of a lower layer, mapped to a code for these tests.
+    """
+
+
+class ExampleMethods:
+    """
+    Methods that answer at once, later, with mapped and unexpected errors, and too much.
+    """
+
+    def __init__(self) -> None:
+        """
+        Record calls and pending Deferreds.
+        """
+        self.calls: list[str] = []
+        self.pending: list[Deferred[int]] = []
+
+    def rpc_methods(self) -> Iterable[Method]:
+        """
+        The test methods, all in module "test".
+        """
+        return [
+            Method("test_echo", self.echo, (Param("value", decoders.quantity),), encoders.quantity),
+            Method("test_later", self.later, (), encoders.quantity),
+            Method("test_coroutine", self.coroutine, (), encoders.quantity),
+            Method("test_mapped", self.mapped),
+            Method("test_crash", self.crash),
+            Method("test_big", self.big),
+            Method("test_badresult", self.badresult, (), encoders.quantity),
+            Method("off_method", self.echo),
+        ]
+
+    def echo(self, value: int) -> int:
+        """
+        Return C{value}.
+        """
+        self.calls.append(f"echo {value}")
+        return value
+
+    def later(self) -> Deferred[int]:
+        """
+        A Deferred that the test fires.
+        """
+        self.calls.append("later")
+        waiting: Deferred[int] = Deferred()
+        self.pending.append(waiting)
+        return waiting
+
+    async def coroutine(self) -> int:
+        """
+        Seven, from a coroutine.
+        """
+        return 7
+
+    def mapped(self) -> None:
+        """
+        Raise an error of L{ERROR_CODES}.
+        """
+        raise ExampleError("nonce too low")
+
+    def crash(self) -> None:
+        """
+        Raise an unexpected error.
+        """
+        raise ZeroDivisionError("secret detail")
+
+    def big(self) -> str:
+        """
+        A result over the size limit.
+        """
+        return "x" * 2000
+
+    def badresult(self) -> int:
+        """
+        A result that QUANTITY cannot encode.
+        """
+        return -1
+
+
+class DispatcherTests(SynchronousTestCase):
+    """
+    Tests for L{Dispatcher}.
+    """
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.methods = ExampleMethods()
+        registry = MethodRegistry({"test": ModuleSettings(True)})
+        registry.add(self.methods)
+        limits = EnvelopeLimits(max_batch=3, max_response_bytes=1500, timeout=5.0)
+        self.dispatcher = Dispatcher(registry, self.clock, limits)
+        ERROR_CODES[ExampleError] = -32010
+        self.addCleanup(ERROR_CODES.pop, ExampleError)
+
+    def answer(self, payload: Any) -> Any:
+        """
+        Dispatch a body (bytes, or a value to serialise) and parse the answer.
+        """
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        raw = self.successResultOf(self.dispatcher.handle(body))
+        return None if raw is None else json.loads(raw)
+
+    def test_single(self) -> None:
+        """
+        A request is answered with jsonrpc, id and result, in that order.
+        """
+        raw = self.successResultOf(
+            self.dispatcher.handle(b'{"jsonrpc":"2.0","id":1,"method":"test_echo","params":["0x21"]}')
+        )
+        self.assertEqual(raw, b'{"jsonrpc":"2.0","id":1,"result":"0x21"}')
+
+    def test_ids_echoed_with_their_type(self) -> None:
+        """
+        String, integer, float, large and null ids come back as they were.
+        """
+        for request_id in ("a", 0, 2.5, 10**30, None, ""):
+            answer = self.answer({"jsonrpc": "2.0", "id": request_id, "method": "test_echo", "params": ["0x1"]})
+            self.assertEqual(answer["id"], request_id)
+            self.assertIs(type(answer["id"]), type(request_id))
+
+    def test_notification_runs_without_answer(self) -> None:
+        """
+        A request without id runs but gets no answer, even when it fails.
+        """
+        self.assertIsNone(self.answer({"jsonrpc": "2.0", "method": "test_echo", "params": ["0x5"]}))
+        self.assertIsNone(self.answer({"jsonrpc": "2.0", "method": "test_echo", "params": ["5"]}))
+        self.assertEqual(self.methods.calls, ["echo 5"])
+
+    def test_parse_error(self) -> None:
+        """
+        A body that is not JSON (or uses NaN, or is not UTF-8) is -32700 with id null.
+        """
+        for body in (b"{", b'{"jsonrpc":"2.0","id":NaN}', b"\xff\xfe{", b""):
+            answer = self.answer(body)
+            self.assertEqual(answer["error"]["code"], -32700)
+            self.assertIsNone(answer["id"])
+
+    def test_deep_nesting(self) -> None:
+        """
+        A body nested beyond what the parser can take is -32600, not a crash.
+        """
+        answer = self.answer(b"[" * 100000)
+        self.assertIn(answer["error"]["code"], (-32600, -32700))
+
+    def test_invalid_requests(self) -> None:
+        """
+        Objects that are not valid requests are -32600; a valid id is echoed, a bad one is null.
+        """
+        cases = [
+            ({"jsonrpc": "2.0", "id": 1, "method": 5}, 1),
+            ({"jsonrpc": "1.0", "id": 2, "method": "test_echo"}, 2),
+            ({"id": 3, "method": "test_echo"}, 3),
+            ({"jsonrpc": "2.0", "id": 4, "method": "test_echo", "params": "0x1"}, 4),
+            ({"jsonrpc": "2.0", "id": True, "method": "test_echo"}, None),
+            ({"jsonrpc": "2.0", "id": [1], "method": "test_echo"}, None),
+            ({"jsonrpc": "2.0", "method": 1}, None),
+            (5, None),
+            ("request", None),
+        ]
+        for request, expected_id in cases:
+            answer = self.answer(request)
+            self.assertEqual(answer["error"]["code"], -32600, request)
+            self.assertEqual(answer["id"], expected_id, request)
+
+    def test_null_params(self) -> None:
+        """
+        Null params count as none.
+        """
+        answer = self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_coroutine", "params": None})
+        self.assertEqual(answer["result"], "0x7")
+
+    def test_method_errors(self) -> None:
+        """
+        Unknown method -32601, bad params -32602, mapped exceptions their code, anything else
+        -32603 without detail, a result that cannot be encoded -32603.
+        """
+        cases = {
+            "test_nothing": (-32601, "method not found"),
+            "off_method": (-32601, "the method off_method does not exist/is not available"),
+            "test_mapped": (-32010, "nonce too low"),
+            "test_crash": (-32603, "internal error"),
+            "test_badresult": (-32603, "internal error"),
+        }
+        for method, (code, message) in cases.items():
+            answer = self.answer({"jsonrpc": "2.0", "id": 1, "method": method})
+            self.assertEqual(answer["error"], {"code": code, "message": message}, method)
+        self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+        self.flushLoggedErrors()
+        answer = self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_echo", "params": ["1"]})
+        self.assertEqual(answer["error"]["code"], -32602)
+        self.assertIn("invalid argument 0", answer["error"]["message"])
+
+    def test_batch_in_order_without_notifications(self) -> None:
+        """
+        A batch is answered in order; notifications have no entry; an all-notification batch has
+        no body.
+        """
+        batch = [
+            {"jsonrpc": "2.0", "id": "b", "method": "test_echo", "params": ["0x2"]},
+            {"jsonrpc": "2.0", "method": "test_echo", "params": ["0x3"]},
+            {"jsonrpc": "2.0", "id": "a", "method": "test_echo", "params": ["0x1"]},
+            7,
+        ][:3]
+        answer = self.answer(batch)
+        self.assertEqual([item["id"] for item in answer], ["b", "a"])
+        self.assertEqual([item["result"] for item in answer], ["0x2", "0x1"])
+        self.assertIsNone(self.answer([{"jsonrpc": "2.0", "method": "test_echo", "params": ["0x3"]}]))
+
+    def test_batch_with_invalid_elements(self) -> None:
+        """
+        Invalid elements of a batch get their own -32600 entries; the others are unaffected.
+        """
+        answer = self.answer([1, {"jsonrpc": "2.0", "id": 1, "method": "test_echo", "params": ["0x1"]}])
+        self.assertEqual(answer[0]["error"]["code"], -32600)
+        self.assertEqual(answer[1]["result"], "0x1")
+
+    def test_batch_limits(self) -> None:
+        """
+        An empty batch and a batch over the limit are one -32600 error with id null.
+        """
+        self.assertEqual(self.answer([])["error"]["code"], -32600)
+        request = {"jsonrpc": "2.0", "id": 1, "method": "test_echo", "params": ["0x1"]}
+        answer = self.answer([request] * 4)
+        self.assertEqual(answer["error"]["code"], -32600)
+        self.assertIn("batch of 4 requests exceeds the limit of 3", answer["error"]["message"])
+        self.assertIsNone(answer["id"])
+
+    def test_batch_runs_sequentially(self) -> None:
+        """
+        A batch element starts only after the one before it has finished.
+        """
+        batch = [
+            {"jsonrpc": "2.0", "id": 1, "method": "test_later"},
+            {"jsonrpc": "2.0", "id": 2, "method": "test_echo", "params": ["0x9"]},
+        ]
+        result = self.dispatcher.handle(json.dumps(batch).encode())
+        self.assertNoResult(result)
+        self.assertEqual(self.methods.calls, ["later"])
+        self.methods.pending[0].callback(8)
+        answer = json.loads(self.successResultOf(result))
+        self.assertEqual([item["result"] for item in answer], ["0x8", "0x9"])
+
+    def test_asynchronous_and_coroutine(self) -> None:
+        """
+        Methods that return Deferreds or coroutines are answered when they finish.
+        """
+        result = self.dispatcher.handle(b'{"jsonrpc":"2.0","id":1,"method":"test_later"}')
+        self.assertNoResult(result)
+        self.methods.pending[0].callback(3)
+        self.assertEqual(json.loads(self.successResultOf(result))["result"], "0x3")
+        self.assertEqual(self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_coroutine"})["result"], "0x7")
+
+    def test_asynchronous_failure(self) -> None:
+        """
+        A Deferred that fails with a mapped error answers its code.
+        """
+        result = self.dispatcher.handle(b'{"jsonrpc":"2.0","id":1,"method":"test_later"}')
+        self.methods.pending[0].errback(InvalidParamsError("bad"))
+        self.assertEqual(json.loads(self.successResultOf(result))["error"], {"code": -32602, "message": "bad"})
+
+    def test_timeout(self) -> None:
+        """
+        A method still running at the time limit is answered -32011, and cancelled.
+        """
+        result = self.dispatcher.handle(b'{"jsonrpc":"2.0","id":9,"method":"test_later"}')
+        self.clock.advance(4.9)
+        self.assertNoResult(result)
+        self.clock.advance(0.2)
+        answer = json.loads(self.successResultOf(result))
+        self.assertEqual(answer["id"], 9)
+        self.assertEqual(answer["error"], {"code": -32011, "message": "request timed out after 5 seconds"})
+
+    def test_batch_deadline(self) -> None:
+        """
+        The time limit covers a whole batch: elements reached after it are answered -32011
+        without running.
+        """
+        batch = [
+            {"jsonrpc": "2.0", "id": 1, "method": "test_later"},
+            {"jsonrpc": "2.0", "id": 2, "method": "test_echo", "params": ["0x1"]},
+            {"jsonrpc": "2.0", "method": "test_echo", "params": ["0x1"]},
+        ]
+        result = self.dispatcher.handle(json.dumps(batch).encode())
+        self.clock.advance(6)
+        answer = json.loads(self.successResultOf(result))
+        self.assertEqual([item["error"]["code"] for item in answer], [-32011, -32011])
+        self.assertEqual(self.methods.calls, ["later"])
+
+    def test_response_size_limit(self) -> None:
+        """
+        An answer over the size limit is replaced by -32011 with its id, in a batch too.
+        """
+        answer = self.answer({"jsonrpc": "2.0", "id": 5, "method": "test_big"})
+        self.assertEqual(answer["id"], 5)
+        self.assertEqual(answer["error"]["code"], -32011)
+        self.assertIn("exceeds the limit of 1500 bytes", answer["error"]["message"])
+        small = {"jsonrpc": "2.0", "id": 1, "method": "test_echo", "params": ["0x1"]}
+        big = {"jsonrpc": "2.0", "id": 2, "method": "test_big"}
+        answer = self.answer([small, big])
+        self.assertEqual(answer[0]["result"], "0x1")
+        self.assertEqual(answer[1]["error"]["code"], -32011)
+
+    def test_debug_log_line(self) -> None:
+        """
+        With debug on, each call logs its request id, method and duration.
+        """
+        from twisted.logger import globalLogPublisher
+
+        events: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        registry = MethodRegistry({"test": ModuleSettings(True)})
+        registry.add(ExampleMethods())
+        dispatcher = Dispatcher(registry, self.clock, debug=True)
+        self.successResultOf(dispatcher.handle(b'{"jsonrpc":"2.0","id":1,"method":"test_echo","params":["0x1"]}'))
+        lines = [event for event in events if event.get("method") == "test_echo"]
+        self.assertEqual(len(lines), 1)
+        self.assertEqual(lines[0]["call_id"], 1)
+        self.assertEqual(lines[0]["duration"], 0.0)
+        self.assertEqual(lines[0]["log_level"].name, "debug")
