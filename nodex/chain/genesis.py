@@ -43,6 +43,7 @@ from nodex.structures.accounts import EMPTY_TRIE_ROOT, Account
 from nodex.structures.blocks import encode_body
 from nodex.structures.bloom import EMPTY_BLOOM
 from nodex.structures.headers import EMPTY_UNCLES_HASH, MAX_EXTRA_DATA, Header
+from nodex.structures.receipts import encode_receipts
 from nodex.structures.rlpcodec import encode_rlp, encode_uint
 from nodex.trie import SecureTrie
 
@@ -303,7 +304,7 @@ def _write_genesis(
     batch = store.batch()
     write_header_rlp(batch, block_hash, header.encode())
     write_body_rlp(batch, block_hash, encode_body((), ()))
-    write_receipts_rlp(batch, block_hash, encode_rlp([]))
+    write_receipts_rlp(batch, block_hash, encode_receipts(()))
     write_total_difficulty(batch, block_hash, header.difficulty)
     write_canonical_hash(batch, 0, block_hash)
     write_head_hash(batch, block_hash)

@@ -20,7 +20,7 @@ from nodex.structures.errors import (
 )
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
 from nodex.structures.logs import Log
-from nodex.structures.receipts import Receipt
+from nodex.structures.receipts import Receipt, decode_receipts, encode_receipts
 from nodex.structures.transaction_rules import intrinsic_gas, validate_chain_id, validate_transaction
 from nodex.structures.transactions import (
     ACCESS_LIST_TX_TYPE,
@@ -47,8 +47,10 @@ __all__ = [
     "bloom_add",
     "bloom_may_contain",
     "decode_body",
+    "decode_receipts",
     "decode_transaction_in_block",
     "encode_body",
+    "encode_receipts",
     "logs_bloom",
     "merge_blooms",
     "ACCESS_LIST_TX_TYPE",

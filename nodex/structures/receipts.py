@@ -4,7 +4,7 @@ them: C{rlp([status, cumulativeGasUsed, logsBloom, logs])}, preceded by the
 transaction's type byte for types 1 and 2 (EIP-2718).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -18,6 +18,7 @@ from nodex.structures.rlpcodec import (
     decode_list,
     decode_rlp,
     decode_uint,
+    encode_list_of_encoded,
     encode_rlp,
     encode_uint,
 )
@@ -81,6 +82,15 @@ class Receipt:
             return payload
         return bytes([self.tx_type]) + payload
 
+    def encode_in_list(self) -> bytes:
+        """
+        The RLP item of this receipt inside a list of receipts: a legacy
+        receipt as is, a typed one as an RLP string of its encoding.
+        """
+        if self.tx_type == LEGACY_TX_TYPE:
+            return self._encoded
+        return encode_rlp(self._encoded)
+
     @classmethod
     def decode(cls, raw: bytes) -> "Receipt":
         """
@@ -115,4 +125,31 @@ class Receipt:
         return receipt
 
 
-__all__ = ["Receipt"]
+def encode_receipts(receipts: Sequence[Receipt]) -> bytes:
+    """
+    The RLP list of a block's receipts, as the store keeps them: a legacy
+    receipt is its own list, a typed one an RLP string of C{type || rlp}
+    (the form transactions take in a block body).
+    """
+    return encode_list_of_encoded([receipt.encode_in_list() for receipt in receipts])
+
+
+def decode_receipts(raw: bytes) -> tuple[Receipt, ...]:
+    """
+    Read a list written by L{encode_receipts}.
+
+    @raise RLPError: malformed list or receipt, or a legacy receipt wrapped
+        in a string.
+    """
+    receipts = []
+    for item in decode_list(decode_rlp(raw), "receipts"):
+        if isinstance(item, list):
+            receipts.append(Receipt.decode(encode_rlp(item)))
+        elif item[:1] and item[0] < 0xC0:
+            receipts.append(Receipt.decode(item))
+        else:
+            raise RLPError("a typed receipt in a list must start with its type byte")
+    return tuple(receipts)
+
+
+__all__ = ["Receipt", "decode_receipts", "encode_receipts"]

@@ -8,8 +8,8 @@ from nodex.primitives import Address, Hash32
 from nodex.structures.bloom import EMPTY_BLOOM, logs_bloom
 from nodex.structures.errors import RLPError
 from nodex.structures.logs import Log
-from nodex.structures.receipts import Receipt
-from nodex.structures.rlpcodec import encode_rlp
+from nodex.structures.receipts import Receipt, decode_receipts, encode_receipts
+from nodex.structures.rlpcodec import decode_rlp, encode_rlp
 
 LOG = Log(Address(b"\x11" * 20), (Hash32(b"\x22" * 32),), b"payload")
 
@@ -68,3 +68,43 @@ class ReceiptTests(SynchronousTestCase):
         self.assertRaises(RLPError, Receipt.decode, encode_rlp([b"", b"", EMPTY_BLOOM]))
         self.assertRaises(RLPError, Receipt.decode, b"")
         self.assertRaises(RLPError, Receipt.decode, encode_rlp([b"", b"\x00\x01", EMPTY_BLOOM, []]))
+
+
+class ReceiptListTests(SynchronousTestCase):
+    """
+    Tests for L{encode_receipts} and L{decode_receipts}.
+    """
+
+    def test_round_trip(self) -> None:
+        """
+        A block's receipts of every type read back from their list.
+        """
+        receipts = (
+            Receipt.from_logs(0, 1, 21000, [LOG]),
+            Receipt.from_logs(1, 0, 50000, []),
+            Receipt.from_logs(2, 1, 90000, [LOG, LOG]),
+        )
+        raw = encode_receipts(receipts)
+        self.assertEqual(decode_receipts(raw), receipts)
+        self.assertEqual(decode_receipts(encode_receipts(())), ())
+
+    def test_typed_receipts_are_strings(self) -> None:
+        """
+        In the list, a legacy receipt is a list and a typed one a string of
+        its encoding.
+        """
+        legacy = Receipt.from_logs(0, 1, 21000, [])
+        typed = Receipt.from_logs(2, 1, 42000, [])
+        self.assertEqual(
+            encode_receipts([legacy, typed]), encode_rlp([decode_rlp(legacy.encode()), typed.encode()])
+        )
+
+    def test_malformed_refused(self) -> None:
+        """
+        A legacy receipt wrapped in a string, an empty string and a non-list
+        are refused.
+        """
+        legacy = Receipt.from_logs(0, 1, 21000, [])
+        self.assertRaises(RLPError, decode_receipts, encode_rlp([legacy.encode()]))
+        self.assertRaises(RLPError, decode_receipts, encode_rlp([b""]))
+        self.assertRaises(RLPError, decode_receipts, encode_rlp(b"receipts"))
