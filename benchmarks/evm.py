@@ -377,7 +377,78 @@ class PyEVMRunner:
         )
 
 
+class NodexRunner:
+    """
+    nodex's EVM (C{nodex.chain.execution.apply_transaction} over a
+    C{nodex.state.State}) on a C{MemoryStore}, as C{docs/evm.md} documents.
+    """
+
+    name = "nodex"
+
+    def __init__(self, accounts: dict[bytes, tuple[int, bytes]]) -> None:
+        from nodex.db.memory import MemoryStore
+        from nodex.state.state import State
+
+        self._store = MemoryStore()
+        state = State.from_store(self._store)
+        for address, (balance, code) in accounts.items():
+            state.set_balance(address, balance)
+            if code:
+                state.set_code(address, code)
+        self._root = self._commit(state)
+        self._number = 0
+
+    def _commit(self, state: object) -> bytes:
+        """
+        Commit C{state} and write its new trie nodes and code to the store.
+        """
+        from nodex.db.schema import CODE, TRIE_NODES
+
+        root, nodes = state.commit()  # type: ignore[attr-defined]
+        batch = self._store.batch()
+        for node_hash, node in nodes.items():
+            batch.put(TRIE_NODES, node_hash, node)
+        for code_hash, code in state.new_codes.items():  # type: ignore[attr-defined]
+            batch.put(CODE, code_hash, code)
+        self._store.write(batch)
+        return root
+
+    def execute_block(self, raw_transactions: Sequence[bytes]) -> BlockResult:
+        """
+        Decode the transactions (untimed), then time sender recovery,
+        execution, the state root and the writes to the store.
+        """
+        from nodex.chain.execution import apply_transaction
+        from nodex.evm.environment import BlockEnvironment
+        from nodex.state.state import State
+        from nodex.structures.transactions import decode_transaction
+
+        transactions = [decode_transaction(raw) for raw in raw_transactions]
+        self._number += 1
+        block = BlockEnvironment(
+            coinbase=COINBASE,
+            number=self._number,
+            timestamp=1_700_000_000 + 12 * self._number,
+            gas_limit=GAS_LIMIT,
+            chain_id=CHAIN_ID,
+        )
+        start = time.perf_counter()
+        state = State.from_store(self._store, self._root)
+        block_gas, gas_used, outputs = 0, [], []
+        for transaction in transactions:
+            result = apply_transaction(state, block, transaction, transaction.sender, block_gas)
+            if result.error is not None:
+                raise RuntimeError(f"nodex: transaction failed: {result.error}")
+            block_gas += result.gas_used
+            gas_used.append(result.gas_used)
+            outputs.append(result.output)
+        self._root = self._commit(state)
+        seconds = time.perf_counter() - start
+        return BlockResult(seconds, gas_used, self._root, outputs)
+
+
 RUNNERS: dict[str, Callable[[dict[bytes, tuple[int, bytes]]], Runner]] = {
+    "nodex": NodexRunner,
     "py-evm": PyEVMRunner,
 }
 
