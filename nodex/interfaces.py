@@ -6,8 +6,18 @@ node's services (L5).  The edges depend only on these; the composition root
 Every method that may touch storage or the network returns a Deferred.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from twisted.internet.defer import Deferred
-from zope.interface import Interface
+from zope.interface import Attribute, Interface
+
+from nodex.primitives import Address, Hash32
+from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
+from nodex.structures.receipts import Receipt
+from nodex.structures.transactions import Transaction
 
 WIRE_PROTOCOL_VERSION = 62
 """
@@ -30,4 +40,248 @@ class IPeerNetwork(Interface):
         """
 
 
-__all__ = ["IPeerNetwork", "WIRE_PROTOCOL_VERSION"]
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    """
+    The best block as the node knows it now.
+
+    @ivar header: the head block's header.
+    @ivar total_difficulty: the chain's total difficulty up to and including it.
+    """
+
+    header: Header
+    total_difficulty: int
+
+
+@dataclass(frozen=True)
+class TransactionLocation:
+    """
+    A transaction of the canonical chain and where it sits.
+    """
+
+    transaction: Transaction
+    block_hash: Hash32
+    block_number: int
+    index: int
+
+
+@dataclass(frozen=True)
+class ReceiptView:
+    """
+    Everything a receipt answer needs, gathered in one read.
+
+    @ivar gas_used: the gas this transaction alone used (its cumulative gas
+        minus the previous receipt's).
+    @ivar first_log_index: the block-wide index of this receipt's first log.
+    @ivar contract_address: the created contract, for a creation.
+    @ivar effective_gas_price: what the sender paid per gas.
+    """
+
+    receipt: Receipt
+    location: TransactionLocation
+    gas_used: int
+    first_log_index: int
+    contract_address: Address | None
+    effective_gas_price: int
+
+
+class ImportResult:
+    """
+    The outcome names of a block import (reference §3.5), as plain strings.
+    """
+
+    IMPORTED_BEST = "IMPORTED_BEST"
+    IMPORTED_NOT_BEST = "IMPORTED_NOT_BEST"
+    EXIST = "EXIST"
+    NO_PARENT = "NO_PARENT"
+    INVALID_BLOCK = "INVALID_BLOCK"
+
+
+@dataclass(frozen=True)
+class ChainEvent:
+    """
+    What one change of the canonical chain did, oldest blocks first.
+
+    @ivar adopted: blocks that became canonical (the new head last).
+    @ivar abandoned: blocks that left the canonical chain in a reorganisation.
+    @ivar adopted_receipts: the receipts of each adopted block, in order.
+    @ivar abandoned_receipts: the receipts of each abandoned block, in order.
+    """
+
+    adopted: tuple[Block, ...]
+    abandoned: tuple[Block, ...] = ()
+    adopted_receipts: tuple[tuple[Receipt, ...], ...] = ()
+    abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
+
+
+class IChainService(Interface):
+    """
+    The chain: blocks, transactions and receipts, their import and the head.
+    """
+
+    chain_id = Attribute("The EIP-155 chain id (int).")
+    head = Attribute("The current L{ChainHead}; kept in memory, read on the reactor thread.")
+
+    def get_block_by_hash(block_hash: bytes) -> "Deferred[Block | None]":
+        """
+        Any stored block (canonical or not) by hash, or L{None}.
+        """
+
+    def get_block_by_number(number: int) -> "Deferred[Block | None]":
+        """
+        The canonical block at C{number}, or L{None} above the head.
+        """
+
+    def get_total_difficulty(block_hash: bytes) -> "Deferred[int | None]":
+        """
+        The total difficulty up to a stored block, or L{None}.
+        """
+
+    def is_canonical(block_hash: bytes) -> "Deferred[bool]":
+        """
+        Whether a block is on the canonical chain.
+        """
+
+    def get_transaction(tx_hash: bytes) -> "Deferred[TransactionLocation | None]":
+        """
+        A transaction of the canonical chain by hash, or L{None}.
+        """
+
+    def get_receipt(tx_hash: bytes) -> "Deferred[ReceiptView | None]":
+        """
+        The receipt of a canonical transaction, or L{None}.
+        """
+
+    def get_block_receipts(block_hash: bytes) -> "Deferred[list[ReceiptView] | None]":
+        """
+        The receipts of a stored block in transaction order, or L{None}.
+        """
+
+    def import_block(block: Block) -> "Deferred[str]":
+        """
+        Validate, execute and store a block from any source; adopt it if its
+        chain is the heaviest.
+
+        @return: a Deferred firing with an L{ImportResult} name.
+        """
+
+    def add_observer(observer: "Callable[[ChainEvent], None]") -> None:
+        """
+        Call C{observer} on the reactor thread after every change of the canonical chain.
+        """
+
+    def rewind(number: int) -> "Deferred[None]":
+        """
+        Make the canonical block at C{number} the head, forgetting the blocks above it.
+        """
+
+
+class ITransactionPool(Interface):
+    """
+    Transactions waiting to be mined.
+    """
+
+    def add(transaction: Transaction) -> "Deferred[Hash32]":
+        """
+        Validate a signed transaction against the head state and keep it.
+
+        @return: a Deferred firing with its hash, or failing with
+            L{nodex.services.errors.TransactionRejectedError} (RPC code -32010).
+        """
+
+    def get(tx_hash: bytes) -> "Transaction | None":
+        """
+        A pooled transaction by hash (in memory).
+        """
+
+    def pending() -> "list[Transaction]":
+        """
+        The executable transactions: per sender, consecutive nonces from its state nonce.
+        """
+
+    def queued() -> "list[Transaction]":
+        """
+        The transactions waiting for a nonce gap to close.
+        """
+
+    def next_nonce(address: bytes) -> "Deferred[int]":
+        """
+        The nonce a new transaction of C{address} should carry (state nonce plus its pending ones).
+        """
+
+    def add_observer(observer: "Callable[[Transaction], None]") -> None:
+        """
+        Call C{observer} with each transaction that becomes pending.
+        """
+
+    def clear() -> None:
+        """
+        Drop every pooled transaction (C{evm_revert}, C{evm_reset}).
+        """
+
+
+class IMiner(Interface):
+    """
+    The block producer.
+    """
+
+    coinbase = Attribute("The address credited with fees (bytes, 20).")
+    mode = Attribute("The mining mode: auto, interval, manual or off (str).")
+    is_mining = Attribute("Whether blocks are produced without being asked (bool).")
+
+    def mine() -> "Deferred[Block]":
+        """
+        Build, seal and import one block of pending transactions now.
+        """
+
+    def start() -> None:
+        """
+        Resume automatic mining (C{evm_startMining}).
+        """
+
+    def stop() -> None:
+        """
+        Suspend automatic mining (C{evm_stopMining}).
+        """
+
+    def increase_time(seconds: int) -> int:
+        """
+        Add to the offset applied to the next block's timestamp; return the
+        accumulated offset.
+        """
+
+
+class IAccounts(Interface):
+    """
+    The keys the node holds and signs with.
+    """
+
+    def addresses() -> "list[Address]":
+        """
+        The unlocked accounts, in a stable order (C{eth_accounts}).
+        """
+
+    def sign_transaction(unsigned: Any, address: bytes) -> "Deferred[Transaction]":
+        """
+        Sign an unsigned transaction with the key of C{address}.
+
+        @return: a Deferred firing with the signed transaction, or failing
+            with L{nodex.services.errors.UnknownAccountError} for an address
+            the node holds no unlocked key for.
+        """
+
+__all__ = [
+    "ChainEvent",
+    "ChainHead",
+    "IAccounts",
+    "IChainService",
+    "IMiner",
+    "IPeerNetwork",
+    "ITransactionPool",
+    "ImportResult",
+    "ReceiptView",
+    "TransactionLocation",
+    "WIRE_PROTOCOL_VERSION",
+]
