@@ -309,8 +309,18 @@ class HexaryTrie:
             return encode_leaf(node.path, node.value)
         if kind is ExtensionNode:
             return encode_extension(node.path, self._child_ref(node.child, new_nodes))
-        child_ref = self._child_ref
-        return encode_branch([child_ref(child, new_nodes) for child in node.children], node.value)
+        # The sixteen children inline: this loop is the heart of hashing.
+        refs = []
+        for child in node.children:
+            if child is None:
+                refs.append(EMPTY_STRING)
+            elif type(child) is bytes:
+                refs.append(child)
+            elif child.ref is not None and (new_nodes is None or child.stored):
+                refs.append(child.ref)
+            else:
+                refs.append(self._ref(child, new_nodes))
+        return encode_branch(refs, node.value)
 
     @property
     def root_hash(self) -> bytes:

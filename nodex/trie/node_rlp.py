@@ -19,8 +19,6 @@ RLPItem = Union[bytes, list["RLPItem"]]
 EMPTY_STRING = b"\x80"
 """The encoding of the empty byte string."""
 
-_SHORT_STRING_PREFIXES = [bytes([0x80 + length]) for length in range(56)]
-
 
 def _length_prefix(length: int, offset: int) -> bytes:
     """
@@ -33,6 +31,12 @@ def _length_prefix(length: int, offset: int) -> bytes:
     return bytes([offset + 55 + len(length_bytes)]) + length_bytes
 
 
+# Trie nodes are at most a few hundred bytes: their prefixes come from tables.
+_TABLE_SIZE = 1024
+_STRING_PREFIXES = [_length_prefix(length, 0x80) for length in range(_TABLE_SIZE)]
+_LIST_PREFIXES = [_length_prefix(length, 0xC0) for length in range(_TABLE_SIZE)]
+
+
 def encode_bytes(value: bytes) -> bytes:
     """
     The RLP encoding of one byte string.
@@ -40,8 +44,8 @@ def encode_bytes(value: bytes) -> bytes:
     length = len(value)
     if length == 1 and value[0] < 0x80:
         return value
-    if length < 56:
-        return _SHORT_STRING_PREFIXES[length] + value
+    if length < _TABLE_SIZE:
+        return _STRING_PREFIXES[length] + value
     return _length_prefix(length, 0x80) + value
 
 
@@ -51,8 +55,8 @@ def encode_list_payload(payload: bytes) -> bytes:
     C{payload}.
     """
     length = len(payload)
-    if length < 56:
-        return bytes([0xC0 + length]) + payload
+    if length < _TABLE_SIZE:
+        return _LIST_PREFIXES[length] + payload
     return _length_prefix(length, 0xC0) + payload
 
 
@@ -116,8 +120,19 @@ def _decode_at(data: bytes, position: int, end: int) -> tuple[RLPItem, int]:
             raise MalformedNodeError("RLP list runs past the end of the data")
         items: list[RLPItem] = []
         while start < stop:
-            item, start = _decode_at(data, start, stop)
-            items.append(item)
+            # Short strings (hashes, paths, small values) inline: most items are.
+            first = data[start]
+            if 0x80 < first < 0xB8:
+                end = start + first - 0x7F
+                if end > stop:
+                    raise MalformedNodeError("RLP string runs past the end of its list")
+                if first == 0x81 and data[start + 1] < 0x80:
+                    raise MalformedNodeError("single byte below 0x80 must not have a prefix")
+                items.append(data[start + 1 : end])
+                start = end
+            else:
+                item, start = _decode_at(data, start, stop)
+                items.append(item)
         return items, stop
     stop = start + length
     if stop > end:
