@@ -1,0 +1,31 @@
+"""
+Errors of the services (L5); the RPC edge maps each class to a code in one table.
+"""
+
+from nodex.errors import NodexError
+
+
+class ServiceError(NodexError):
+    """
+    Base class of the errors the services raise deliberately.
+    """
+
+
+class TransactionRejectedError(ServiceError):
+    """
+    The transaction pool refused a transaction; the message is the
+    reference's (§5.3) and the RPC code -32010.
+    """
+
+
+class UnknownAccountError(ServiceError):
+    """
+    The node holds no unlocked key for the address asked to sign.
+    """
+
+
+class BlockNotFoundError(ServiceError):
+    """
+    A block named by number, hash or tag is not known (or not canonical when
+    that was required).
+    """
