@@ -1,0 +1,258 @@
+"""
+Tests for L{nodex.config}.
+"""
+
+import tomllib
+from pathlib import Path
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.config import (
+    NETWORKS,
+    ConfigError,
+    build,
+    check_layer,
+    dump_toml,
+    effective,
+    load_config,
+    load_preset,
+    merge,
+)
+from nodex.crypto import keccak256, private_key_to_address
+
+
+class PresetTests(SynchronousTestCase):
+    """
+    Tests for the built-in network presets.
+    """
+
+    def test_ids_and_ports(self) -> None:
+        """
+        Each network has the chain id, P2P network id and port of reference §9-§10.
+        """
+        expected = {
+            "main": (30, 775, "tcp:5050"),
+            "testnet": (31, 8100, "tcp:50505"),
+            "devnet": (32, 44444444, "tcp:50503"),
+            "regtest": (33, 7771, "tcp:50501"),
+        }
+        for network, (chain_id, network_id, p2p) in expected.items():
+            config = build(effective(None, {"network": network}))
+            self.assertEqual((config.chain_id, config.p2p_network_id, config.p2p_endpoint), (chain_id, network_id, p2p))
+            self.assertEqual(config.rpc.endpoint, "tcp:4444:interface=127.0.0.1")
+
+    def test_modules(self) -> None:
+        """
+        Regtest and devnet enable every module; main and testnet keep evm, debug, trace, sco and
+        mnr off, and the wallet off.
+        """
+        for network in ("regtest", "devnet"):
+            config = build(effective(None, {"network": network}))
+            self.assertTrue(all(module.enabled for module in config.rpc.modules.values()))
+            self.assertTrue(config.wallet_enabled)
+        for network in ("main", "testnet"):
+            config = build(effective(None, {"network": network}))
+            enabled = {name for name, module in config.rpc.modules.items() if module.enabled}
+            self.assertEqual(enabled, {"eth", "net", "web3", "rpc", "txpool", "nodex", "personal"})
+            self.assertFalse(config.wallet_enabled)
+
+    def test_limits_and_mining(self) -> None:
+        """
+        Regtest has the generous limits and auto mining; main the reference's limits and no mining.
+        """
+        regtest = build(effective(None, {}))
+        self.assertEqual((regtest.rpc.call_gas_cap, regtest.rpc.max_log_blocks, regtest.mining_mode), (50_000_000, 0, "auto"))
+        main = build(effective(None, {"network": "main"}))
+        self.assertEqual(
+            (main.rpc.call_gas_cap, main.rpc.estimate_gas_cap, main.rpc.max_log_blocks, main.rpc.max_logs, main.mining_mode),
+            (10_000_000, 6_800_000, 5000, 20000, "off"),
+        )
+        self.assertEqual((main.rpc.max_batch, main.rpc.max_body_bytes, main.rpc.timeout), (50, 5242880, 5.0))
+
+    def test_regtest_genesis(self) -> None:
+        """
+        The regtest genesis funds the ten cow accounts with 10**30 wei and the bridge with
+        21*10**24, at gas limit 30,000,000 and difficulty 1.
+        """
+        genesis = load_preset("regtest")["genesis"]
+        cows = ["cow"] + [f"cow{index}" for index in range(1, 10)]
+        addresses = {"0x" + private_key_to_address(keccak256(seed.encode())).hex() for seed in cows}
+        alloc = genesis["alloc"]
+        self.assertEqual({address for address in alloc if address in addresses}, addresses)
+        self.assertTrue(all(alloc[address] == {"balance": str(10**30)} for address in addresses))
+        self.assertEqual(alloc["0x0000000000000000000000000000000001000006"], {"balance": str(21 * 10**24)})
+        self.assertEqual(len(alloc), 11)
+        self.assertEqual(
+            {key: genesis[key] for key in ("gas_limit", "difficulty", "timestamp", "extra_data", "minimum_gas_price")},
+            {"gas_limit": 30_000_000, "difficulty": 1, "timestamp": 0, "extra_data": "0x686f727365", "minimum_gas_price": 0},
+        )
+
+    def test_other_geneses(self) -> None:
+        """
+        Other networks use gas limit 6,800,000, their minimum difficulty and no funded accounts.
+        """
+        difficulty = {"main": 7 * 10**15, "testnet": 131072, "devnet": 131072}
+        for network, value in difficulty.items():
+            genesis = load_preset(network)["genesis"]
+            self.assertEqual((genesis["gas_limit"], genesis["difficulty"], genesis["alloc"]), (6_800_000, value, {}))
+
+    def test_unknown_network(self) -> None:
+        """
+        A network without preset is an error naming the choices.
+        """
+        with self.assertRaises(ConfigError) as caught:
+            load_preset("moon")
+        self.assertIn("regtest", str(caught.exception))
+
+
+class LayerTests(SynchronousTestCase):
+    """
+    Tests for checking and merging the layers.
+    """
+
+    def test_unknown_key_named(self) -> None:
+        """
+        An unknown key stops with its dotted name and its source.
+        """
+        with self.assertRaises(ConfigError) as caught:
+            check_layer({"rpc": {"max_batchh": 5}}, "node.toml")
+        self.assertEqual(str(caught.exception), 'unknown configuration key "rpc.max_batchh" (in node.toml)')
+        self.assertRaises(ConfigError, check_layer, {"rpc": {"modules": {"shh": {"enabled": True}}}}, "x")
+
+    def test_bad_values_named(self) -> None:
+        """
+        Bad values stop with the key, the expectation and the value.
+        """
+        cases = [
+            ({"network": "moon"}, '"network"'),
+            ({"rpc": {"max_batch": 0}}, '"rpc.max_batch"'),
+            ({"rpc": {"max_batch": True}}, '"rpc.max_batch"'),
+            ({"rpc": {"timeout": -1}}, '"rpc.timeout"'),
+            ({"rpc": {"endpoint": "tcp:notaport"}}, '"rpc.endpoint"'),
+            ({"rpc": {"endpoint": "bogus:1"}}, '"rpc.endpoint"'),
+            ({"rpc": {"hosts": "localhost"}}, '"rpc.hosts"'),
+            ({"rpc": {"modules": {"eth": {"enabled": "yes"}}}}, '"rpc.modules.eth.enabled"'),
+            ({"rpc": "x"}, '"rpc"'),
+            ({"p2p": {"peers": ["example.com"]}}, '"p2p.peers"'),
+            ({"p2p": {"peers": ["example.com:70000"]}}, '"p2p.peers"'),
+            ({"p2p": {"peers": ["[::zz]:5050"]}}, '"p2p.peers"'),
+            ({"mining": {"mode": "interval:0"}}, '"mining.mode"'),
+            ({"mining": {"mode": "sometimes"}}, '"mining.mode"'),
+            ({"log_level": "verbose"}, '"log_level"'),
+            ({"genesis": 5}, '"genesis"'),
+            ({"chain": {"chain_id": 0}}, '"chain.chain_id"'),
+        ]
+        for layer, key in cases:
+            with self.assertRaises(ConfigError, msg=str(layer)) as caught:
+                check_layer(layer, "node.toml")
+            self.assertIn(key, str(caught.exception))
+            self.assertIn("node.toml", str(caught.exception))
+
+    def test_good_values(self) -> None:
+        """
+        Valid endpoints, peers and mining modes pass unchanged.
+        """
+        layer = {
+            "rpc": {"endpoint": "unix:/tmp/nodex.sock"},
+            "p2p": {"endpoint": "none", "peers": ["192.0.2.1:5050", "[::1]:5050", "node.example:50501"]},
+            "mining": {"mode": "interval:2.5"},
+            "manhole": {"endpoint": "tcp:2222:interface=127.0.0.1"},
+        }
+        self.assertEqual(check_layer(layer, "x"), layer)
+
+    def test_datadir_must_be_a_directory(self) -> None:
+        """
+        A data directory that is a file is refused; "~" is expanded.
+        """
+        path = Path(self.mktemp())
+        path.write_text("")
+        self.assertRaises(ConfigError, check_layer, {"datadir": str(path)}, "x")
+        self.assertNotIn("~", check_layer({"datadir": "~/somewhere"}, "x")["datadir"])
+
+    def test_merge(self) -> None:
+        """
+        Tables merge key by key; arrays and the genesis table replace.
+        """
+        base = {"rpc": {"hosts": ["a"], "max_batch": 5}, "genesis": {"alloc": {"x": 1}, "difficulty": 1}}
+        merged = merge(base, {"rpc": {"hosts": ["b"]}, "genesis": {"difficulty": 2}})
+        self.assertEqual(merged, {"rpc": {"hosts": ["b"], "max_batch": 5}, "genesis": {"difficulty": 2}})
+
+    def test_precedence(self) -> None:
+        """
+        The file chooses the network unless a flag does; flags win over the file.
+        """
+        file_layer = {"network": "testnet", "rpc": {"max_batch": 7, "timeout": 2.0}}
+        self.assertEqual(build(effective(file_layer, {})).chain_id, 31)
+        config = build(effective(file_layer, {"network": "main", "rpc": {"max_batch": 9}}))
+        self.assertEqual((config.chain_id, config.rpc.max_batch, config.rpc.timeout), (30, 9, 2.0))
+
+    def test_default_datadir(self) -> None:
+        """
+        The data directory defaults to ~/.nodex/<network>.
+        """
+        config = build(effective(None, {"network": "devnet"}))
+        self.assertEqual(config.datadir, Path("~/.nodex/devnet").expanduser())
+
+
+class FileTests(SynchronousTestCase):
+    """
+    Tests for reading configuration files.
+    """
+
+    def write(self, text: str) -> str:
+        """
+        Write a configuration file; return its path.
+        """
+        path = Path(self.mktemp())
+        path.write_text(text)
+        return str(path)
+
+    def test_file_over_preset(self) -> None:
+        """
+        A file's keys lie over the preset.
+        """
+        path = self.write('network = "devnet"\n[rpc]\ncors_origins = ["http://localhost:3000"]\n')
+        config = load_config(path, {})
+        self.assertEqual((config.network, config.rpc.cors_origins), ("devnet", ("http://localhost:3000",)))
+
+    def test_bad_files(self) -> None:
+        """
+        A missing file, bad TOML and an unknown key are errors naming the file.
+        """
+        missing = str(Path(self.mktemp()))
+        for path in (missing, self.write("[rpc\n"), self.write("colour = 1\n")):
+            with self.assertRaises(ConfigError) as caught:
+                load_config(path, {})
+            self.assertIn(path, str(caught.exception))
+
+    def test_sample_files_load(self) -> None:
+        """
+        The commented samples in conf/ load and match the presets they document.
+        """
+        conf = Path(__file__).resolve().parent.parent / "conf"
+        for network in NETWORKS:
+            config = load_config(str(conf / f"{network}.toml"), {})
+            preset = build(effective(None, {"network": network}))
+            self.assertEqual(config.raw, preset.raw, network)
+
+
+class DumpTests(SynchronousTestCase):
+    """
+    Tests for L{dump_toml}.
+    """
+
+    def test_round_trip(self) -> None:
+        """
+        Every effective configuration written as TOML reads back equal.
+        """
+        for network in NETWORKS:
+            raw = effective(None, {"network": network, "p2p": {"peers": ["[::1]:1"]}})
+            self.assertEqual(tomllib.loads(dump_toml(raw)), raw)
+
+    def test_quoting(self) -> None:
+        """
+        Keys that are not bare and strings with quotes are escaped.
+        """
+        text = dump_toml({"a": {'we"ird key': 'say "hi"\n', "n": 1.5, "b": False}})
+        self.assertEqual(tomllib.loads(text), {"a": {'we"ird key': 'say "hi"\n', "n": 1.5, "b": False}})
+        self.assertRaises(ConfigError, dump_toml, {"a": None})
