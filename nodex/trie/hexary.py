@@ -12,7 +12,7 @@ opening a trie at a root reads nothing until a key is looked up.
 from collections.abc import Callable, Iterator
 
 from nodex.crypto import keccak256
-from nodex.trie.errors import MissingTrieNodeError
+from nodex.trie.errors import MissingTrieNodeError, TrieError
 from nodex.trie.nibbles import common_prefix_length, key_to_nibbles, nibbles_to_key
 from nodex.trie.node_rlp import EMPTY_STRING
 from nodex.trie.nodes import (
@@ -50,6 +50,10 @@ class HexaryTrie:
     Keys and values are byte strings; an empty value is the same as no
     value.  The trie never writes: L{commit} hands the new nodes to the
     caller, who writes them in its own batch.
+
+    A trie object belongs to one thread at a time.  After a
+    L{MissingTrieNodeError} from L{put} or L{delete} its contents are
+    undefined: open it again at its last root.
     """
 
     def __init__(self, read_node: NodeReader, root_hash: bytes = BLANK_ROOT) -> None:
@@ -57,14 +61,21 @@ class HexaryTrie:
         @param read_node: looks up a node's RLP by its hash.
         @param root_hash: the root to start from; nothing is read until needed.
         """
+        if type(root_hash) is not bytes or len(root_hash) != 32:
+            raise TrieError(f"a root hash is 32 bytes, not {root_hash!r:.80}")
         self._read_node = read_node
         self._root: Child = None if root_hash == BLANK_ROOT else HASH_REF_PREFIX + root_hash
 
     def _nibbles(self, key: bytes) -> bytes:
         """
         The nibble path at which C{key} is stored.
+
+        @raise TrieError: the key is not C{bytes}.
         """
-        return key_to_nibbles(key)
+        try:
+            return key_to_nibbles(key)
+        except AttributeError:
+            raise TrieError(f"trie keys are bytes, not {type(key).__name__}") from None
 
     def _load(self, ref: bytes) -> Node:
         """
@@ -124,8 +135,11 @@ class HexaryTrie:
         """
         Store C{value} under C{key}; an empty value deletes the key.
 
+        @raise TrieError: the key or the value is not C{bytes}.
         @raise MissingTrieNodeError: a node on the key's path is missing.
         """
+        if type(value) is not bytes:
+            raise TrieError(f"trie values are bytes, not {type(value).__name__}")
         if not value:
             self.delete(key)
         else:

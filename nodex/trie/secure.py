@@ -5,6 +5,7 @@ make paths long.
 """
 
 from nodex.crypto import keccak256
+from nodex.trie.errors import TrieError
 from nodex.trie.hexary import HexaryTrie
 from nodex.trie.nibbles import key_to_nibbles
 
@@ -21,7 +22,11 @@ class SecureTrie(HexaryTrie):
     def _nibbles(self, key: bytes) -> bytes:
         """
         The nibble path of Keccak-256 of C{key}.
+
+        @raise TrieError: the key is not C{bytes}.
         """
+        if not isinstance(key, bytes):
+            raise TrieError(f"trie keys are bytes, not {type(key).__name__}")
         return key_to_nibbles(keccak256(key))
 
 

@@ -221,6 +221,17 @@ class HexaryTrieTests(SynchronousTestCase):
         self.assertIsInstance(error, TrieError)
         self.assertRaises(MissingTrieNodeError, trie.put, b"key", b"value")
 
+    def test_bad_input(self) -> None:
+        """
+        A key or value that is not C{bytes}, or a root that is not 32 bytes,
+        raises L{TrieError}.
+        """
+        trie = HexaryTrie({}.get)
+        self.assertRaises(TrieError, trie.put, "key", b"value")
+        self.assertRaises(TrieError, trie.put, b"key", "value")
+        self.assertRaises(TrieError, trie.get, 5)
+        self.assertRaises(TrieError, HexaryTrie, {}.get, b"short")
+
     def test_malformed_node(self) -> None:
         """
         A stored node that is not valid trie RLP raises a L{TrieError}.

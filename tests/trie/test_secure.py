@@ -5,7 +5,7 @@ Tests for L{nodex.trie.secure}.
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.crypto import keccak256
-from nodex.trie import HexaryTrie, SecureTrie
+from nodex.trie import HexaryTrie, SecureTrie, TrieError
 
 
 class SecureTrieTests(SynchronousTestCase):
@@ -26,6 +26,12 @@ class SecureTrieTests(SynchronousTestCase):
         self.assertEqual(secure.root_hash, plain.root_hash)
         self.assertEqual(secure.get(b"beta"), b"beta" * 3)
         self.assertEqual(sorted(key for key, _ in secure.items()), sorted(key for key, _ in plain.items()))
+
+    def test_bad_key(self) -> None:
+        """
+        A key that is not C{bytes} raises L{TrieError}.
+        """
+        self.assertRaises(TrieError, SecureTrie({}.get).get, "text")
 
     def test_delete(self) -> None:
         """
