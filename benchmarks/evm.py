@@ -15,9 +15,11 @@ zero and the state roots of the two EVMs can be compared:
   - C{storage}: transactions that each write N fresh storage slots
     (L{STORAGE_PROGRAM}).
 
-What is timed is the execution of each block: every transaction, then the
-state root and the writes to an in-memory database (py-evm's C{mine_all},
-nodex's block execution through the API of C{docs/evm.md}).  Deployment is
+What is timed is the execution of each block: every transaction (sender
+recovery included), then the transactions, receipts and state roots and the
+writes to an in-memory database (py-evm's C{mine_all}; for nodex
+C{apply_transaction} over a C{State}, C{ordered_trie_root} and
+C{State.commit}).  Deployment is
 not timed.  The script checks that both EVMs report the same gas for every
 transaction and the same state root after every block, so the figures compare
 equal work.
@@ -289,11 +291,13 @@ WORKLOADS: dict[str, Callable[[float], Workload]] = {
 class BlockResult:
     """
     What one EVM reports for one block.
+
+    @ivar roots: the state, transactions and receipts roots.
     """
 
     seconds: float
     gas_used: list[int]
-    state_root: bytes
+    roots: tuple[bytes, bytes, bytes]
     outputs: list[bytes]
 
 
@@ -369,10 +373,11 @@ class PyEVMRunner:
         for computation in computations:
             if computation.is_error:
                 raise RuntimeError(f"py-evm: transaction failed: {computation.error!r}")
+        header = result.imported_block.header
         return BlockResult(
             seconds,
             gas_used,
-            result.imported_block.header.state_root,
+            (header.state_root, header.transaction_root, header.receipt_root),
             [computation.output for computation in computations],
         )
 
@@ -416,12 +421,14 @@ class NodexRunner:
     def execute_block(self, raw_transactions: Sequence[bytes]) -> BlockResult:
         """
         Decode the transactions (untimed), then time sender recovery,
-        execution, the state root and the writes to the store.
+        execution, the transactions and receipts roots, the state root and
+        the writes to the store.
         """
         from nodex.chain.execution import apply_transaction
         from nodex.evm.environment import BlockEnvironment
         from nodex.state.state import State
         from nodex.structures.transactions import decode_transaction
+        from nodex.trie.ordered import ordered_trie_root
 
         transactions = [decode_transaction(raw) for raw in raw_transactions]
         self._number += 1
@@ -434,7 +441,7 @@ class NodexRunner:
         )
         start = time.perf_counter()
         state = State.from_store(self._store, self._root)
-        block_gas, gas_used, outputs = 0, [], []
+        block_gas, gas_used, outputs, receipts = 0, [], [], []
         for transaction in transactions:
             result = apply_transaction(state, block, transaction, transaction.sender, block_gas)
             if result.error is not None:
@@ -442,9 +449,12 @@ class NodexRunner:
             block_gas += result.gas_used
             gas_used.append(result.gas_used)
             outputs.append(result.output)
+            receipts.append(result.receipt.encode())
+        # py-evm's mine_all builds both roots of the header too.
+        roots = (ordered_trie_root(list(raw_transactions)), ordered_trie_root(receipts))
         self._root = self._commit(state)
         seconds = time.perf_counter() - start
-        return BlockResult(seconds, gas_used, self._root, outputs)
+        return BlockResult(seconds, gas_used, (self._root,) + roots, outputs)
 
 
 RUNNERS: dict[str, Callable[[dict[bytes, tuple[int, bytes]]], Runner]] = {
@@ -464,7 +474,7 @@ class Measurement:
     transactions: int
     gas: int
     seconds: float
-    roots: list[bytes]
+    roots: list[tuple[bytes, bytes, bytes]]
     gas_used: list[int]
     outputs: list[bytes]
 
@@ -495,7 +505,7 @@ def measure(runner: Runner, workload: Workload) -> Measurement:
         measurement.transactions += len(block)
         measurement.gas += sum(result.gas_used)
         measurement.seconds += result.seconds
-        measurement.roots.append(result.state_root)
+        measurement.roots.append(result.roots)
         measurement.gas_used += result.gas_used
         measurement.outputs += result.outputs
     return measurement
@@ -503,7 +513,8 @@ def measure(runner: Runner, workload: Workload) -> Measurement:
 
 def compare(workload: Workload, results: dict[str, Measurement]) -> list[str]:
     """
-    The disagreements between the EVMs (gas, outputs, state roots).
+    The disagreements between the EVMs (gas, outputs, and the state,
+    transactions and receipts roots of every block).
     """
     problems = []
     names = list(results)
