@@ -14,6 +14,12 @@ from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
 from nodex.primitives import Address, Hash32
+from nodex.services.errors import (
+    BlockNotFoundError,
+    ServiceError,
+    TransactionRejectedError,
+    UnknownAccountError,
+)
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
@@ -273,6 +279,7 @@ class IAccounts(Interface):
         """
 
 __all__ = [
+    "BlockNotFoundError",
     "ChainEvent",
     "ChainHead",
     "IAccounts",
@@ -282,6 +289,9 @@ __all__ = [
     "ITransactionPool",
     "ImportResult",
     "ReceiptView",
+    "ServiceError",
     "TransactionLocation",
+    "TransactionRejectedError",
+    "UnknownAccountError",
     "WIRE_PROTOCOL_VERSION",
 ]

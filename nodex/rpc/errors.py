@@ -23,6 +23,7 @@ from txjsonrpc_ng.jsonrpclib import (
 )
 
 from nodex.errors import NodexError
+from nodex.interfaces import BlockNotFoundError, TransactionRejectedError, UnknownAccountError
 
 PARSE_ERROR = NOT_WELLFORMED_ERROR
 """-32700: the body is not JSON."""
@@ -146,7 +147,11 @@ class LimitExceededError(RPCError):
     code = LIMIT_EXCEEDED
 
 
-ERROR_CODES: dict[type[Exception], int] = {}
+ERROR_CODES: dict[type[Exception], int] = {
+    TransactionRejectedError: -32010,
+    BlockNotFoundError: -32600,
+    UnknownAccountError: INVALID_METHOD_PARAMS,
+}
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The
 issues that add services add their exception classes here (for example the
