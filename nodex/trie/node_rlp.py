@@ -140,6 +140,35 @@ def _decode_at(data: bytes, position: int, end: int) -> tuple[RLPItem, int]:
     return data[start:stop], stop
 
 
+def decode_item(data: bytes, position: int, end: int) -> tuple[RLPItem, int]:
+    """
+    Decode the one item that starts at C{position} and ends by C{end}.
+
+    @return: the item and the position just after it.
+    @raise MalformedNodeError: the encoding is truncated or not canonical.
+    """
+    return _decode_at(data, position, end)
+
+
+def list_payload_bounds(data: bytes) -> tuple[int, int]:
+    """
+    Where the payload of the list that spans all of C{data} starts and stops.
+
+    @raise MalformedNodeError: C{data} is not one canonical RLP list.
+    """
+    if not data or data[0] < 0xC0:
+        raise MalformedNodeError("an RLP list was expected")
+    first = data[0]
+    if first < 0xF8:
+        start, length = 1, first - 0xC0
+    else:
+        size = first - 0xF7
+        length, start = _read_length(data, 1, size, len(data)), 1 + size
+    if start + length != len(data):
+        raise MalformedNodeError("the RLP list does not span the data exactly")
+    return start, start + length
+
+
 def decode(data: bytes) -> RLPItem:
     """
     Decode one canonical RLP item that spans all of C{data}.
@@ -154,4 +183,13 @@ def decode(data: bytes) -> RLPItem:
     return item
 
 
-__all__ = ["EMPTY_STRING", "RLPItem", "decode", "encode", "encode_bytes", "encode_list_payload"]
+__all__ = [
+    "EMPTY_STRING",
+    "RLPItem",
+    "decode",
+    "decode_item",
+    "encode",
+    "encode_bytes",
+    "encode_list_payload",
+    "list_payload_bounds",
+]

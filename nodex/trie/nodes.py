@@ -16,7 +16,14 @@ from typing import Union
 
 from nodex.trie.errors import MalformedNodeError
 from nodex.trie.nibbles import decode_path, encode_path
-from nodex.trie.node_rlp import RLPItem, decode, encode_bytes, encode_list_payload
+from nodex.trie.node_rlp import (
+    RLPItem,
+    decode,
+    decode_item,
+    encode_bytes,
+    encode_list_payload,
+    list_payload_bounds,
+)
 
 HASH_REF_PREFIX = b"\xa0"
 """The RLP prefix of a 32-byte string: a hash reference starts with it."""
@@ -128,6 +135,38 @@ def node_from_items(items: RLPItem) -> Node:
     raise MalformedNodeError(f"a trie node has 2 or 17 items, not {len(items)}")
 
 
+def _decode_plain_branch(encoded: bytes) -> BranchNode | None:
+    """
+    Decode a branch whose children are all blank or hashes (nearly every
+    stored branch) straight from the bytes: a hash child's reference is its
+    33-byte slice, prefix included.
+
+    @return: the branch, or L{None} when C{encoded} is anything else.
+    @raise MalformedNodeError: C{encoded} is not one RLP list.
+    """
+    position, stop = list_payload_bounds(encoded)
+    children: list[Child] = []
+    while len(children) < 16 and position < stop:
+        first = encoded[position]
+        if first == 0x80:
+            children.append(None)
+            position += 1
+        elif first == 0xA0 and position + 33 <= stop:
+            children.append(encoded[position : position + 33])
+            position += 33
+        else:
+            return None
+    if len(children) != 16 or position >= stop:
+        return None
+    value, position = decode_item(encoded, position, stop)
+    if position != stop or not isinstance(value, bytes):
+        return None
+    branch = BranchNode()
+    branch.children = children
+    branch.value = value
+    return branch
+
+
 def decode_node(encoded: bytes) -> Node:
     """
     Decode the RLP of a stored node.  Embedded children become node objects;
@@ -135,7 +174,8 @@ def decode_node(encoded: bytes) -> Node:
 
     @raise MalformedNodeError: the bytes are not a trie node.
     """
-    return node_from_items(decode(encoded))
+    encoded = bytes(encoded)
+    return _decode_plain_branch(encoded) or node_from_items(decode(encoded))
 
 
 def encode_leaf(path: bytes, value: bytes) -> bytes:
