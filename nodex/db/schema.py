@@ -336,6 +336,14 @@ def read_schema_version(store: KeyValueStore) -> int | None:
     return None if value is None else int.from_bytes(value, "big")
 
 
+def write_schema_version(batch: WriteBatch, version: int = SCHEMA_VERSION) -> None:
+    """
+    Stamp the store with a schema version (by default this code's), for a
+    batch that creates a chain and must be complete on its own.
+    """
+    batch.put(METADATA, SCHEMA_VERSION_KEY, _int_bytes(version))
+
+
 def ensure_schema_version(store: KeyValueStore) -> None:
     """
     Stamp a new store with L{SCHEMA_VERSION}, or check an old store's stamp.
@@ -345,7 +353,7 @@ def ensure_schema_version(store: KeyValueStore) -> None:
     version = read_schema_version(store)
     if version is None:
         batch = store.batch()
-        batch.put(METADATA, SCHEMA_VERSION_KEY, _int_bytes(SCHEMA_VERSION))
+        write_schema_version(batch)
         store.write(batch)
     elif version != SCHEMA_VERSION:
         raise SchemaVersionError(
@@ -430,6 +438,7 @@ __all__ = [
     "write_header_rlp",
     "write_network",
     "write_receipts_rlp",
+    "write_schema_version",
     "write_total_difficulty",
     "write_trie_nodes",
     "write_tx_lookup",

@@ -169,9 +169,8 @@ class SchemaTests(SynchronousTestCase):
         """
         self.assertEqual(schema.read_schema_version(self.store), schema.SCHEMA_VERSION)
         schema.ensure_schema_version(self.store)
-        batch = self.store.batch()
-        batch.put(schema.METADATA, schema.SCHEMA_VERSION_KEY, b"\x07")
-        self.store.write(batch)
+        self._write((schema.write_schema_version, 7))
+        self.assertEqual(schema.read_schema_version(self.store), 7)
         error = self.assertRaises(SchemaVersionError, schema.ensure_schema_version, self.store)
         self.assertIn("version 7", str(error))
         self.assertIn(f"version {schema.SCHEMA_VERSION}", str(error))
