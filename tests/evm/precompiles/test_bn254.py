@@ -9,11 +9,13 @@ from nodex.evm.precompiles.alt_bn128 import encode_g1, multiply
 from nodex.evm.precompiles.bn254 import (
     B2,
     FP12_ONE,
+    HARD_EXPONENT,
     N,
     P,
     final_exponentiation,
     fp2_inverse,
     fp2_mul,
+    fp12_conjugate,
     fp12_frobenius,
     fp12_inverse,
     fp12_mul,
@@ -166,6 +168,15 @@ class PairingTests(SynchronousTestCase):
         value = final_exponentiation(miller_loop(G2, G1))
         self.assertNotEqual(value, FP12_ONE)
         self.assertEqual(fp12_pow(value, N), FP12_ONE)
+
+    def test_final_exponentiation_by_definition(self) -> None:
+        """
+        The final exponentiation, computed through u, equals raising the easy
+        part's result to (p^4 - p^2 + 1)/n by square-and-multiply.
+        """
+        easy = fp12_mul(fp12_conjugate(SAMPLE), fp12_inverse(SAMPLE))
+        easy = fp12_mul(fp12_frobenius(easy, 2), easy)
+        self.assertEqual(final_exponentiation(SAMPLE), fp12_pow(easy, HARD_EXPONENT))
 
     def test_empty_product(self) -> None:
         """
