@@ -2,9 +2,11 @@
 Tests for L{nodex.evm.precompiles.blake2f}, with EIP-152's test vectors.
 """
 
-from twisted.trial.unittest import SynchronousTestCase
+import struct
 
-from nodex.evm.precompiles.blake2f import blake2f, blake2f_gas
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
+
+from nodex.evm.precompiles.blake2f import blake2f, blake2f_gas, compress, native_compress
 from nodex.evm.precompiles.errors import PrecompileError
 
 # EIP-152's vectors share h, m and t (the state after hashing "abc") and
@@ -117,3 +119,51 @@ class Blake2FTests(SynchronousTestCase):
         """
         exc = self.assertRaises(PrecompileError, blake2f, vector(12, 2))
         self.assertIn("flag", str(exc))
+
+
+class CompressTests(SynchronousTestCase):
+    """
+    Tests for the pure-Python L{compress} and its agreement with the native
+    implementation that L{blake2f} prefers.
+    """
+
+    def test_reference_vector(self) -> None:
+        """
+        The pure-Python function alone gives EIP-152 vector 5.
+        """
+        data = vector(12, 1)
+        h = struct.unpack_from("<8Q", data, 4)
+        m = struct.unpack_from("<16Q", data, 68)
+        t = struct.unpack_from("<2Q", data, 196)
+        output = struct.pack("<8Q", *compress(12, h, m, (t[0], t[1]), True))
+        self.assertEqual(output, blake2f(data))
+        self.assertEqual(output[:4].hex(), "ba80a53f")
+
+    def test_native_agrees(self) -> None:
+        """
+        Where C{blake2b-py} is installed, it agrees with the pure-Python
+        function on inputs with varied rounds, counters and flags.
+        """
+        if native_compress is None:
+            raise SkipTest("blake2b-py is not installed: blake2f runs the pure-Python function")
+        for rounds in (0, 1, 11, 24, 100):
+            for final in (False, True):
+                h = tuple((k * 0x9E3779B97F4A7C15 + rounds) & 0xFFFFFFFFFFFFFFFF for k in range(8))
+                m = tuple((k * 0xC2B2AE3D27D4EB4F) & 0xFFFFFFFFFFFFFFFF for k in range(16))
+                t = (rounds * 128, 0xFFFFFFFFFFFFFFFF)
+                expected = struct.pack("<8Q", *compress(rounds, h, m, t, final))
+                native = bytes(native_compress(rounds, list(h), list(m), list(t), final))
+                self.assertEqual(native, expected, (rounds, final))
+
+    def test_eight_million_rounds(self) -> None:
+        """
+        EIP-152 vector 8: 8,000,000 rounds, affordable only natively (the
+        pure-Python function would take about a minute).
+        """
+        if native_compress is None:
+            raise SkipTest("blake2b-py is not installed: 8,000,000 rounds would take a minute")
+        self.assertEqual(
+            blake2f(vector(8_000_000, 1)).hex(),
+            "6d2ce9e534d50e18ff866ae92d70cceba79bbcd14c63819fe48752c8aca87a4b"
+            "b7dcc230d22a4047f0486cfcfb50a17b24b2899eb8fca370f22240adb5170189",
+        )
