@@ -6,7 +6,7 @@ node's services (L5).  The edges depend only on these; the composition root
 Every method that may touch storage or the network returns a Deferred.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,12 +114,17 @@ class ChainEvent:
     @ivar abandoned: blocks that left the canonical chain in a reorganisation.
     @ivar adopted_receipts: the receipts of each adopted block, in order.
     @ivar abandoned_receipts: the receipts of each abandoned block, in order.
+    @ivar rewound: C{True} when the change is a L{IChainService.rewind}
+        (C{evm_revert}, C{evm_reset}): the abandoned blocks are deleted, not
+        replaced, and their transactions must not go back to the pool (which
+        the caller clears).
     """
 
     adopted: tuple[Block, ...]
     abandoned: tuple[Block, ...] = ()
     adopted_receipts: tuple[tuple[Receipt, ...], ...] = ()
     abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
+    rewound: bool = False
 
 
 class IChainService(Interface):
@@ -225,6 +230,13 @@ class ITransactionPool(Interface):
     def clear() -> None:
         """
         Drop every pooled transaction (C{evm_revert}, C{evm_reset}).
+        """
+
+    def remove(tx_hashes: "Iterable[bytes]") -> None:
+        """
+        Drop the transactions the miner found invalid on the head state
+        (a nonce already used, too little balance for it, a gas price below
+        the block's minimum); unknown hashes are ignored.
         """
 
 
