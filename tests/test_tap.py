@@ -1,0 +1,186 @@
+"""
+Tests for L{nodex.tap} and the C{twistd nodex} plugin.
+"""
+
+import io
+import tomllib
+from pathlib import Path
+
+from twisted.application.service import IServiceMaker
+from twisted.internet.testing import MemoryReactorClock
+from twisted.plugin import getPlugins
+from twisted.python import usage
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.tap import Options, compose, makeService
+
+
+class OptionsTests(SynchronousTestCase):
+    """
+    Tests for L{Options}.
+    """
+
+    def parse(self, *argv: str) -> Options:
+        """
+        Parse C{argv} with a data directory under the test's temporary path.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), *argv])
+        return options
+
+    def test_defaults(self) -> None:
+        """
+        Without options the node is regtest with RPC on 127.0.0.1:4444 and auto mining.
+        """
+        config = self.parse().config
+        assert config is not None
+        self.assertEqual((config.network, config.chain_id), ("regtest", 33))
+        self.assertEqual(config.rpc.endpoint, "tcp:4444:interface=127.0.0.1")
+        self.assertEqual((config.mining_mode, config.manhole_endpoint), ("auto", "none"))
+
+    def test_flags(self) -> None:
+        """
+        Every flag lands in its configuration key; --peer repeats.
+        """
+        config = self.parse(
+            "--network", "testnet", "--rpc", "none", "--p2p", "tcp:0", "--peer", "192.0.2.1:50505",
+            "--peer", "[::1]:50505", "--mining", "interval:3", "--manhole", "tcp:2222:interface=127.0.0.1",
+            "--log-level", "debug",
+        ).config
+        assert config is not None
+        self.assertEqual(
+            (config.chain_id, config.rpc.endpoint, config.p2p_endpoint, config.peers, config.mining_mode,
+             config.manhole_endpoint, config.log_level),
+            (31, "none", "tcp:0", ("192.0.2.1:50505", "[::1]:50505"), "interval:3",
+             "tcp:2222:interface=127.0.0.1", "debug"),
+        )
+
+    def test_config_file(self) -> None:
+        """
+        --config lays a TOML file between the preset and the flags.
+        """
+        path = Path(self.mktemp())
+        path.write_text('network = "devnet"\n[rpc]\nmax_batch = 9\ntimeout = 1.0\n')
+        config = self.parse("--config", str(path), "--network", "main").config
+        assert config is not None
+        self.assertEqual((config.chain_id, config.rpc.max_batch, config.rpc.timeout), (30, 9, 1.0))
+
+    def test_bad_values_are_usage_errors(self) -> None:
+        """
+        A bad flag value is a usage error naming the key.
+        """
+        for argv, key in (
+            (["--network", "moon"], "network"),
+            (["--mining", "sometimes"], "mining.mode"),
+            (["--rpc", "tcp:x"], "rpc.endpoint"),
+            (["--peer", "nowhere"], "p2p.peers"),
+        ):
+            with self.assertRaises(usage.UsageError) as caught:
+                self.parse(*argv)
+            self.assertIn(key, str(caught.exception))
+
+    def test_datadir_created(self) -> None:
+        """
+        Parsing creates the data directory, private to the user.
+        """
+        path = Path(self.mktemp()) / "deep" / "data"
+        Options(stdout=io.StringIO()).parseOptions(["--datadir", str(path)])
+        self.assertTrue(path.is_dir())
+        self.assertEqual(path.stat().st_mode & 0o777, 0o700)
+
+    def test_datadir_not_creatable(self) -> None:
+        """
+        A data directory that cannot be created is a usage error.
+        """
+        blocker = Path(self.mktemp())
+        blocker.write_text("")
+        with self.assertRaises(usage.UsageError) as caught:
+            Options(stdout=io.StringIO()).parseOptions(["--datadir", str(blocker / "data")])
+        self.assertIn("data directory", str(caught.exception))
+
+    def test_dump_config(self) -> None:
+        """
+        --dump-config prints the effective configuration as TOML and exits 0.
+        """
+        out = io.StringIO()
+        options = Options(stdout=out)
+        with self.assertRaises(SystemExit) as caught:
+            options.parseOptions(["--dump-config", "--network", "main", "--mining", "manual", "--datadir", "/nonexistent/x"])
+        self.assertEqual(caught.exception.code, 0)
+        dumped = tomllib.loads(out.getvalue())
+        self.assertEqual((dumped["network"], dumped["chain"]["chain_id"], dumped["mining"]["mode"]), ("main", 30, "manual"))
+        self.assertFalse(Path("/nonexistent/x").exists())
+
+
+class MakeServiceTests(SynchronousTestCase):
+    """
+    Tests for L{compose} and L{makeService}.
+    """
+
+    def test_rpc_service_listens(self) -> None:
+        """
+        The node has an RPC service that listens on the configured endpoint when started.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:4545:interface=127.0.0.1"])
+        assert options.config is not None
+        reactor = MemoryReactorClock()
+        node = compose(options.config, reactor)
+        node.startService()
+        self.addCleanup(node.stopService)
+        self.assertEqual([(port, host) for port, _, _, host in reactor.tcpServers], [(4545, "127.0.0.1")])
+        listening = self.successResultOf(node.getServiceNamed("rpc").when_listening())
+        self.assertEqual(listening.getHost().port, 4545)
+
+    def test_rpc_none(self) -> None:
+        """
+        --rpc none starts no RPC server.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        self.assertEqual(list(node), [])
+
+    def test_make_service(self) -> None:
+        """
+        makeService composes the node of the parsed options.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        self.assertEqual(makeService(options).config, options.config)
+
+    def test_start_line(self) -> None:
+        """
+        Starting logs one line naming network, chain id, data dir and endpoints.
+        """
+        from twisted.logger import globalLogPublisher
+
+        events: list[dict[str, object]] = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        node.startService()
+        self.addCleanup(node.stopService)
+        starts = [event for event in events if event.get("log_format", "").startswith("nodex starting")]
+        self.assertEqual(len(starts), 1)
+        self.assertEqual((starts[0]["network"], starts[0]["chain_id"], starts[0]["rpc"]), ("regtest", 33, "none"))
+
+
+class PluginTests(SynchronousTestCase):
+    """
+    Tests for C{twisted/plugins/nodex_plugin.py}.
+    """
+
+    def test_plugin_found(self) -> None:
+        """
+        twistd finds a service maker called nodex that points at L{nodex.tap}.
+        """
+        import twisted.plugins
+
+        makers = {maker.tapname: maker for maker in getPlugins(IServiceMaker, twisted.plugins)}
+        self.assertIn("nodex", makers)
+        self.assertIsInstance(makers["nodex"].options(), Options)
