@@ -27,3 +27,16 @@ class MalformedBitcoinDataError(InvalidSealError):
     """
     A Bitcoin block, header or transaction given to the merged-mining code cannot be parsed.
     """
+
+
+class GenesisError(ChainError):
+    """
+    A genesis specification is malformed.
+    """
+
+
+class GenesisMismatchError(GenesisError):
+    """
+    A data directory holds a chain of the right network that starts from
+    another genesis block (the network's genesis specification changed).
+    """

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from nodex.chain.errors import ChainError
+from nodex.chain.errors import GenesisError, GenesisMismatchError
 from nodex.crypto import keccak256
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import (
@@ -46,19 +46,6 @@ from nodex.structures.headers import EMPTY_UNCLES_HASH, MAX_EXTRA_DATA, Header
 from nodex.structures.receipts import encode_receipts
 from nodex.structures.rlpcodec import encode_rlp, encode_uint
 from nodex.trie import SecureTrie
-
-
-class GenesisError(ChainError):
-    """
-    A genesis specification is malformed.
-    """
-
-
-class GenesisMismatchError(GenesisError):
-    """
-    A data directory holds a chain of the right network that starts from
-    another genesis block (the network's genesis specification changed).
-    """
 
 
 class GenesisAllocation(NamedTuple):
