@@ -542,6 +542,67 @@ def report(rows: Iterable[tuple[str, str, Measurement]]) -> str:
     return "\n".join(lines)
 
 
+# -- the precompiles on their own --------------------------------------------------------
+
+
+def precompile_inputs() -> list[tuple[str, int, bytes]]:
+    """
+    Representative inputs: (label, precompile number, call data).
+    """
+    digest = keccak256(b"benchmark")
+    y_parity, r, s = sign(digest, SENDER_KEY)
+    g1 = word(1) + word(2)
+    g1_negated = word(1) + word(0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD45)
+    g2 = bytes.fromhex(
+        "198e9393920d483a7260bfb731fb5d25f1aa493335a9e71297e485b7aef312c2"
+        "1800deef121f1e76426a00665e5c4479674322d4f75edadd46debd5cd992f6ed"
+        "090689d0585ff075ec9e99ad690c3395bc4b313370b38ef355acdadcd122975b"
+        "12c85ea5db8c6deb4aab71808dcb408fe3d1e7690c43d37b4ce6cc0166fa7daa"
+    )
+    big = keccak256(b"modulus") * 8
+    blake_body = bytes(range(64)) + bytes(range(128)) + word(0)[:16]
+    return [
+        ("ecrecover", 1, digest + word(27 + y_parity) + word(r) + word(s)),
+        ("sha256, 1 KiB", 2, bytes(1024)),
+        ("ripemd160, 1 KiB", 3, bytes(1024)),
+        ("identity, 1 KiB", 4, bytes(1024)),
+        ("modexp, 256-byte numbers, exponent 65537", 5,
+         word(256) + word(3) + word(256) + big + b"\x01\x00\x01" + big),
+        ("modexp, 32-byte numbers and exponent", 5,
+         word(32) + word(32) + word(32) + big[:32] + big[32:64] + big[64:96]),
+        ("ecadd", 6, g1 + g1),
+        ("ecmul, 256-bit scalar", 7, g1 + keccak256(b"scalar")),
+        ("ecpairing, 2 pairs", 8, g1 + g2 + g1_negated + g2),
+        ("ecpairing, 4 pairs", 8, (g1 + g2 + g1_negated + g2) * 2),
+        ("blake2f, 12 rounds", 9, (12).to_bytes(4, "big") + blake_body + b"\x01"),
+        ("blake2f, 100,000 rounds", 9, (100_000).to_bytes(4, "big") + blake_body + b"\x01"),
+    ]
+
+
+def precompile_report(seconds_per_input: float = 0.5) -> str:
+    """
+    A Markdown table of each precompile's time per call and gas per second,
+    each input repeated for about C{seconds_per_input}.
+    """
+    from nodex.evm.precompiles import PRECOMPILES
+
+    lines = ["| precompile | gas | time per call | Mgas/s |", "|---|---:|---:|---:|"]
+    for label, number, data in precompile_inputs():
+        precompile = PRECOMPILES[number.to_bytes(20, "big")]
+        gas = precompile.gas(data)
+        calls, start = 0, time.perf_counter()
+        while True:
+            precompile.run(data)
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds_per_input:
+                break
+        per_call = elapsed / calls
+        shown = f"{per_call * 1e3:.2f} ms" if per_call >= 1e-3 else f"{per_call * 1e6:.1f} µs"
+        lines.append(f"| {label} | {gas} | {shown} | {gas / per_call / 1e6:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str]) -> int:
     """
     Run the chosen workloads on the chosen EVMs and print a table.
@@ -550,7 +611,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--only", choices=sorted(RUNNERS), action="append")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the block counts")
+    parser.add_argument(
+        "--precompiles", action="store_true", help="time nodex's precompiles on their own instead"
+    )
     options = parser.parse_args(argv)
+    if options.precompiles:
+        print(precompile_report())
+        return 0
     evms = options.only or sorted(RUNNERS)
     rows, problems = [], []
     for name in options.workload or list(WORKLOADS):
