@@ -22,7 +22,7 @@ from collections.abc import Callable
 import rlp
 
 from nodex.db.rocks import RocksStore
-from nodex.db.schema import HEADERS, read_header_rlp, write_header_rlp
+from nodex.db.schema import read_header_rlp, trie_node_reader, write_header_rlp, write_trie_nodes
 from nodex.trie import HexaryTrie, make_proof
 from nodex.trie.node_rlp import encode
 
@@ -150,6 +150,40 @@ def bench_store(count: int) -> dict[str, float]:
         shutil.rmtree(directory)
 
 
+def bench_block_over_rocksdb(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]) -> float:
+    """
+    Seconds for a block's state work over RocksDB: open the committed trie
+    at its root in a store reopened cold, apply the updates, commit, and
+    write the new nodes in one batch.
+    """
+    directory = tempfile.mkdtemp(prefix="nodex-bench-")
+    try:
+        store = RocksStore.open(directory)
+        trie = HexaryTrie(trie_node_reader(store))
+        for key, value in pairs:
+            trie.put(key, value)
+        batch = store.batch()
+        write_trie_nodes(batch, trie.commit())
+        store.write(batch)
+        root = trie.root_hash
+        store.close()
+        store = RocksStore.open(directory)
+
+        def block() -> None:
+            trie = HexaryTrie(trie_node_reader(store), root)
+            for key, value in updates:
+                trie.put(key, value)
+            batch = store.batch()
+            write_trie_nodes(batch, trie.commit())
+            store.write(batch)
+
+        seconds = timed(block)
+        store.close()
+        return seconds
+    finally:
+        shutil.rmtree(directory)
+
+
 def main(count: int) -> None:
     """
     Run every figure and print them.
@@ -169,6 +203,8 @@ def main(count: int) -> None:
         print(f"insert speed-up: {ours['insert'] / theirs['insert']:.1f}x")
     node_encode, pyrlp_encode = bench_branch_encoding()
     print(f"branch encode: nodex {node_encode:.1f} us, pyrlp {pyrlp_encode:.1f} us")
+    block_seconds = bench_block_over_rocksdb(pairs, updates)
+    print(f"nodex   1,000 updates + commit + write, nodes read from RocksDB: {block_seconds * 1000:.1f} ms")
     store = bench_store(count)
     print(f"rocksdb header writes (batches of 1,000): {store['writes']:,.0f} /s")
     print(f"rocksdb random header reads: {store['reads']:,.0f} /s")
