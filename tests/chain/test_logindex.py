@@ -1,0 +1,202 @@
+"""
+Tests for L{nodex.chain.logindex}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.chain.logindex import (
+    SECTION_SIZE,
+    bloom_matches,
+    candidate_blocks,
+    index_block,
+    read_bloom,
+    set_bits,
+    unindex_block,
+    value_bits,
+    value_mask,
+)
+from nodex.db.memory import MemoryStore
+from nodex.db.schema import LOG_INDEX
+from nodex.primitives import Address, Hash32
+from nodex.structures.bloom import EMPTY_BLOOM, bloom_may_contain, logs_bloom
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
+from nodex.structures.logs import Log
+
+TOKEN = Address(b"\x11" * 20)
+OTHER = Address(b"\x22" * 20)
+TRANSFER = Hash32(b"\xdd" * 32)
+RARE = Hash32(b"\x77" * 32)
+
+
+def make_header(number: int, logs: list[Log]) -> Header:
+    """
+    A header at height C{number} whose bloom holds C{logs}.
+    """
+    zero = Hash32(bytes(32))
+    return Header(
+        parent_hash=zero,
+        uncles_hash=EMPTY_UNCLES_HASH,
+        coinbase=Address(bytes(20)),
+        state_root=zero,
+        transactions_root=zero,
+        receipts_root=zero,
+        logs_bloom=logs_bloom(logs),
+        difficulty=1,
+        number=number,
+        gas_limit=30_000_000,
+        gas_used=0,
+        timestamp=number,
+        extra_data=b"",
+        paid_fees=0,
+        minimum_gas_price=0,
+        uncle_count=0,
+    )
+
+
+def write_chain(store: MemoryStore, count: int, rare_at: set[int]) -> list[Header]:
+    """
+    Index C{count} blocks from genesis, each with a token transfer log, and
+    a log of the rare topic in the blocks of C{rare_at}.
+    """
+    headers = []
+    batch = store.batch()
+    for number in range(count):
+        logs = [Log(TOKEN, (TRANSFER,), b"")]
+        if number in rare_at:
+            logs.append(Log(OTHER, (RARE,), b""))
+        header = make_header(number, logs)
+        index_block(batch, header)
+        headers.append(header)
+    store.write(batch)
+    return headers
+
+
+class BitTests(SynchronousTestCase):
+    """
+    Tests for the bloom bit arithmetic.
+    """
+
+    def test_value_bits_agree_with_bloom(self) -> None:
+        """
+        The bits L{value_bits} names are those a bloom of the value sets.
+        """
+        bloom = logs_bloom([Log(TOKEN, (), b"")])
+        self.assertEqual(sorted(set_bits(bloom)), sorted(set(value_bits(TOKEN))))
+
+    def test_set_bits_of_empty_bloom(self) -> None:
+        """
+        An empty bloom sets no bit.
+        """
+        self.assertEqual(set_bits(EMPTY_BLOOM), [])
+
+    def test_bloom_matches_groups(self) -> None:
+        """
+        A bloom matches when every group has one alternative in it.
+        """
+        bloom = logs_bloom([Log(TOKEN, (TRANSFER,), b"")])
+        self.assertTrue(bloom_matches(bloom, [[value_mask(TOKEN)], [value_mask(RARE), value_mask(TRANSFER)]]))
+        self.assertFalse(bloom_matches(bloom, [[value_mask(TOKEN)], [value_mask(RARE)]]))
+        self.assertTrue(bloom_matches(bloom, []))
+        self.assertEqual(
+            bloom_matches(bloom, [[value_mask(OTHER)]]), bloom_may_contain(bloom, OTHER)
+        )
+
+
+class IndexTests(SynchronousTestCase):
+    """
+    Tests for L{index_block} and L{unindex_block}.
+    """
+
+    def test_index_writes_bloom_and_bits(self) -> None:
+        """
+        Indexing writes the block bloom under the number and one key per set bit.
+        """
+        store = MemoryStore()
+        header = write_chain(store, 1, set())[0]
+        self.assertEqual(read_bloom(store, 0), header.logs_bloom)
+        keys = [key for key, _ in store.iterate(LOG_INDEX)]
+        self.assertEqual(len(keys), 1 + len(set_bits(header.logs_bloom)))
+
+    def test_unindex_removes_everything(self) -> None:
+        """
+        Unindexing a block leaves nothing of it in the column.
+        """
+        store = MemoryStore()
+        header = write_chain(store, 1, set())[0]
+        batch = store.batch()
+        unindex_block(batch, header)
+        store.write(batch)
+        self.assertEqual(list(store.iterate(LOG_INDEX)), [])
+        self.assertIsNone(read_bloom(store, 0))
+
+    def test_replacement_at_same_height(self) -> None:
+        """
+        Unindexing one block and indexing another at its height in one
+        batch makes searches see the new block only.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 40, set())
+        batch = store.batch()
+        unindex_block(batch, headers[39])
+        index_block(batch, make_header(39, [Log(OTHER, (RARE,), b"")]))
+        store.write(batch)
+        self.assertEqual(list(candidate_blocks(store, 0, 39, [[value_mask(RARE)]])), [39])
+        self.assertEqual(list(candidate_blocks(store, 0, 39, [[value_mask(TOKEN)]])), list(range(39)))
+
+
+class CandidateTests(SynchronousTestCase):
+    """
+    Tests for L{candidate_blocks}.
+    """
+
+    def setUp(self) -> None:
+        """
+        Index three sections' worth of blocks with a few rare logs.
+        """
+        self.store = MemoryStore()
+        self.rare = {5, 1023, 1024, 2500, 3000}
+        write_chain(self.store, 3 * SECTION_SIZE, self.rare)
+
+    def test_rare_value_over_sections(self) -> None:
+        """
+        A rare topic's candidates over several sections are exactly its blocks.
+        """
+        found = list(candidate_blocks(self.store, 0, 3 * SECTION_SIZE - 1, [[value_mask(RARE)]]))
+        self.assertEqual(found, sorted(self.rare))
+
+    def test_range_bounds(self) -> None:
+        """
+        Candidates outside the range are left out, inside sections and at their edges.
+        """
+        found = list(candidate_blocks(self.store, 6, 2500, [[value_mask(RARE)]]))
+        self.assertEqual(found, [1023, 1024, 2500])
+
+    def test_common_and_rare_groups(self) -> None:
+        """
+        A common group combined with a rare one yields the rare blocks (a
+        bloom cannot tell which log held which value).
+        """
+        groups = [[value_mask(TOKEN)], [value_mask(RARE)]]
+        self.assertEqual(list(candidate_blocks(self.store, 0, 3071, groups)), sorted(self.rare))
+        groups = [[value_mask(OTHER)], [value_mask(RARE)]]
+        self.assertEqual(list(candidate_blocks(self.store, 0, 3071, groups)), sorted(self.rare))
+
+    def test_alternatives_in_a_group(self) -> None:
+        """
+        A group of alternatives yields the union of their blocks.
+        """
+        groups = [[value_mask(RARE), value_mask(TRANSFER)]]
+        self.assertEqual(list(candidate_blocks(self.store, 100, 200, groups)), list(range(100, 201)))
+
+    def test_no_groups(self) -> None:
+        """
+        Without criteria every block with a log in the range is a candidate.
+        """
+        self.assertEqual(list(candidate_blocks(self.store, 10, 20, [])), list(range(10, 21)))
+
+    def test_beyond_indexed_blocks(self) -> None:
+        """
+        Heights that were never indexed yield nothing.
+        """
+        self.assertEqual(list(candidate_blocks(self.store, 5000, 9000, [[value_mask(RARE)]])), [])
+        self.assertEqual(list(candidate_blocks(self.store, 5000, 5010, [])), [])
