@@ -49,7 +49,9 @@ def timed(work: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def bench_nodex(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]) -> dict[str, float]:
+def bench_nodex(
+    pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]
+) -> dict[str, float]:
     """
     The trie figures for nodex's L{HexaryTrie}.
     """
@@ -57,6 +59,9 @@ def bench_nodex(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, byt
     trie = HexaryTrie(nodes.get)
 
     def insert() -> None:
+        """
+        Insert every account, then commit.
+        """
         for key, value in pairs:
             trie.put(key, value)
         nodes.update(trie.commit())
@@ -66,6 +71,9 @@ def bench_nodex(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, byt
     block = HexaryTrie(nodes.get, root)
 
     def update() -> None:
+        """
+        Apply the updates, then commit.
+        """
         for key, value in updates:
             block.put(key, value)
         nodes.update(block.commit())
@@ -82,7 +90,9 @@ def bench_nodex(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, byt
     }
 
 
-def bench_py_trie(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]) -> dict[str, float]:
+def bench_py_trie(
+    pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]
+) -> dict[str, float]:
     """
     The same trie figures for py-trie over a dict.  py-trie hashes and
     writes on every set, so there is no separate commit; plain sets measured
@@ -92,6 +102,9 @@ def bench_py_trie(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, b
     trie = PyTrie(database)
 
     def insert() -> None:
+        """
+        Insert every account, then commit.
+        """
         for key, value in pairs:
             trie[key] = value
 
@@ -100,6 +113,9 @@ def bench_py_trie(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, b
     block = PyTrie(database, root)
 
     def update() -> None:
+        """
+        Apply the updates, then commit.
+        """
         for key, value in updates:
             block[key] = value
 
@@ -107,7 +123,11 @@ def bench_py_trie(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, b
     prover = PyTrie(database, root)
     probes = [key for key, _ in pairs[:2000]]
     proof_seconds = timed(lambda: [prover.get_proof(key) for key in probes])
-    return {"insert": len(pairs) / insert_seconds, "update": update_seconds, "proofs": len(probes) / proof_seconds}
+    return {
+        "insert": len(pairs) / insert_seconds,
+        "update": update_seconds,
+        "proofs": len(probes) / proof_seconds,
+    }
 
 
 def bench_branch_encoding() -> tuple[float, float]:
@@ -133,6 +153,9 @@ def bench_store(count: int) -> dict[str, float]:
         store = RocksStore.open(directory)
 
         def write() -> None:
+            """
+            Write every value in batches of 1,000.
+            """
             for start in range(0, count, 1000):
                 batch = store.batch()
                 for block_hash in hashes[start : start + 1000]:
@@ -150,7 +173,9 @@ def bench_store(count: int) -> dict[str, float]:
         shutil.rmtree(directory)
 
 
-def bench_block_over_rocksdb(pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]) -> float:
+def bench_block_over_rocksdb(
+    pairs: list[tuple[bytes, bytes]], updates: list[tuple[bytes, bytes]]
+) -> float:
     """
     Seconds for a block's state work over RocksDB: open the committed trie
     at its root in a store reopened cold, apply the updates, commit, and
@@ -170,6 +195,9 @@ def bench_block_over_rocksdb(pairs: list[tuple[bytes, bytes]], updates: list[tup
         store = RocksStore.open(directory)
 
         def block() -> None:
+            """
+            One block: open at the root, update, commit, write.
+            """
             trie = HexaryTrie(trie_node_reader(store), root)
             for key, value in updates:
                 trie.put(key, value)

@@ -10,7 +10,9 @@ from nodex.crypto import keccak256
 from nodex.trie import BLANK_ROOT, BadProofError, HexaryTrie, SecureTrie, make_proof, verify_proof
 
 
-def _filled_trie(trie_class: type[HexaryTrie], count: int, seed: int) -> tuple[HexaryTrie, dict[bytes, bytes]]:
+def _filled_trie(
+    trie_class: type[HexaryTrie], count: int, seed: int
+) -> tuple[HexaryTrie, dict[bytes, bytes]]:
     """
     A trie holding C{count} random 20-byte keys, and its contents.
     """
