@@ -128,8 +128,14 @@ class RocksStore:
     def get(self, column: str, key: bytes) -> bytes | None:
         """
         The value of C{key} in C{column}, or L{None}.
+
+        @raise StoreError: unknown column, closed store, or RocksDB failed.
         """
-        return self._column(column).get(key)
+        values = self._column(column)
+        try:
+            return values.get(key)
+        except Exception as exc:  # rocksdict raises bare Exceptions and DbClosedError
+            raise StoreError(f"reading from the store at {self.path} failed: {exc}") from exc
 
     def batch(self) -> WriteBatch:
         """
