@@ -4,6 +4,8 @@ Tests for L{nodex.trie.hexary}.
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.crypto import keccak256
@@ -267,3 +269,54 @@ class HexaryTrieTests(SynchronousTestCase):
             before = [key for key in keys if key < probe]
             self.assertEqual(reopened.next_key(probe), after[0] if after else None)
             self.assertEqual(reopened.previous_key(probe), before[-1] if before else None)
+
+
+_KEYS = st.binary(min_size=0, max_size=3).map(lambda key: bytes(byte % 4 for byte in key))
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), _KEYS, st.binary(min_size=1, max_size=40)),
+        st.tuples(st.just("delete"), _KEYS, st.just(b"")),
+        st.tuples(st.just("commit"), st.just(b""), st.just(b"")),
+        st.tuples(st.just("root"), st.just(b""), st.just(b"")),
+    ),
+    max_size=40,
+)
+
+
+class HexaryTriePropertyTests(SynchronousTestCase):
+    """
+    Property tests for L{HexaryTrie} against a dict.
+    """
+
+    @settings(max_examples=150, deadline=None)
+    @given(_OPERATIONS)
+    def test_behaves_like_a_dict(self, operations: list[tuple[str, bytes, bytes]]) -> None:
+        """
+        After any mix of puts, deletes, root computations and commits (each
+        followed by reopening from the committed nodes), the trie holds what a
+        dict holds, in order, and its root is that of a fresh trie of the
+        dict's contents.
+        """
+        nodes: dict[bytes, bytes] = {}
+        model: dict[bytes, bytes] = {}
+        trie = HexaryTrie(nodes.get)
+        for operation, key, value in operations:
+            if operation == "put":
+                trie.put(key, value)
+                model[key] = value
+            elif operation == "delete":
+                trie.delete(key)
+                model.pop(key, None)
+            elif operation == "commit":
+                nodes.update(trie.commit())
+                trie = HexaryTrie(nodes.get, trie.root_hash)
+            else:
+                trie.root_hash
+        fresh = HexaryTrie({}.get)
+        for key, value in model.items():
+            fresh.put(key, value)
+        self.assertEqual(trie.root_hash, fresh.root_hash)
+        self.assertEqual(list(trie.items()), sorted(model.items()))
+        nodes.update(trie.commit())
+        reopened = HexaryTrie(nodes.get, trie.root_hash)
+        self.assertEqual(list(reopened.items()), sorted(model.items()))
