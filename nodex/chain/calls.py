@@ -1,0 +1,281 @@
+"""
+Calls against a block's state that commit nothing: C{eth_call} and
+C{eth_estimateGas}.
+
+A call runs on a fresh L{State} opened at the block's state root, with the
+client's state overrides applied, and is thrown away afterwards.  A revert
+becomes L{ExecutionRevertedError}, whose message is worded as DESIGN §1 says
+(so that web3.py and ethers recognise the revert) and whose C{data} is the
+revert payload, whatever its shape.  The estimate is the least gas with
+which the call succeeds, found by binary search.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from nodex.chain.errors import ChainError
+from nodex.chain.execution import CallResult, run_call
+from nodex.evm.environment import BlockEnvironment
+from nodex.primitives import ZERO_ADDRESS, Address, Hash32
+from nodex.state.overrides import StateOverrides, apply_overrides
+from nodex.state.state import State
+from nodex.structures.errors import InvalidTransactionError
+from nodex.structures.headers import Header
+from nodex.structures.transaction_rules import intrinsic_gas
+from nodex.structures.transactions import AccessListEntry
+
+REVERT_PREFIX = "VM Exception while processing transaction: "
+"""The interface specification's prefix of revert messages (reference §5.1)."""
+
+ERROR_SELECTOR = bytes.fromhex("08c379a0")
+"""The selector of Solidity's C{Error(string)}."""
+
+PANIC_SELECTOR = bytes.fromhex("4e487b71")
+"""The selector of Solidity's C{Panic(uint256)}."""
+
+
+class CallError(ChainError):
+    """
+    A call or an estimate that cannot give an answer (RPC code -32000).
+    """
+
+
+class InsufficientFundsError(CallError):
+    """
+    The sender cannot pay the value (or the gas) of the call.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("insufficient funds for transfer")
+
+
+class ExecutionRevertedError(CallError):
+    """
+    The call reverted (RPC code -32015).
+
+    @ivar data: the revert payload, as the EVM returned it.
+    @ivar reason: the C{Error(string)} reason, if the payload is one.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.reason = decode_revert_reason(data)
+        if self.reason is not None:
+            message = f"{REVERT_PREFIX}revert {self.reason}"
+        else:
+            message = f"{REVERT_PREFIX}execution reverted"
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """
+    The call object of C{eth_call} and C{eth_estimateGas}.
+
+    @ivar sender: C{from}; the zero address when absent.
+    @ivar to: the callee, or L{None} for a simulated creation.
+    @ivar gas: the gas given, or L{None} for the cap.
+    @ivar gas_price: the price GASPRICE reads and the sender's balance must cover.
+    """
+
+    sender: Address = ZERO_ADDRESS
+    to: Address | None = None
+    data: bytes = b""
+    value: int = 0
+    gas: int | None = None
+    gas_price: int = 0
+    access_list: Sequence[AccessListEntry] = ()
+
+
+def decode_revert_reason(data: bytes) -> str | None:
+    """
+    The reason string of an ABI-encoded C{Error(string)} payload, or
+    L{None} for any other payload (custom errors, panics, nothing, garbage).
+    """
+    if data[:4] != ERROR_SELECTOR or len(data) < 68:
+        return None
+    body = data[4:]
+    offset = int.from_bytes(body[:32], "big")
+    if offset + 32 > len(body):
+        return None
+    length = int.from_bytes(body[offset:offset + 32], "big")
+    if offset + 32 + length > len(body):
+        return None
+    return body[offset + 32:offset + 32 + length].decode("utf-8", "replace")
+
+
+def call_environment(
+    header: Header, chain_id: int, block_hashes: Callable[[int], Hash32 | None]
+) -> BlockEnvironment:
+    """
+    The environment of a call made "at" a block: the block's own header
+    values, as geth runs C{eth_call} on a block's state with its context.
+
+    @param block_hashes: the canonical hash of an ancestor by number.
+    """
+    return BlockEnvironment(
+        coinbase=header.coinbase,
+        number=header.number,
+        timestamp=header.timestamp,
+        gas_limit=header.gas_limit,
+        prev_randao=header.difficulty.to_bytes(32, "big"),
+        chain_id=chain_id,
+        block_hashes=block_hashes,
+    )
+
+
+def _run(
+    open_state: Callable[[], State],
+    block: BlockEnvironment,
+    request: CallRequest,
+    overrides: StateOverrides,
+    gas: int,
+) -> CallResult:
+    """
+    Run C{request} with C{gas} on a fresh state with the overrides applied.
+
+    @raise InsufficientFundsError: the sender cannot pay the value or the gas.
+    @raise InvalidTransactionError: the gas is below the intrinsic gas.
+    """
+    state = open_state()
+    apply_overrides(state, overrides)
+    if state.get_balance(request.sender) < request.value + gas * request.gas_price:
+        raise InsufficientFundsError()
+    try:
+        return run_call(
+            state, block, request.sender, request.to, request.data, request.value, gas,
+            request.gas_price, request.access_list,
+        )
+    except InvalidTransactionError as exc:
+        if "insufficient funds" in str(exc):
+            raise InsufficientFundsError() from exc
+        raise
+
+
+def execute_call(
+    open_state: Callable[[], State],
+    block: BlockEnvironment,
+    request: CallRequest,
+    overrides: StateOverrides,
+    gas_cap: int,
+) -> CallResult:
+    """
+    C{eth_call}: run the call with its gas (or the cap, whichever is less).
+
+    A call that fails for a reason other than a revert (out of gas, an
+    invalid instruction) is not an error: its result carries the return
+    data, as the reference node answers.
+
+    @param open_state: opens a fresh L{State} at the block's state root.
+    @param gas_cap: the network's ceiling on a call's gas.
+    @raise ExecutionRevertedError: the call reverted.
+    @raise InsufficientFundsError: the sender cannot pay.
+    @raise nodex.state.overrides.StateOverrideError: a bad override set.
+    @raise CallError: the gas does not cover the intrinsic gas.
+    """
+    gas = gas_cap if request.gas is None else min(request.gas, gas_cap)
+    if request.gas is None and request.gas_price:
+        state = open_state()
+        apply_overrides(state, overrides)
+        gas = min(gas, max(state.get_balance(request.sender) - request.value, 0) // request.gas_price)
+    try:
+        result = _run(open_state, block, request, overrides, gas)
+    except InsufficientFundsError:
+        raise
+    except InvalidTransactionError as exc:
+        raise CallError(str(exc)) from exc
+    if result.error == "execution reverted":
+        raise ExecutionRevertedError(result.output)
+    return result
+
+
+def request_intrinsic_gas(request: CallRequest) -> int:
+    """
+    The intrinsic gas of the transaction the request describes.
+    """
+    return intrinsic_gas(_IntrinsicView(request.to or b"", request.data, tuple(request.access_list)))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _IntrinsicView:
+    """
+    The fields L{intrinsic_gas} reads.
+    """
+
+    to: bytes
+    data: bytes
+    access_list: tuple[AccessListEntry, ...]
+
+
+def estimate_gas(
+    open_state: Callable[[], State],
+    block: BlockEnvironment,
+    request: CallRequest,
+    overrides: StateOverrides,
+    upper_bound: int,
+) -> int:
+    """
+    C{eth_estimateGas}: the least gas with which the call succeeds.
+
+    The search runs between the intrinsic gas and the request's gas (or
+    C{upper_bound}, the pending block's gas limit capped by the node's
+    estimation cap); with a gas price, what the sender's balance pays for
+    bounds it too.  The first run, with all the gas, decides whether the
+    call can succeed at all; its gas used is a lower bound for the rest.
+
+    @raise ExecutionRevertedError: the call reverts even with all the gas.
+    @raise InsufficientFundsError: the sender cannot pay the value.
+    @raise CallError: the call fails even with all the gas.
+    """
+    high = upper_bound if request.gas is None else min(request.gas, upper_bound)
+    if request.gas_price:
+        state = open_state()
+        apply_overrides(state, overrides)
+        balance = state.get_balance(request.sender)
+        if balance < request.value:
+            raise InsufficientFundsError()
+        high = min(high, (balance - request.value) // request.gas_price)
+    low = request_intrinsic_gas(request) - 1
+    if high <= low:
+        raise CallError(f"gas required exceeds allowance ({high})")
+    result = _run(open_state, block, request, overrides, high)
+    if not result.success:
+        if result.error == "execution reverted":
+            raise ExecutionRevertedError(result.output)
+        raise CallError(f"gas required exceeds allowance ({high}): {result.error}")
+    low = max(low, result.gas_used - 1)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _succeeds(open_state, block, request, overrides, middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _succeeds(
+    open_state: Callable[[], State], block: BlockEnvironment, request: CallRequest, overrides: StateOverrides, gas: int
+) -> bool:
+    """
+    Whether the call succeeds with C{gas}.
+    """
+    try:
+        return _run(open_state, block, request, overrides, gas).success
+    except InvalidTransactionError:
+        return False
+
+
+__all__ = [
+    "ERROR_SELECTOR",
+    "PANIC_SELECTOR",
+    "REVERT_PREFIX",
+    "CallError",
+    "CallRequest",
+    "ExecutionRevertedError",
+    "InsufficientFundsError",
+    "call_environment",
+    "decode_revert_reason",
+    "estimate_gas",
+    "execute_call",
+    "request_intrinsic_gas",
+]

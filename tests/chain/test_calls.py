@@ -1,0 +1,277 @@
+"""
+Tests for L{nodex.chain.calls}.
+"""
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.chain.calls import (
+    ERROR_SELECTOR,
+    PANIC_SELECTOR,
+    CallError,
+    CallRequest,
+    ExecutionRevertedError,
+    InsufficientFundsError,
+    decode_revert_reason,
+    estimate_gas,
+    execute_call,
+)
+from nodex.crypto import keccak256
+from nodex.db.memory import MemoryStore
+from nodex.db.schema import write_code, write_trie_nodes
+from nodex.evm.environment import BlockEnvironment
+from nodex.primitives import Address
+from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
+from nodex.state.state import State
+
+CONTRACTS = Path(__file__).parent.parent / "data" / "contracts"
+ALICE = Address(b"\xaa" * 20)
+REVERTER = Address(b"\x0e" * 20)
+STORAGE = Address(b"\x05" * 20)
+BLOCK = BlockEnvironment(coinbase=Address(b"\xcc" * 20), number=1, timestamp=1_700_000_000, gas_limit=30_000_000)
+NO_OVERRIDES = StateOverrides()
+
+
+def runtime(name: str) -> bytes:
+    """
+    The deployed bytecode of a test contract.
+    """
+    compiled = json.loads((CONTRACTS / f"{name}.json").read_text())
+    return bytes.fromhex(compiled["deployedBytecode"].removeprefix("0x"))
+
+
+def selector(signature: str) -> bytes:
+    """
+    The 4-byte ABI selector of a function signature.
+    """
+    return keccak256(signature.encode())[:4]
+
+
+def word(value: int) -> bytes:
+    """
+    An ABI-encoded uint256.
+    """
+    return value.to_bytes(32, "big")
+
+
+def make_world() -> Callable[[], State]:
+    """
+    A store with ALICE funded, the Reverter and the Storage contract (value 5);
+    return a function that opens a fresh state over it.
+    """
+    store = MemoryStore()
+    state = State.from_store(store)
+    state.set_balance(ALICE, 10**18)
+    state.set_code(REVERTER, runtime("Reverter"))
+    state.set_code(STORAGE, runtime("Storage"))
+    state.set_storage(STORAGE, 0, 5)
+    root, nodes = state.commit()
+    batch = store.batch()
+    write_trie_nodes(batch, nodes)
+    for code_hash, code in state.new_codes.items():
+        write_code(batch, code_hash, code)
+    store.write(batch)
+    return lambda: State.from_store(store, root)
+
+
+class RevertReasonTests(SynchronousTestCase):
+    """
+    Tests for L{decode_revert_reason}.
+    """
+
+    def test_error_string(self) -> None:
+        """
+        An C{Error(string)} payload gives its string.
+        """
+        payload = ERROR_SELECTOR + word(32) + word(2) + b"hi".ljust(32, b"\0")
+        self.assertEqual(decode_revert_reason(payload), "hi")
+
+    def test_other_payloads(self) -> None:
+        """
+        Empty, panic, custom and truncated payloads have no reason.
+        """
+        for payload in (b"", PANIC_SELECTOR + word(1), b"\x12\x34\x56\x78", ERROR_SELECTOR + word(32) + word(99)):
+            self.assertIsNone(decode_revert_reason(payload))
+
+
+class ExecuteCallTests(SynchronousTestCase):
+    """
+    Tests for L{execute_call}.
+    """
+
+    def setUp(self) -> None:
+        """
+        Build the world.
+        """
+        self.open_state = make_world()
+
+    def call(self, to: Address, data: bytes, overrides: StateOverrides = NO_OVERRIDES, **kwargs: object) -> bytes:
+        """
+        Call and return the output.
+        """
+        request = CallRequest(sender=ALICE, to=to, data=data, **kwargs)  # type: ignore[arg-type]
+        return execute_call(self.open_state, BLOCK, request, overrides, 50_000_000).output
+
+    def reverted(self, data: bytes) -> ExecutionRevertedError:
+        """
+        Call the Reverter with C{data}, expecting a revert.
+        """
+        return self.assertRaises(ExecutionRevertedError, self.call, REVERTER, data)
+
+    def test_output(self) -> None:
+        """
+        A successful call returns its output.
+        """
+        self.assertEqual(self.call(STORAGE, selector("get()")), word(5))
+
+    def test_revert_with_reason(self) -> None:
+        """
+        C{Error(string)} gives the reason in the message and the payload as data.
+        """
+        error = self.reverted(selector("revertWithReason()"))
+        self.assertEqual(str(error), "VM Exception while processing transaction: revert Reverter: always fails")
+        self.assertEqual(error.data[:4], ERROR_SELECTOR)
+        self.assertEqual(error.reason, "Reverter: always fails")
+
+    def test_revert_without_reason(self) -> None:
+        """
+        A bare revert says "execution reverted" and has empty data.
+        """
+        error = self.reverted(selector("revertWithoutReason()"))
+        self.assertEqual(str(error), "VM Exception while processing transaction: execution reverted")
+        self.assertEqual(error.data, b"")
+
+    def test_custom_error_and_panic(self) -> None:
+        """
+        Custom errors and panics keep their payload as data.
+        """
+        custom = self.reverted(selector("revertWithCustomError()"))
+        self.assertEqual(custom.data[:4], selector("Unauthorized(address,uint256,string)"))
+        panic = self.reverted(selector("divide(uint256,uint256)") + word(1) + word(0))
+        self.assertEqual(panic.data, PANIC_SELECTOR + word(0x12))
+
+    def test_state_override(self) -> None:
+        """
+        Overrides change what the call sees, and nothing persists.
+        """
+        overrides = StateOverrides({STORAGE: AccountOverride(state_diff={0: 9})})
+        self.assertEqual(self.call(STORAGE, selector("get()"), overrides), word(9))
+        self.assertEqual(self.call(STORAGE, selector("get()")), word(5))
+
+    def test_code_override(self) -> None:
+        """
+        Code put on an address by an override runs.
+        """
+        overrides = StateOverrides({Address(b"\x99" * 20): AccountOverride(code=runtime("Storage"), state={0: 3})})
+        self.assertEqual(self.call(Address(b"\x99" * 20), selector("get()"), overrides), word(3))
+
+    def test_bad_override(self) -> None:
+        """
+        A bad override set is refused.
+        """
+        overrides = StateOverrides({STORAGE: AccountOverride(move_precompile_to=ALICE)})
+        self.assertRaises(StateOverrideError, self.call, STORAGE, b"", overrides)
+
+    def test_gas_cap(self) -> None:
+        """
+        The cap bounds the gas: a call that needs more runs out of gas,
+        which is not an error.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7), gas=10**9)
+        result = execute_call(self.open_state, BLOCK, request, NO_OVERRIDES, 25_000)
+        self.assertFalse(result.success)
+        self.assertEqual(result.gas_used, 25_000)
+
+    def test_intrinsic_gas_too_low(self) -> None:
+        """
+        Gas below the intrinsic gas is a call error.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, gas=20_000)
+        self.assertRaises(CallError, execute_call, self.open_state, BLOCK, request, NO_OVERRIDES, 50_000_000)
+
+    def test_insufficient_funds(self) -> None:
+        """
+        A value beyond the balance is C{insufficient funds for transfer}.
+        """
+        error = self.assertRaises(InsufficientFundsError, self.call, STORAGE, b"", value=10**19)
+        self.assertEqual(str(error), "insufficient funds for transfer")
+
+
+class EstimateGasTests(SynchronousTestCase):
+    """
+    Tests for L{estimate_gas}.
+    """
+
+    def setUp(self) -> None:
+        """
+        Build the world.
+        """
+        self.open_state = make_world()
+
+    def succeeds(self, request: CallRequest, gas: int) -> bool:
+        """
+        Whether C{request} succeeds with C{gas}.
+        """
+        try:
+            return execute_call(self.open_state, BLOCK, request, NO_OVERRIDES, gas).success
+        except CallError:
+            return False
+
+    def test_plain_transfer(self) -> None:
+        """
+        A value transfer to an account without code costs 21000.
+        """
+        request = CallRequest(sender=ALICE, to=Address(b"\x01" * 20), value=1)
+        self.assertEqual(estimate_gas(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000), 21_000)
+
+    def test_least_gas(self) -> None:
+        """
+        The estimate succeeds and one gas less fails, also for a call with
+        a storage refund.
+        """
+        for data in (selector("set(uint256)") + word(7), selector("set(uint256)") + word(0),
+                     selector("setEntry(uint256,bytes32)") + word(1) + word(2)):
+            request = CallRequest(sender=ALICE, to=STORAGE, data=data)
+            estimate = estimate_gas(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000)
+            self.assertTrue(self.succeeds(request, estimate))
+            self.assertFalse(self.succeeds(request, estimate - 1))
+
+    def test_revert(self) -> None:
+        """
+        A call that reverts with all the gas raises the revert.
+        """
+        request = CallRequest(sender=ALICE, to=REVERTER, data=selector("revertWithReason()"))
+        error = self.assertRaises(
+            ExecutionRevertedError, estimate_gas, self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000
+        )
+        self.assertEqual(error.reason, "Reverter: always fails")
+
+    def test_insufficient_funds(self) -> None:
+        """
+        A value beyond the balance is refused, with or without a gas price.
+        """
+        for price in (0, 1):
+            request = CallRequest(sender=ALICE, to=STORAGE, value=10**19, gas_price=price)
+            self.assertRaises(
+                InsufficientFundsError, estimate_gas, self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000
+            )
+
+    def test_not_enough_gas(self) -> None:
+        """
+        A call that fails even with the given gas is a call error naming the allowance.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7), gas=22_000)
+        error = self.assertRaises(CallError, estimate_gas, self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        self.assertIn("gas required exceeds allowance (22000)", str(error))
+
+    def test_overrides_apply(self) -> None:
+        """
+        Overrides apply to every run of the search (a funded override lets an unfunded sender pay).
+        """
+        poor = Address(b"\x0b" * 20)
+        request = CallRequest(sender=poor, to=Address(b"\x01" * 20), value=5)
+        overrides = StateOverrides({poor: AccountOverride(balance=10)})
+        self.assertEqual(estimate_gas(self.open_state, BLOCK, request, overrides, 30_000_000), 21_000)
