@@ -121,18 +121,93 @@ def add(first: JacobianPoint, second: JacobianPoint) -> JacobianPoint:
     return (x3, y3, z3)
 
 
+def add_affine(first: JacobianPoint, x2: int, y2: int) -> JacobianPoint:
+    """
+    C{first} + (x2, y2) for a finite affine second point: the mixed
+    addition, four multiplications cheaper than L{add}.
+    """
+    x1, y1, z1 = first
+    if z1 == 0:
+        return (x2, y2, 1)
+    p = FIELD_MODULUS
+    z1z1 = z1 * z1 % p
+    h = (x2 * z1z1 - x1) % p
+    r = (y2 * z1 * z1z1 - y1) % p
+    if h == 0:
+        return double(first) if r == 0 else INFINITY
+    hh = h * h % p
+    hhh = h * hh % p
+    v = x1 * hh % p
+    x3 = (r * r - hhh - 2 * v) % p
+    y3 = (r * (v - x3) - y1 * hhh) % p
+    return (x3, y3, z1 * h % p)
+
+
+def to_affine(point: JacobianPoint) -> tuple[int, int] | None:
+    """
+    The affine coordinates of C{point}, or L{None} for infinity.
+    """
+    x, y, z = point
+    if z == 0:
+        return None
+    p = FIELD_MODULUS
+    z_inverse = pow(z, -1, p)
+    z_inverse_squared = z_inverse * z_inverse % p
+    return x * z_inverse_squared % p, y * z_inverse_squared * z_inverse % p
+
+
+_WINDOW = 5
+
+
+def naf_digits(scalar: int, window: int = _WINDOW) -> list[int]:
+    """
+    The width-C{window} non-adjacent form of a positive C{scalar}, most
+    significant digit first: odd digits below 2^(window-1) in absolute
+    value, each followed by at least C{window - 1} zeros.
+    """
+    digits = []
+    modulus = 1 << window
+    while scalar:
+        if scalar & 1:
+            digit = scalar % modulus
+            if digit >= modulus >> 1:
+                digit -= modulus
+            scalar -= digit
+        else:
+            digit = 0
+        digits.append(digit)
+        scalar >>= 1
+    digits.reverse()
+    return digits
+
+
 def multiply(point: JacobianPoint, scalar: int) -> JacobianPoint:
     """
-    C{scalar}·C{point}, by double-and-add from the most significant bit.
+    C{scalar}·C{point}: a double per bit and a mixed addition of a
+    precomputed odd multiple per nonzero width-5 NAF digit (about one bit in
+    six), instead of a full addition per set bit.
     """
     scalar %= CURVE_ORDER
-    if scalar == 0 or point[2] == 0:
+    base = to_affine(point)
+    if scalar == 0 or base is None:
         return INFINITY
+    # The odd multiples P, 3P, ..., 15P, in affine coordinates.
+    odd_multiples = [base]
+    twice = double(point)
+    current: JacobianPoint = point
+    for _ in range((1 << (_WINDOW - 2)) - 1):
+        current = add(current, twice)
+        odd_multiples.append(to_affine(current))  # type: ignore[arg-type]
+    p = FIELD_MODULUS
     result = INFINITY
-    for bit in bin(scalar)[2:]:
+    for digit in naf_digits(scalar):
         result = double(result)
-        if bit == "1":
-            result = add(result, point)
+        if digit > 0:
+            x, y = odd_multiples[digit >> 1]
+            result = add_affine(result, x, y)
+        elif digit < 0:
+            x, y = odd_multiples[(-digit) >> 1]
+            result = add_affine(result, x, p - y)
     return result
 
 
@@ -232,6 +307,7 @@ __all__ = [
     "INFINITY",
     "JacobianPoint",
     "add",
+    "add_affine",
     "decode_g1",
     "decode_g2",
     "double",
@@ -243,4 +319,6 @@ __all__ = [
     "ecpairing_gas",
     "encode_g1",
     "multiply",
+    "naf_digits",
+    "to_affine",
 ]

@@ -7,7 +7,9 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.evm.precompiles.alt_bn128 import (
     CURVE_ORDER,
     FIELD_MODULUS,
+    INFINITY,
     add,
+    add_affine,
     double,
     ecadd,
     ecadd_gas,
@@ -17,6 +19,8 @@ from nodex.evm.precompiles.alt_bn128 import (
     ecpairing_gas,
     encode_g1,
     multiply,
+    naf_digits,
+    to_affine,
 )
 from nodex.evm.precompiles.errors import PrecompileError
 
@@ -116,6 +120,51 @@ class CurveArithmeticTests(SynchronousTestCase):
         a, b = 2**200 + 12345, CURVE_ORDER - 7
         left = add(multiply(point, a), multiply(point, b))
         self.assertEqual(encode_g1(left), encode_g1(multiply(point, a + b)))
+
+
+    def test_add_affine_matches_add(self) -> None:
+        """
+        The mixed addition agrees with the general one, including doubling
+        and adding an opposite.
+        """
+        jacobian = double(double((1, 2, 1)))
+        for k in (1, 2, 5):
+            affine = to_affine(multiply((1, 2, 1), k))
+            assert affine is not None
+            expected = add(jacobian, (affine[0], affine[1], 1))
+            self.assertEqual(encode_g1(add_affine(jacobian, *affine)), encode_g1(expected))
+        four = to_affine(jacobian)
+        assert four is not None
+        self.assertEqual(encode_g1(add_affine(jacobian, *four)), encode_g1(double(jacobian)))
+        self.assertEqual(add_affine(jacobian, four[0], FIELD_MODULUS - four[1])[2], 0)
+        self.assertEqual(add_affine(INFINITY, 1, 2), (1, 2, 1))
+
+    def test_naf_digits(self) -> None:
+        """
+        The width-5 NAF digits are odd and below 16 in absolute value, every
+        nonzero digit is followed by at least four zeros, and they add up to
+        the scalar.
+        """
+        for scalar in (1, 15, 16, 31, 2**255 + 12345, CURVE_ORDER - 1):
+            digits = naf_digits(scalar)
+            self.assertEqual(sum(d << (len(digits) - 1 - i) for i, d in enumerate(digits)), scalar)
+            nonzero = [i for i, d in enumerate(digits) if d]
+            self.assertTrue(all(digits[i] % 2 == 1 and abs(digits[i]) < 16 for i in nonzero))
+            self.assertTrue(all(b - a >= 5 for a, b in zip(nonzero, nonzero[1:])))
+
+    def test_multiply_matches_double_and_add(self) -> None:
+        """
+        The windowed multiplication agrees with plain double-and-add on
+        scalars with long runs of ones and zeros.
+        """
+        point = (1, 2, 1)
+        for scalar in (2**64 - 1, 0xF0F0F0F0F0F0F0F0F0F0F0F0F, 2**200 + 2**100 + 1, CURVE_ORDER // 3):
+            expected = INFINITY
+            for bit in bin(scalar)[2:]:
+                expected = double(expected)
+                if bit == "1":
+                    expected = add(expected, point)
+            self.assertEqual(encode_g1(multiply(point, scalar)), encode_g1(expected), hex(scalar))
 
 
 class ECAddTests(SynchronousTestCase):
