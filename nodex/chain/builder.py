@@ -1,0 +1,188 @@
+"""
+The block builder: a block template on a parent from candidate transactions.
+
+L{build_block} executes the candidates in the order given on the parent's
+state, leaves out those that cannot be included at that point (and says
+why), stops when no more gas is left for even a plain transfer, and returns
+the unsealed block with the outcome of its execution, so that the miner
+never executes a block twice.  L{seal_block} puts a merged-mining seal on it.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from nodex.chain.difficulty import next_difficulty
+from nodex.chain.errors import InvalidBlockError
+from nodex.chain.pow import Seal
+from nodex.chain.processing import (
+    BlockHashes,
+    BlockOutcome,
+    block_environment,
+    execute_transaction,
+    finish_block,
+    uncles_hash,
+)
+from nodex.chain.rules import MAX_EXTRA_DATA_SIZE, MAX_UNCLES, ChainRules, next_gas_limit
+from nodex.primitives import Address
+from nodex.state.state import State
+from nodex.structures.blocks import Block
+from nodex.structures.errors import InvalidTransactionError
+from nodex.structures.headers import Header
+from nodex.structures.receipts import Receipt
+from nodex.structures.transaction_rules import TX_BASE_COST
+from nodex.structures.transactions import Transaction
+
+
+@dataclass(frozen=True)
+class SkippedTransaction:
+    """
+    A candidate the builder left out.
+
+    @ivar transaction: the candidate.
+    @ivar reason: why it cannot be included on this state.
+    @ivar invalid: C{True} when it can never be included on this chain as
+        it stands (bad signature, used nonce, too little balance, price
+        below the block minimum); C{False} when it may fit a later block
+        (too much gas for the space left, a nonce gap, an earlier
+        transaction of its sender left out).
+    """
+
+    transaction: Transaction
+    reason: str
+    invalid: bool
+
+
+@dataclass(frozen=True)
+class BuiltBlock:
+    """
+    An unsealed block template and what executing it gave.
+    """
+
+    block: Block
+    outcome: BlockOutcome
+    skipped: tuple[SkippedTransaction, ...]
+
+
+def _fits_later(state: State, transaction: Transaction, sender: Address, gas_left: int) -> str | None:
+    """
+    Why a candidate cannot be included now but might be later, or L{None}.
+    """
+    if transaction.gas > gas_left:
+        return f"gas {transaction.gas} exceeds the {gas_left} left in the block"
+    nonce = state.get_nonce(sender)
+    if transaction.nonce > nonce:
+        return f"nonce {transaction.nonce} is ahead of the sender's nonce {nonce}"
+    return None
+
+
+def build_block(
+    parent: Header,
+    state: State,
+    candidates: Iterable[Transaction],
+    coinbase: Address,
+    timestamp: int,
+    rules: ChainRules,
+    block_hashes: BlockHashes,
+    extra_data: bytes = b"",
+    uncles: Sequence[Header] = (),
+) -> BuiltBlock:
+    """
+    Build a block template on C{parent}, executing C{candidates} in order.
+
+    @param state: the parent's state; it is changed to the block's state
+        and committed.
+    @param timestamp: the block's timestamp, already after the parent's.
+    @param block_hashes: the lookup of the parent's ancestry for BLOCKHASH.
+    @param uncles: uncle headers to include (already checked by the caller).
+    @raise InvalidBlockError: the timestamp does not follow the parent, the
+        extra data is too long, or there are too many uncles.
+    """
+    if timestamp <= parent.timestamp:
+        raise InvalidBlockError(f"timestamp {timestamp} is not after the parent's {parent.timestamp}")
+    if len(extra_data) > MAX_EXTRA_DATA_SIZE:
+        raise InvalidBlockError(f"extra data of {len(extra_data)} bytes is longer than {MAX_EXTRA_DATA_SIZE}")
+    if len(uncles) > MAX_UNCLES:
+        raise InvalidBlockError(f"{len(uncles)} uncles, at most {MAX_UNCLES} allowed")
+    gas_limit = next_gas_limit(rules, parent.gas_limit)
+    difficulty = next_difficulty(rules.difficulty, parent.difficulty, parent.timestamp, timestamp, len(uncles))
+    template = Header(
+        parent_hash=parent.hash,
+        uncles_hash=uncles_hash(uncles),
+        coinbase=coinbase,
+        state_root=parent.state_root,
+        transactions_root=parent.transactions_root,
+        receipts_root=parent.receipts_root,
+        logs_bloom=parent.logs_bloom,
+        difficulty=difficulty,
+        number=parent.number + 1,
+        gas_limit=gas_limit,
+        gas_used=0,
+        timestamp=timestamp,
+        extra_data=extra_data,
+        paid_fees=0,
+        minimum_gas_price=parent.minimum_gas_price,
+        uncle_count=len(uncles),
+    )
+    environment = block_environment(template, rules.chain_id, block_hashes)
+    included: list[Transaction] = []
+    receipts: list[Receipt] = []
+    skipped: list[SkippedTransaction] = []
+    blocked_senders: set[Address] = set()
+    gas_used = 0
+    paid_fees = 0
+    for transaction in candidates:
+        if gas_limit - gas_used < TX_BASE_COST:
+            break
+        try:
+            sender = transaction.sender
+        except InvalidTransactionError as exc:
+            skipped.append(SkippedTransaction(transaction, str(exc), True))
+            continue
+        if sender in blocked_senders:
+            skipped.append(SkippedTransaction(transaction, "an earlier transaction of its sender was left out", False))
+            continue
+        later = _fits_later(state, transaction, sender, gas_limit - gas_used)
+        if later is not None:
+            blocked_senders.add(sender)
+            skipped.append(SkippedTransaction(transaction, later, False))
+            continue
+        try:
+            receipt, gas, fee = execute_transaction(
+                state, environment, transaction, sender, gas_used, template.minimum_gas_price
+            )
+        except InvalidTransactionError as exc:
+            blocked_senders.add(sender)
+            skipped.append(SkippedTransaction(transaction, str(exc), True))
+            continue
+        included.append(transaction)
+        receipts.append(receipt)
+        gas_used += gas
+        paid_fees += fee
+    outcome = finish_block(state, included, receipts, paid_fees)
+    header = replace(
+        template,
+        state_root=outcome.state_root,
+        transactions_root=outcome.transactions_root,
+        receipts_root=outcome.receipts_root,
+        logs_bloom=outcome.logs_bloom,
+        gas_used=outcome.gas_used,
+        paid_fees=outcome.paid_fees,
+    )
+    return BuiltBlock(Block(header, tuple(included), tuple(uncles)), outcome, tuple(skipped))
+
+
+def seal_block(block: Block, seal: Seal) -> Block:
+    """
+    The block with C{seal} in its header's merged-mining fields (its hash
+    for merged mining does not change).
+    """
+    header = replace(
+        block.header,
+        bitcoin_merged_mining_header=seal.bitcoin_header,
+        bitcoin_merged_mining_merkle_proof=seal.merkle_proof,
+        bitcoin_merged_mining_coinbase_transaction=seal.coinbase,
+    )
+    return Block(header, block.transactions, block.uncles)
+
+
+__all__ = ["BuiltBlock", "SkippedTransaction", "build_block", "seal_block"]
