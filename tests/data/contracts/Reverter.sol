@@ -12,7 +12,7 @@ contract Reverter {
         revert("Reverter: always fails");
     }
 
-    /// Reverts through require with a reason when flag is false.
+    /// Reverts through require with the reason "value must be positive" when value is 0.
     function requirePositive(uint256 value) external pure returns (uint256) {
         require(value > 0, "value must be positive");
         return value;
