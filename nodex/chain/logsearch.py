@@ -1,0 +1,200 @@
+"""
+Log filters: which logs a filter object selects, and the search over a
+range of canonical blocks through the log index.
+
+Matching follows the specification's topic table: C{[]} matches anything;
+C{[A]} A in the first position (and anything after); C{[null, B]} anything
+first and B second; C{[A, B]} A first and B second; C{[[A, B], [A, B]]} A or
+B first and A or B second.  A log with fewer topics than a non-empty
+position asks for does not match.  The addresses are alternatives too, and
+an empty list matches any address.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nodex.chain.errors import ChainError
+from nodex.chain.logindex import candidate_blocks, value_mask
+from nodex.db.kv import KeyValueStore
+from nodex.db.schema import read_body_rlp, read_canonical_hash, read_receipts_rlp
+from nodex.primitives import Address, Hash32
+from nodex.structures.blocks import decode_body
+from nodex.structures.logs import MAX_TOPICS, Log
+from nodex.structures.receipts import Receipt, decode_receipts
+
+
+class LogQueryError(ChainError):
+    """
+    A log query that cannot be answered (RPC code -32012 for the limits).
+    """
+
+
+class TooManyLogsError(LogQueryError):
+    """
+    A query matched more logs than the node returns at once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Filter returned more than {limit} logs.")
+
+
+class BlockRangeTooLargeError(LogQueryError):
+    """
+    A query spans more blocks than the node searches at once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Cannot query more than {limit} blocks at once")
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    """
+    What a log must have to be selected.
+
+    @ivar addresses: the emitting contracts accepted; empty accepts any.
+    @ivar topics: per position, the topics accepted there; L{None} or an
+        empty tuple accepts anything (but the position need not exist).
+    """
+
+    addresses: tuple[Address, ...] = ()
+    topics: tuple[tuple[Hash32, ...] | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        """
+        Refuse more topic positions than a log can have.
+
+        @raise LogQueryError: more than four positions.
+        """
+        if len(self.topics) > MAX_TOPICS:
+            raise LogQueryError(f"a filter has at most {MAX_TOPICS} topic positions, got {len(self.topics)}")
+
+    def matches(self, log: Log) -> bool:
+        """
+        Whether C{log} is selected.
+        """
+        if self.addresses and log.address not in self.addresses:
+            return False
+        topics = log.topics
+        for position, wanted in enumerate(self.topics):
+            if not wanted:
+                continue
+            if position >= len(topics) or topics[position] not in wanted:
+                return False
+        return True
+
+    def bloom_groups(self) -> list[list[int]]:
+        """
+        The criteria as bloom masks, for L{nodex.chain.logindex.candidate_blocks}.
+        """
+        groups = []
+        if self.addresses:
+            groups.append([value_mask(address) for address in self.addresses])
+        for wanted in self.topics:
+            if wanted:
+                groups.append([value_mask(topic) for topic in wanted])
+        return groups
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """
+    A log with its place in the chain, as the RPC log object shows it.
+
+    @ivar log_index: the position among all logs of the block.
+    @ivar removed: whether the block left the canonical chain.
+    """
+
+    log: Log
+    block_hash: Hash32
+    block_number: int
+    transaction_hash: Hash32
+    transaction_index: int
+    log_index: int
+    removed: bool = False
+
+
+def block_log_entries(
+    block_hash: Hash32,
+    block_number: int,
+    transaction_hashes: Sequence[Hash32],
+    receipts: Sequence[Receipt],
+    log_filter: LogFilter,
+    removed: bool = False,
+) -> list[LogEntry]:
+    """
+    The logs of one block that C{log_filter} selects, in block order.
+
+    @param transaction_hashes: the block's transaction hashes, in order.
+    @param receipts: the block's receipts, in the same order.
+    """
+    entries = []
+    log_index = 0
+    for index, receipt in enumerate(receipts):
+        for log in receipt.logs:
+            if log_filter.matches(log):
+                entries.append(
+                    LogEntry(log, block_hash, block_number, transaction_hashes[index], index, log_index, removed)
+                )
+            log_index += 1
+    return entries
+
+
+def read_block_log_entries(store: KeyValueStore, number: int, log_filter: LogFilter) -> list[LogEntry]:
+    """
+    The selected logs of the canonical block at C{number} (none if there is no such block).
+    """
+    block_hash = read_canonical_hash(store, number)
+    if block_hash is None:
+        return []
+    return stored_block_log_entries(store, Hash32(block_hash), number, log_filter)
+
+
+def stored_block_log_entries(
+    store: KeyValueStore, block_hash: Hash32, number: int, log_filter: LogFilter, removed: bool = False
+) -> list[LogEntry]:
+    """
+    The selected logs of a stored block, canonical or not.
+    """
+    receipts_rlp = read_receipts_rlp(store, block_hash)
+    if receipts_rlp is None:
+        return []
+    receipts = decode_receipts(receipts_rlp)
+    if not any(log_filter.matches(log) for receipt in receipts for log in receipt.logs):
+        return []
+    body_rlp = read_body_rlp(store, block_hash)
+    if body_rlp is None:
+        return []
+    transactions, _ = decode_body(body_rlp)
+    hashes = [transaction.hash for transaction in transactions]
+    return block_log_entries(block_hash, number, hashes, receipts, log_filter, removed)
+
+
+def search_logs(
+    store: KeyValueStore, first: int, last: int, log_filter: LogFilter, max_logs: int | None = None
+) -> list[LogEntry]:
+    """
+    The selected logs of the canonical blocks C{first} to C{last}, in chain order.
+
+    @param max_logs: the most logs returned, or L{None} for no limit.
+    @raise TooManyLogsError: more logs than C{max_logs} matched.
+    """
+    found: list[LogEntry] = []
+    for number in candidate_blocks(store, first, last, log_filter.bloom_groups()):
+        found.extend(read_block_log_entries(store, number, log_filter))
+        if max_logs is not None and len(found) > max_logs:
+            raise TooManyLogsError(max_logs)
+    return found
+
+
+__all__ = [
+    "BlockRangeTooLargeError",
+    "LogEntry",
+    "LogFilter",
+    "LogQueryError",
+    "TooManyLogsError",
+    "block_log_entries",
+    "read_block_log_entries",
+    "search_logs",
+    "stored_block_log_entries",
+]

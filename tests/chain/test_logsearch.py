@@ -1,0 +1,197 @@
+"""
+Tests for L{nodex.chain.logsearch}.
+"""
+
+from collections.abc import Sequence
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.chain.logindex import index_block
+from nodex.chain.logsearch import (
+    LogFilter,
+    LogQueryError,
+    TooManyLogsError,
+    read_block_log_entries,
+    search_logs,
+)
+from nodex.db.memory import MemoryStore
+from nodex.db.schema import write_body_rlp, write_canonical_hash, write_header_rlp, write_receipts_rlp
+from nodex.primitives import Address, Hash32
+from nodex.structures.blocks import Block
+from nodex.structures.bloom import merge_blooms
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
+from nodex.structures.logs import Log
+from nodex.structures.receipts import Receipt, encode_receipts
+from nodex.structures.transactions import LegacyTransaction
+
+A = Hash32(b"\x0a" * 32)
+B = Hash32(b"\x0b" * 32)
+C = Hash32(b"\x0c" * 32)
+ONE = Address(b"\x01" * 20)
+TWO = Address(b"\x02" * 20)
+
+
+def make_block(number: int, logs_per_tx: Sequence[Sequence[Log]], parent: bytes = bytes(32), salt: int = 0) -> tuple[Block, tuple[Receipt, ...]]:
+    """
+    A block at C{number} with one transaction per entry of C{logs_per_tx},
+    each with a receipt holding those logs.
+    """
+    transactions = tuple(
+        LegacyTransaction(nonce=index, gas_price=salt, gas=21000, to=b"\x03" * 20, value=number, data=b"", v=27, r=1, s=1)
+        for index in range(len(logs_per_tx))
+    )
+    receipts = tuple(Receipt.from_logs(0, 1, 21000 * (i + 1), logs) for i, logs in enumerate(logs_per_tx))
+    zero = Hash32(bytes(32))
+    header = Header(
+        parent_hash=Hash32(parent), uncles_hash=EMPTY_UNCLES_HASH, coinbase=Address(bytes(20)), state_root=zero,
+        transactions_root=zero, receipts_root=zero,
+        logs_bloom=merge_blooms(receipt.bloom for receipt in receipts) if receipts else bytes(256),
+        difficulty=1, number=number, gas_limit=30_000_000, gas_used=0, timestamp=number, extra_data=bytes([salt]),
+        paid_fees=0, minimum_gas_price=0, uncle_count=0,
+    )
+    return Block(header, transactions), receipts
+
+
+def store_block(store: MemoryStore, block: Block, receipts: Sequence[Receipt], canonical: bool = True) -> None:
+    """
+    Write a block and its receipts, and make it canonical (indexed) if asked.
+    """
+    batch = store.batch()
+    write_header_rlp(batch, block.hash, block.header.encode())
+    write_body_rlp(batch, block.hash, block.encode_body())
+    write_receipts_rlp(batch, block.hash, encode_receipts(receipts))
+    if canonical:
+        write_canonical_hash(batch, block.number, block.hash)
+        index_block(batch, block.header)
+    store.write(batch)
+
+
+class LogFilterTests(SynchronousTestCase):
+    """
+    Tests for L{LogFilter.matches}: the specification's topic table.
+    """
+
+    def assertTable(self, topics: tuple[tuple[Hash32, ...] | None, ...], log_topics: tuple[Hash32, ...], expected: bool) -> None:
+        """
+        A filter with C{topics} does or does not match a log with C{log_topics}.
+        """
+        self.assertEqual(LogFilter(topics=topics).matches(Log(ONE, log_topics, b"")), expected)
+
+    def test_empty_matches_anything(self) -> None:
+        """
+        C{[]} matches any log, also one without topics.
+        """
+        self.assertTable((), (), True)
+        self.assertTable((), (A, B), True)
+
+    def test_first_position(self) -> None:
+        """
+        C{[A]} matches A first, anything after; not B first, not a log without topics.
+        """
+        self.assertTable(((A,),), (A,), True)
+        self.assertTable(((A,),), (A, C), True)
+        self.assertTable(((A,),), (B, A), False)
+        self.assertTable(((A,),), (), False)
+
+    def test_wildcard_then_topic(self) -> None:
+        """
+        C{[null, B]} matches anything first and B second; a one-topic log fails.
+        """
+        self.assertTable((None, (B,)), (C, B), True)
+        self.assertTable((None, (B,)), (B,), False)
+        self.assertTable(((), (B,)), (A, B), True)
+
+    def test_two_positions(self) -> None:
+        """
+        C{[A, B]} needs both in order.
+        """
+        self.assertTable(((A,), (B,)), (A, B), True)
+        self.assertTable(((A,), (B,)), (B, A), False)
+
+    def test_alternatives(self) -> None:
+        """
+        C{[[A, B], [A, B]]} matches A or B in each of the first two positions.
+        """
+        both = (A, B)
+        self.assertTable((both, both), (B, A), True)
+        self.assertTable((both, both), (A, A), True)
+        self.assertTable((both, both), (A, C), False)
+
+    def test_addresses(self) -> None:
+        """
+        Addresses are alternatives; none means any.
+        """
+        log = Log(TWO, (), b"")
+        self.assertTrue(LogFilter(addresses=(ONE, TWO)).matches(log))
+        self.assertFalse(LogFilter(addresses=(ONE,)).matches(log))
+        self.assertTrue(LogFilter().matches(log))
+
+    def test_too_many_positions(self) -> None:
+        """
+        Five topic positions are refused.
+        """
+        self.assertRaises(LogQueryError, LogFilter, topics=((A,),) * 5)
+
+
+class SearchTests(SynchronousTestCase):
+    """
+    Tests for L{search_logs} over a stored chain.
+    """
+
+    def setUp(self) -> None:
+        """
+        Store 1,100 blocks: each has a log of ONE with topic A; block 7 also
+        has, in a second transaction, ONE/B and TWO/C.
+        """
+        self.store = MemoryStore()
+        self.blocks = []
+        for number in range(1100):
+            logs: list[list[Log]] = [[Log(ONE, (A,), b"")]]
+            if number == 7:
+                logs.append([Log(ONE, (B,), b"x"), Log(TWO, (C,), b"y")])
+            block, receipts = make_block(number, logs)
+            store_block(self.store, block, receipts)
+            self.blocks.append(block)
+
+    def test_locations(self) -> None:
+        """
+        Entries carry the block, the transaction and the block-wide log index.
+        """
+        entries = search_logs(self.store, 0, 1099, LogFilter(topics=((C,),)))
+        self.assertEqual(len(entries), 1)
+        entry = entries[0]
+        self.assertEqual(entry.log, Log(TWO, (C,), b"y"))
+        self.assertEqual((entry.block_number, entry.block_hash), (7, self.blocks[7].hash))
+        self.assertEqual((entry.transaction_index, entry.log_index), (1, 2))
+        self.assertEqual(entry.transaction_hash, self.blocks[7].transactions[1].hash)
+        self.assertFalse(entry.removed)
+
+    def test_range(self) -> None:
+        """
+        Only blocks inside the range give logs, in chain order.
+        """
+        entries = search_logs(self.store, 5, 1050, LogFilter(addresses=(ONE,), topics=((A,),)))
+        self.assertEqual([entry.block_number for entry in entries], list(range(5, 1051)))
+
+    def test_address_and_topic_together(self) -> None:
+        """
+        Address and topics must hold for the same log.
+        """
+        self.assertEqual(search_logs(self.store, 0, 1099, LogFilter(addresses=(TWO,), topics=((B,),))), [])
+        entries = search_logs(self.store, 0, 1099, LogFilter(addresses=(ONE, TWO), topics=((B, C),)))
+        self.assertEqual([entry.log.data for entry in entries], [b"x", b"y"])
+
+    def test_limit(self) -> None:
+        """
+        More matches than the limit raise L{TooManyLogsError} with the reference message.
+        """
+        error = self.assertRaises(TooManyLogsError, search_logs, self.store, 0, 1099, LogFilter(), 100)
+        self.assertEqual(str(error), "Filter returned more than 100 logs.")
+        self.assertEqual(len(search_logs(self.store, 0, 97, LogFilter(), 100)), 100)
+
+    def test_unknown_heights(self) -> None:
+        """
+        Heights above the chain give nothing.
+        """
+        self.assertEqual(search_logs(self.store, 3000, 9000, LogFilter()), [])
+        self.assertEqual(read_block_log_entries(self.store, 5000, LogFilter()), [])
