@@ -224,7 +224,10 @@ class ITransactionPool(Interface):
 
     def add_observer(observer: "Callable[[Transaction], None]") -> None:
         """
-        Call C{observer} with each transaction that becomes pending.
+        Call C{observer} with each transaction that becomes pending.  The
+        observer may return a Deferred: the L{add} that made the transaction
+        pending fires only after it has fired (the miner's C{auto} mode mines
+        there, so that the RPC answer follows the block).
         """
 
     def clear() -> None:

@@ -1,0 +1,599 @@
+"""
+The transaction pool: signed transactions waiting to be mined.
+
+The pool validates each transaction against the head state (in a thread:
+signature recovery and account reads), keeps it per sender and nonce, and
+tells its observers when a transaction becomes executable.  A sender's
+I{pending} transactions carry consecutive nonces from its state nonce; the
+others are I{queued} until the gap closes.  Rejections raise
+L{TransactionRejectedError} with the reference node's messages (reference
+§5.3), which the RPC edge answers with code -32010.
+
+Every accepted transaction is also written to the store (column C{METADATA},
+key C{pool:} followed by its hash, value its raw bytes) and deleted when it is
+mined, replaced, evicted or dropped, so that L{TransactionPool.load} finds the
+pool again after a restart and re-validates it against the head.
+
+All bookkeeping happens on the reactor thread; only the reads of the head
+state run in C{run_in_thread}.
+"""
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.internet.defer import Deferred, gatherResults, maybeDeferred, succeed
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from nodex.db.kv import KeyValueStore
+from nodex.db.schema import METADATA, trie_node_reader
+from nodex.interfaces import ChainEvent, IChainService, ITransactionPool
+from nodex.primitives import UINT64_CEILING, Address, Hash32
+from nodex.services.errors import TransactionRejectedError
+from nodex.structures.accounts import Account
+from nodex.structures.errors import (
+    IntrinsicGasTooLowError,
+    InvalidSignatureError,
+    InvalidTransactionError,
+    RLPError,
+    WrongChainIdError,
+)
+from nodex.structures.headers import Header
+from nodex.structures.transaction_rules import MAX_INIT_CODE_SIZE, intrinsic_gas, validate_transaction
+from nodex.structures.transactions import Transaction, decode_transaction
+from nodex.trie import SecureTrie
+
+ACCOUNT_SLOTS = 16
+"""Transactions one sender may have in the pool (reference C{transaction.accountSlots})."""
+
+GLOBAL_SLOTS = 4096
+"""Transactions the whole pool holds before it evicts."""
+
+PRICE_BUMP_PERCENT = 40
+"""How much more a replacement must pay per gas (reference C{transaction.gasPriceBump})."""
+
+MAX_TRANSACTION_SIZE = 128 * 1024
+"""The largest raw transaction accepted, in bytes."""
+
+POOL_KEY_PREFIX = b"pool:"
+"""The prefix of the pool's keys in the C{METADATA} column."""
+
+AccountReader = Callable[[bytes, Address], Account | None]
+"""Reads an account at a state root: C{(state_root, address) -> Account | None}."""
+
+ThreadRunner = Callable[..., Deferred[Any]]
+"""Runs a function with its arguments in a thread: C{deferToThreadPool}-like."""
+
+PoolObserver = Callable[[Transaction], "Deferred[Any] | None"]
+"""Called with each transaction that becomes pending; may return a Deferred."""
+
+
+def store_account_reader(store: KeyValueStore) -> AccountReader:
+    """
+    An L{AccountReader} over the state tries of a store.
+    """
+    read_node = trie_node_reader(store)
+
+    def read_account(state_root: bytes, address: Address) -> Account | None:
+        raw = SecureTrie(read_node, state_root).get(address)
+        return None if raw is None else Account.decode(raw)
+
+    return read_account
+
+
+def pool_key(tx_hash: bytes) -> bytes:
+    """
+    The C{METADATA} key under which the pool keeps a transaction.
+    """
+    return POOL_KEY_PREFIX + tx_hash
+
+
+def _cost(transaction: Transaction) -> int:
+    """
+    The most a transaction can take from its sender: gas at the highest price plus value.
+    """
+    return transaction.gas * transaction.max_fee_per_gas + transaction.value
+
+
+@dataclass
+class _Sender:
+    """
+    One sender's transactions.
+
+    @ivar state_nonce: the sender's nonce in the head state, as last known;
+        L{None} after a reorganisation until it is read again.
+    @ivar transactions: by nonce.
+    """
+
+    state_nonce: int | None
+    transactions: dict[int, Transaction] = field(default_factory=dict)
+
+    def first_nonce(self) -> int:
+        """
+        Where this sender's pending run starts.
+        """
+        if self.state_nonce is not None:
+            return self.state_nonce
+        return min(self.transactions, default=0)
+
+    def pending_run(self) -> Iterator[Transaction]:
+        """
+        The consecutive transactions from the state nonce, in nonce order.
+        """
+        nonce = self.first_nonce()
+        transactions = self.transactions
+        while nonce in transactions:
+            yield transactions[nonce]
+            nonce += 1
+
+    def is_pending(self, nonce: int) -> bool:
+        """
+        Whether the transaction with C{nonce} is in the pending run.
+        """
+        start = self.first_nonce()
+        if nonce < start:
+            return False
+        return all(n in self.transactions for n in range(start, nonce + 1))
+
+
+@implementer(ITransactionPool)
+class TransactionPool:
+    """
+    Validated transactions by sender and nonce, kept in memory and in the store.
+    """
+
+    log = Logger()
+
+    def __init__(
+        self,
+        chain: IChainService,
+        store: KeyValueStore,
+        run_in_thread: ThreadRunner,
+        *,
+        read_account: AccountReader | None = None,
+        account_slots: int = ACCOUNT_SLOTS,
+        global_slots: int = GLOBAL_SLOTS,
+        price_bump_percent: int = PRICE_BUMP_PERCENT,
+    ) -> None:
+        """
+        @param chain: the chain whose head the transactions are checked against;
+            the pool observes it to drop mined transactions and take back
+            abandoned ones.
+        @param store: where the pool persists its transactions.
+        @param run_in_thread: runs the state reads off the reactor thread.
+        @param read_account: reads an account at a state root (default: from
+            C{store}'s state tries).
+        """
+        self._chain = chain
+        self._store = store
+        self._run_in_thread = run_in_thread
+        self._read_account = read_account or store_account_reader(store)
+        self._account_slots = account_slots
+        self._global_slots = global_slots
+        self._price_bump = price_bump_percent
+        self._senders: dict[Address, _Sender] = {}
+        self._by_hash: dict[Hash32, Transaction] = {}
+        self._observers: list[PoolObserver] = []
+        chain.add_observer(self._chain_changed)
+
+    # Reading
+
+    def __len__(self) -> int:
+        """
+        How many transactions the pool holds.
+        """
+        return len(self._by_hash)
+
+    def get(self, tx_hash: bytes) -> Transaction | None:
+        """
+        A pooled transaction by hash.
+        """
+        return self._by_hash.get(Hash32(tx_hash))
+
+    def pending(self) -> list[Transaction]:
+        """
+        The executable transactions, in the order a block template takes
+        them: each sender's in nonce order, senders interleaved by price (the
+        highest-paying next transaction first; first come first on a tie).
+        """
+        runs = [list(sender.pending_run()) for sender in self._senders.values()]
+        heap = [(-run[0].effective_gas_price, order, 0) for order, run in enumerate(runs) if run]
+        heapq.heapify(heap)
+        ordered = []
+        while heap:
+            _, order, position = heapq.heappop(heap)
+            run = runs[order]
+            ordered.append(run[position])
+            position += 1
+            if position < len(run):
+                heapq.heappush(heap, (-run[position].effective_gas_price, order, position))
+        return ordered
+
+    def queued(self) -> list[Transaction]:
+        """
+        The transactions waiting for a nonce gap to close, by sender then nonce.
+        """
+        queued = []
+        for sender in self._senders.values():
+            run = {tx.nonce for tx in sender.pending_run()}
+            queued.extend(tx for nonce, tx in sorted(sender.transactions.items()) if nonce not in run)
+        return queued
+
+    def is_pending(self, tx_hash: bytes) -> bool:
+        """
+        Whether a pooled transaction is executable now.
+        """
+        transaction = self._by_hash.get(Hash32(tx_hash))
+        if transaction is None:
+            return False
+        return self._senders[transaction.sender].is_pending(transaction.nonce)
+
+    def next_nonce(self, address: bytes) -> Deferred[int]:
+        """
+        The nonce a new transaction of C{address} should carry: its state
+        nonce plus its pending transactions.
+        """
+        sender = self._senders.get(Address(address))
+        if sender is not None and sender.state_nonce is not None:
+            return succeed(sender.state_nonce + sum(1 for _ in sender.pending_run()))
+        root = self._chain.head.header.state_root
+        reading = self._run_in_thread(self._read_account, root, Address(address))
+
+        def counted(account: Account | None) -> int:
+            nonce = 0 if account is None else account.nonce
+            current = self._senders.get(Address(address))
+            if current is None:
+                return nonce
+            if current.state_nonce is None:
+                current.state_nonce = nonce
+            return current.state_nonce + sum(1 for _ in current.pending_run())
+
+        return reading.addCallback(counted)
+
+    # Observers
+
+    def add_observer(self, observer: PoolObserver) -> None:
+        """
+        Call C{observer} with each transaction that becomes pending.  If it
+        returns a Deferred, the L{add} that made the transaction pending fires
+        only after it (the miner's C{auto} mode mines before the RPC answer).
+        """
+        self._observers.append(observer)
+
+    # Adding
+
+    def add(self, transaction: Transaction) -> Deferred[Hash32]:
+        """
+        Validate a signed transaction against the head state and keep it.
+
+        @return: a Deferred firing with its hash once the observers of the
+            transactions it made pending are done, or failing with
+            L{TransactionRejectedError}.
+        """
+        header = self._chain.head.header
+        checking = self._run_in_thread(self._thd_validate, transaction, header)
+        return checking.addCallback(self._admit, transaction)
+
+    def _thd_validate(self, transaction: Transaction, header: Header) -> Account | None:
+        """
+        The checks that need no pool: the transaction's own rules, the head's
+        limits, and the sender's account (in a thread).
+
+        @return: the sender's account in the head state.
+        """
+        size = len(transaction.encode())
+        if size > MAX_TRANSACTION_SIZE:
+            raise TransactionRejectedError(
+                f"transaction's size is higher than defined maximum: {size} > {MAX_TRANSACTION_SIZE}"
+            )
+        if transaction.is_create and len(transaction.data) > MAX_INIT_CODE_SIZE:
+            raise TransactionRejectedError("transaction's init code size is invalid")
+        if transaction.nonce >= UINT64_CEILING - 1:
+            raise TransactionRejectedError("transaction nonce too high")
+        try:
+            validate_transaction(transaction, self._chain.chain_id)
+        except WrongChainIdError:
+            raise TransactionRejectedError(f"Invalid chainId: {transaction.chain_id}") from None
+        except IntrinsicGasTooLowError:
+            raise TransactionRejectedError("transaction's basic cost is above the gas limit") from None
+        except InvalidSignatureError as exc:
+            raise TransactionRejectedError(str(exc)) from None
+        except InvalidTransactionError as exc:
+            if transaction.gas * transaction.max_fee_per_gas >= 1 << 256:
+                raise TransactionRejectedError("transaction's gas price exceeds cap") from None
+            raise TransactionRejectedError(str(exc)) from None
+        if intrinsic_gas(transaction) > header.gas_limit or transaction.gas > header.gas_limit:
+            raise TransactionRejectedError(
+                f"transaction's gas limit of {transaction.gas} exceeds the block's gas limit of {header.gas_limit}"
+            )
+        if transaction.effective_gas_price < header.minimum_gas_price:
+            raise TransactionRejectedError("transaction's gas price lower than block's minimum")
+        return self._read_account(header.state_root, transaction.sender)
+
+    def _admit(self, account: Account | None, transaction: Transaction) -> Deferred[Hash32]:
+        """
+        The rules that depend on the pool, then keep the transaction (on the
+        reactor thread, so that two arrivals cannot interleave).
+        """
+        tx_hash = transaction.hash
+        if tx_hash in self._by_hash:
+            where = "pending" if self.is_pending(tx_hash) else "queued"
+            raise TransactionRejectedError(f"{where} transaction with same hash already exists")
+        address = transaction.sender
+        state_nonce = 0 if account is None else account.nonce
+        balance = 0 if account is None else account.balance
+        sender = self._senders.get(address)
+        if sender is None:
+            sender = _Sender(state_nonce)
+        elif sender.state_nonce is None or sender.state_nonce < state_nonce:
+            sender.state_nonce = state_nonce
+            self._prune(address, sender)
+        nonce = transaction.nonce
+        first = sender.first_nonce()
+        if nonce < first:
+            raise TransactionRejectedError("transaction nonce too low")
+        replaced = sender.transactions.get(nonce)
+        if replaced is None and len(sender.transactions) >= self._account_slots:
+            raise TransactionRejectedError("account exceeds quota")
+        if nonce >= first + self._account_slots:
+            raise TransactionRejectedError("transaction nonce too high")
+        if replaced is not None:
+            self._check_bump(replaced, transaction)
+        cost = _cost(transaction)
+        if cost > balance:
+            raise TransactionRejectedError("insufficient funds")
+        others = sum(_cost(tx) for n, tx in sender.transactions.items() if n != nonce)
+        if others + cost > balance:
+            raise TransactionRejectedError("insufficient funds to pay for pending and new transactions")
+        removed: list[Transaction] = []
+        if replaced is None and len(self._by_hash) >= self._global_slots:
+            removed.append(self._evict(transaction))
+        if replaced is not None:
+            removed.append(replaced)
+            del self._by_hash[replaced.hash]
+        was_pending = {tx.nonce for tx in sender.pending_run()}
+        self._senders[address] = sender
+        sender.transactions[nonce] = transaction
+        self._by_hash[tx_hash] = transaction
+        self._persist([transaction], removed)
+        promoted = [tx for tx in sender.pending_run() if tx.nonce not in was_pending or tx is transaction]
+        return self._notify(promoted).addCallback(lambda _: tx_hash)
+
+    def _check_bump(self, old: Transaction, new: Transaction) -> None:
+        """
+        Refuse a replacement that does not pay enough more per gas.
+        """
+        factor = 100 + self._price_bump
+        for old_price, new_price in (
+            (old.max_fee_per_gas, new.max_fee_per_gas),
+            (old.max_priority_fee_per_gas, new.max_priority_fee_per_gas),
+        ):
+            if new_price * 100 < old_price * factor:
+                raise TransactionRejectedError("gas price not enough to bump transaction")
+
+    def _evict(self, incoming: Transaction) -> Transaction:
+        """
+        Make room for C{incoming} in a full pool: drop the cheapest queued
+        transaction, or else the cheapest last pending transaction of another
+        sender if C{incoming} pays more.
+
+        @return: the dropped transaction.
+        @raise TransactionRejectedError: nothing may be dropped.
+        """
+        victims = self.queued()
+        if not victims:
+            victims = [
+                run[-1]
+                for address, sender in self._senders.items()
+                if address != incoming.sender and (run := list(sender.pending_run()))
+            ]
+            victims = [tx for tx in victims if tx.effective_gas_price < incoming.effective_gas_price]
+        if not victims:
+            raise TransactionRejectedError("transaction pool is full")
+        victim = min(victims, key=lambda tx: (tx.effective_gas_price, -tx.nonce))
+        self._forget(victim)
+        return victim
+
+    def _notify(self, transactions: list[Transaction]) -> Deferred[Any]:
+        """
+        Tell the observers about newly pending transactions; fire when every
+        Deferred an observer returned has fired (observer failures are logged).
+        """
+        waits = []
+        for transaction in transactions:
+            for observer in self._observers:
+                result = maybeDeferred(observer, transaction)
+                waits.append(result.addErrback(self._observer_failed))
+        if not waits:
+            return succeed(None)
+        return gatherResults(waits)
+
+    def _observer_failed(self, failure: Failure) -> None:
+        """
+        An observer failed: log it; the transaction stays accepted.
+        """
+        self.log.failure("a transaction-pool observer failed", failure)
+
+    # Removing
+
+    def _forget(self, transaction: Transaction) -> None:
+        """
+        Drop one transaction from memory (the caller deletes it from the store).
+        """
+        self._by_hash.pop(transaction.hash, None)
+        sender = self._senders.get(transaction.sender)
+        if sender is None:
+            return
+        if sender.transactions.get(transaction.nonce) is transaction:
+            del sender.transactions[transaction.nonce]
+        if not sender.transactions:
+            del self._senders[transaction.sender]
+
+    def _prune(self, address: Address, sender: _Sender) -> list[Transaction]:
+        """
+        Drop a sender's transactions whose nonce its state has passed.
+        """
+        assert sender.state_nonce is not None
+        stale = [tx for nonce, tx in sender.transactions.items() if nonce < sender.state_nonce]
+        for transaction in stale:
+            del sender.transactions[transaction.nonce]
+            self._by_hash.pop(transaction.hash, None)
+        self._persist([], stale)
+        if not sender.transactions and self._senders.get(address) is sender:
+            del self._senders[address]
+        return stale
+
+    def clear(self) -> None:
+        """
+        Drop every pooled transaction (C{evm_revert}, C{evm_reset}).
+        """
+        dropped = list(self._by_hash.values())
+        self._senders.clear()
+        self._by_hash.clear()
+        self._persist([], dropped)
+
+    def remove(self, tx_hashes: Iterable[bytes]) -> None:
+        """
+        Drop the transactions the miner found invalid on the head state;
+        unknown hashes are ignored.
+        """
+        dropped = [self._by_hash[Hash32(h)] for h in tx_hashes if Hash32(h) in self._by_hash]
+        for transaction in dropped:
+            self._forget(transaction)
+        self._persist([], dropped)
+
+    def _chain_changed(self, event: ChainEvent) -> None:
+        """
+        Follow the canonical chain: mined transactions leave the pool, the
+        nonces of their senders move on, and the transactions of abandoned
+        blocks come back (re-validated against the new head).
+        """
+        if event.rewound:
+            for sender in self._senders.values():
+                sender.state_nonce = None
+            return
+        included: set[Hash32] = set()
+        stale_senders: set[Address] = set()
+        for block in event.abandoned:
+            for transaction in block.transactions:
+                stale_senders.add(transaction.sender)
+        for address in stale_senders:
+            sender = self._senders.get(address)
+            if sender is not None:
+                sender.state_nonce = None
+        advanced: dict[Address, int] = {}
+        for block in event.adopted:
+            for transaction in block.transactions:
+                included.add(transaction.hash)
+                address = transaction.sender
+                advanced[address] = max(advanced.get(address, 0), transaction.nonce + 1)
+        mined = [self._by_hash[tx_hash] for tx_hash in included if tx_hash in self._by_hash]
+        for transaction in mined:
+            self._forget(transaction)
+        self._persist([], mined)
+        for address, nonce in advanced.items():
+            sender = self._senders.get(address)
+            if sender is None or address in stale_senders:
+                continue
+            if sender.state_nonce is None or sender.state_nonce < nonce:
+                sender.state_nonce = nonce
+                self._prune(address, sender)
+        for block in event.abandoned:
+            for transaction in block.transactions:
+                if transaction.hash not in included and transaction.hash not in self._by_hash:
+                    self.add(transaction).addErrback(self._dropped, transaction)
+
+    def _dropped(self, failure: Failure, transaction: Transaction) -> None:
+        """
+        A transaction could not come back into the pool: say why in the log.
+        """
+        failure.trap(TransactionRejectedError)
+        self.log.info(
+            "transaction {hash} left the pool: {reason}",
+            hash="0x" + transaction.hash.hex(),
+            reason=failure.getErrorMessage(),
+        )
+
+    # Persistence
+
+    def _persist(self, added: Iterable[Transaction], removed: Iterable[Transaction]) -> None:
+        """
+        Write the pool's changes to the store in one batch.
+        """
+        batch = self._store.batch()
+        for transaction in removed:
+            batch.delete(METADATA, pool_key(transaction.hash))
+        for transaction in added:
+            batch.put(METADATA, pool_key(transaction.hash), transaction.encode())
+        if len(batch):
+            self._store.write(batch)
+
+    def load(self) -> Deferred[int]:
+        """
+        Take back the transactions persisted by an earlier run, re-validating
+        each against the head; those that fail are deleted.
+
+        @return: a Deferred firing with how many came back.
+        """
+        reading = self._run_in_thread(self._thd_read_persisted)
+        return reading.addCallback(self._readmit)
+
+    def _thd_read_persisted(self) -> list[Transaction]:
+        """
+        Decode the persisted transactions, deleting what does not decode, in
+        nonce order (in a thread).
+        """
+        transactions = []
+        broken = self._store.batch()
+        for key, raw in self._store.iterate(METADATA, POOL_KEY_PREFIX):
+            try:
+                transaction = decode_transaction(raw)
+                transaction.sender
+            except (RLPError, InvalidTransactionError):
+                broken.delete(METADATA, key)
+                continue
+            transactions.append(transaction)
+        if len(broken):
+            self._store.write(broken)
+        transactions.sort(key=lambda tx: tx.nonce)
+        return transactions
+
+    async def _readmit_all(self, transactions: list[Transaction]) -> int:
+        """
+        Add the persisted transactions one after another.
+        """
+        kept = 0
+        for transaction in transactions:
+            try:
+                await self.add(transaction)
+            except TransactionRejectedError as exc:
+                self._persist([], [transaction])
+                self.log.info(
+                    "persisted transaction {hash} dropped: {reason}", hash="0x" + transaction.hash.hex(), reason=exc
+                )
+            else:
+                kept += 1
+        return kept
+
+    def _readmit(self, transactions: list[Transaction]) -> Deferred[int]:
+        """
+        Start L{_readmit_all} as a Deferred.
+        """
+        return Deferred.fromCoroutine(self._readmit_all(transactions))
+
+
+__all__ = [
+    "ACCOUNT_SLOTS",
+    "GLOBAL_SLOTS",
+    "MAX_TRANSACTION_SIZE",
+    "POOL_KEY_PREFIX",
+    "PRICE_BUMP_PERCENT",
+    "AccountReader",
+    "PoolObserver",
+    "TransactionPool",
+    "pool_key",
+    "store_account_reader",
+]

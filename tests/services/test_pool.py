@@ -1,0 +1,629 @@
+"""
+Tests for L{nodex.services.pool}: validation with the reference's messages,
+pending and queued transactions, replacement, limits and eviction, chain
+events, observers and persistence.
+"""
+
+from dataclasses import replace
+from typing import Any
+
+from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
+
+from nodex.crypto import SECP256K1_N, keccak256, private_key_to_address
+from nodex.db.memory import MemoryStore
+from nodex.db.schema import METADATA
+from nodex.interfaces import ChainEvent, ChainHead, IChainService, ITransactionPool, ReceiptView, TransactionLocation
+from nodex.primitives import Address, Hash32
+from nodex.services.errors import TransactionRejectedError
+from nodex.services.pool import POOL_KEY_PREFIX, TransactionPool, store_account_reader
+from nodex.structures.accounts import Account
+from nodex.structures.blocks import Block
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
+from nodex.structures.receipts import Receipt
+from nodex.structures.transactions import (
+    FeeMarketTransaction,
+    LegacyTransaction,
+    Transaction,
+    sign_transaction,
+)
+from nodex.trie import BLANK_ROOT, SecureTrie
+
+CHAIN_ID = 33
+KEYS = [keccak256(seed.encode()) for seed in ("cow", "cow1", "cow2")]
+ADDRESSES = [private_key_to_address(key) for key in KEYS]
+POOR_KEY = keccak256(b"nobody")
+RECIPIENT = Address(bytes.fromhex("7986b3df570230288501eea3d890bd66948c9b79"))
+FUNDS = 10**18
+
+
+def in_thread(function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:
+    """
+    Run a function at once, as the services' thread runner would in a thread.
+    """
+    return maybeDeferred(function, *args, **kwargs)
+
+
+def make_header(number: int, parent: bytes, state_root: bytes = BLANK_ROOT, **changes: Any) -> Header:
+    """
+    A header for the fakes: regtest-like limits, empty roots.
+    """
+    fields: dict[str, Any] = dict(
+        parent_hash=Hash32(parent),
+        uncles_hash=EMPTY_UNCLES_HASH,
+        coinbase=Address(b"\x33" * 20),
+        state_root=Hash32(state_root),
+        transactions_root=Hash32(BLANK_ROOT),
+        receipts_root=Hash32(BLANK_ROOT),
+        logs_bloom=b"\x00" * 256,
+        difficulty=1,
+        number=number,
+        gas_limit=30_000_000,
+        gas_used=0,
+        timestamp=1000 + number,
+        extra_data=b"",
+        paid_fees=0,
+        minimum_gas_price=0,
+        uncle_count=0,
+    )
+    fields.update(changes)
+    return Header(**fields)
+
+
+def funded_state(store: MemoryStore, balances: dict[Address, tuple[int, int]]) -> bytes:
+    """
+    Write a state holding C{address: (nonce, balance)} into C{store}; return its root.
+    """
+    from nodex.db.schema import write_trie_nodes
+
+    trie = SecureTrie(lambda node_hash: store.get("trie_nodes", node_hash))
+    for address, (nonce, balance) in balances.items():
+        trie.put(address, Account(nonce=nonce, balance=balance).encode())
+    root = trie.root_hash
+    batch = store.batch()
+    write_trie_nodes(batch, trie.commit())
+    store.write(batch)
+    return root
+
+
+@implementer(IChainService)
+class FakeChainService:
+    """
+    An in-memory chain: canonical blocks appended by L{adopt}, with their
+    receipts; enough for the pool and the RPC edge.
+    """
+
+    def __init__(self, store: MemoryStore, state_root: bytes = BLANK_ROOT, **header_changes: Any) -> None:
+        self.chain_id = CHAIN_ID
+        self.store = store
+        genesis = Block(make_header(0, b"\x00" * 32, state_root, **header_changes))
+        self.blocks: dict[bytes, Block] = {genesis.hash: genesis}
+        self.receipts: dict[bytes, tuple[Receipt, ...]] = {genesis.hash: ()}
+        self.canonical: list[bytes] = [genesis.hash]
+        self.observers: list[Any] = []
+        self.head = ChainHead(genesis.header, 1)
+        self.rewound_to: list[int] = []
+
+    def adopt(self, transactions: tuple[Transaction, ...] = (), state_root: bytes | None = None, **changes: Any) -> Block:
+        """
+        Append a block of C{transactions} (each using 21000 gas) and tell the observers.
+        """
+        parent = self.head.header
+        receipts = tuple(Receipt.from_logs(tx.type, 1, 21000 * (i + 1), ()) for i, tx in enumerate(transactions))
+        header = make_header(
+            parent.number + 1,
+            parent.hash,
+            parent.state_root if state_root is None else state_root,
+            gas_used=21000 * len(transactions),
+            **changes,
+        )
+        block = Block(header, transactions)
+        self.blocks[block.hash] = block
+        self.receipts[block.hash] = receipts
+        self.canonical.append(block.hash)
+        self.head = ChainHead(header, self.head.total_difficulty + 1)
+        self.tell(ChainEvent((block,), (), (receipts,)))
+        return block
+
+    def tell(self, event: ChainEvent) -> None:
+        """
+        Deliver a chain event to the observers.
+        """
+        for observer in self.observers:
+            observer(event)
+
+    def get_block_by_hash(self, block_hash: bytes) -> Deferred[Block | None]:
+        return maybeDeferred(self.blocks.get, bytes(block_hash))
+
+    def get_block_by_number(self, number: int) -> Deferred[Block | None]:
+        if number < len(self.canonical):
+            return maybeDeferred(self.blocks.get, self.canonical[number])
+        return maybeDeferred(lambda: None)
+
+    def get_total_difficulty(self, block_hash: bytes) -> Deferred[int | None]:
+        block = self.blocks.get(bytes(block_hash))
+        return maybeDeferred(lambda: None if block is None else block.header.number + 1)
+
+    def is_canonical(self, block_hash: bytes) -> Deferred[bool]:
+        return maybeDeferred(lambda: bytes(block_hash) in self.canonical)
+
+    def _locate(self, tx_hash: bytes) -> TransactionLocation | None:
+        for number, block_hash in enumerate(self.canonical):
+            for index, tx in enumerate(self.blocks[block_hash].transactions):
+                if tx.hash == tx_hash:
+                    return TransactionLocation(tx, Hash32(block_hash), number, index)
+        return None
+
+    def get_transaction(self, tx_hash: bytes) -> Deferred[TransactionLocation | None]:
+        return maybeDeferred(self._locate, bytes(tx_hash))
+
+    def _view(self, location: TransactionLocation) -> ReceiptView:
+        receipts = self.receipts[location.block_hash]
+        receipt = receipts[location.index]
+        previous = receipts[location.index - 1].cumulative_gas_used if location.index else 0
+        first_log = sum(len(r.logs) for r in receipts[: location.index])
+        tx = location.transaction
+        created = keccak256(tx.sender + bytes([tx.nonce]))[12:] if tx.is_create else None
+        return ReceiptView(
+            receipt, location, receipt.cumulative_gas_used - previous, first_log, created, tx.effective_gas_price
+        )
+
+    def get_receipt(self, tx_hash: bytes) -> Deferred[ReceiptView | None]:
+        location = self._locate(bytes(tx_hash))
+        return maybeDeferred(lambda: None if location is None else self._view(location))
+
+    def get_block_receipts(self, block_hash: bytes) -> Deferred[list[ReceiptView] | None]:
+        block = self.blocks.get(bytes(block_hash))
+        if block is None:
+            return maybeDeferred(lambda: None)
+        views = [
+            self._view(TransactionLocation(tx, Hash32(block.hash), block.header.number, index))
+            for index, tx in enumerate(block.transactions)
+        ]
+        return maybeDeferred(lambda: views)
+
+    def import_block(self, block: Block) -> Deferred[str]:
+        return maybeDeferred(lambda: "INVALID_BLOCK")
+
+    def add_observer(self, observer: Any) -> None:
+        self.observers.append(observer)
+
+    def rewind(self, number: int) -> Deferred[None]:
+        self.rewound_to.append(number)
+        del self.canonical[number + 1 :]
+        self.head = ChainHead(self.blocks[self.canonical[-1]].header, number + 1)
+        return maybeDeferred(lambda: None)
+
+
+def legacy(
+    nonce: int, key: bytes = KEYS[0], gas_price: int = 0, gas: int = 21000, value: int = 1, data: bytes = b"",
+    chain_id: int | None = CHAIN_ID, to: bytes = RECIPIENT,
+) -> Transaction:
+    """
+    A signed legacy transfer.
+    """
+    return sign_transaction(LegacyTransaction(nonce, gas_price, gas, to, value, data), key, chain_id)
+
+
+class PoolFixture:
+    """
+    A pool over a fake chain whose head state funds the three test accounts.
+    """
+
+    def make_pool(self, **options: Any) -> TransactionPool:
+        """
+        A new pool (and C{self.chain}, C{self.store}) with the test accounts funded.
+        """
+        self.store = MemoryStore()
+        root = funded_state(self.store, {address: (0, FUNDS) for address in ADDRESSES})
+        self.chain = FakeChainService(self.store, root, **options.pop("header", {}))
+        return TransactionPool(self.chain, self.store, in_thread, **options)
+
+    def reject(self, test: SynchronousTestCase, pool: TransactionPool, tx: Transaction, message: str) -> None:
+        """
+        Assert that C{pool} rejects C{tx} with C{message} and keeps nothing of it.
+        """
+        failure = test.failureResultOf(pool.add(tx), TransactionRejectedError)
+        test.assertEqual(failure.getErrorMessage(), message)
+        test.assertIsNone(pool.get(tx.hash))
+        test.assertEqual(
+            [key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX) if key.endswith(tx.hash)], []
+        )
+
+
+class TransactionPoolValidationTests(PoolFixture, SynchronousTestCase):
+    """
+    L{TransactionPool.add} accepts valid transactions and refuses the others
+    with the reference's messages.
+    """
+
+    def test_interface(self) -> None:
+        """
+        L{TransactionPool} provides L{ITransactionPool}.
+        """
+        self.assertTrue(verifyObject(ITransactionPool, self.make_pool()))
+
+    def test_accepts_valid_transaction(self) -> None:
+        """
+        A valid transfer is accepted, answered with its hash, pending and persisted.
+        """
+        pool = self.make_pool()
+        tx = legacy(0)
+        self.assertEqual(self.successResultOf(pool.add(tx)), tx.hash)
+        self.assertEqual(pool.pending(), [tx])
+        self.assertEqual(pool.queued(), [])
+        self.assertIs(pool.get(tx.hash), tx)
+        self.assertEqual(self.store.get(METADATA, POOL_KEY_PREFIX + tx.hash), tx.encode())
+
+    def test_accepts_fee_market_transaction(self) -> None:
+        """
+        Type 2 transactions are accepted.
+        """
+        pool = self.make_pool()
+        unsigned = FeeMarketTransaction(CHAIN_ID, 0, 1, 2, 21000, RECIPIENT, 0, b"")
+        tx = sign_transaction(unsigned, KEYS[0], None)
+        self.assertEqual(self.successResultOf(pool.add(tx)), tx.hash)
+
+    def test_wrong_chain_id(self) -> None:
+        """
+        A transaction signed for another chain is refused.
+        """
+        pool = self.make_pool()
+        self.reject(self, pool, legacy(0, chain_id=31), "Invalid chainId: 31")
+
+    def test_pre_eip155_accepted(self) -> None:
+        """
+        A legacy transaction without a chain id is valid on every chain.
+        """
+        pool = self.make_pool()
+        tx = legacy(0, chain_id=None)
+        self.assertEqual(self.successResultOf(pool.add(tx)), tx.hash)
+
+    def test_bad_signature(self) -> None:
+        """
+        A signature with a high s (EIP-2) is refused.
+        """
+        pool = self.make_pool()
+        good = legacy(0)
+        bad = replace(good, s=SECP256K1_N - good.s)
+        failure = self.failureResultOf(pool.add(bad), TransactionRejectedError)
+        self.assertIn("invalid signature", failure.getErrorMessage())
+        self.assertEqual(len(pool), 0)
+
+    def test_low_nonce(self) -> None:
+        """
+        A nonce below the sender's state nonce is refused.
+        """
+        self.store = MemoryStore()
+        root = funded_state(self.store, {ADDRESSES[0]: (5, FUNDS)})
+        self.chain = FakeChainService(self.store, root)
+        pool = TransactionPool(self.chain, self.store, in_thread)
+        self.reject(self, pool, legacy(4), "transaction nonce too low")
+
+    def test_nonce_too_high(self) -> None:
+        """
+        A nonce as far ahead as the account's slots is refused.
+        """
+        pool = self.make_pool()
+        self.reject(self, pool, legacy(16), "transaction nonce too high")
+
+    def test_insufficient_funds(self) -> None:
+        """
+        A sender that cannot pay gas times price plus value is refused.
+        """
+        pool = self.make_pool()
+        self.reject(self, pool, legacy(0, value=FUNDS + 1), "insufficient funds")
+        self.reject(self, pool, legacy(0, key=POOR_KEY, gas_price=1), "insufficient funds")
+
+    def test_insufficient_funds_with_pending(self) -> None:
+        """
+        A sender that can pay for each transaction but not for all of them is refused.
+        """
+        pool = self.make_pool()
+        self.successResultOf(pool.add(legacy(0, value=FUNDS // 2 + 1)))
+        self.reject(
+            self, pool, legacy(1, value=FUNDS // 2), "insufficient funds to pay for pending and new transactions"
+        )
+
+    def test_price_below_minimum(self) -> None:
+        """
+        A gas price below the head's minimum gas price is refused.
+        """
+        pool = self.make_pool(header={"minimum_gas_price": 10})
+        self.reject(self, pool, legacy(0, gas_price=9), "transaction's gas price lower than block's minimum")
+        self.successResultOf(pool.add(legacy(0, gas_price=10)))
+
+    def test_intrinsic_gas(self) -> None:
+        """
+        Gas below the intrinsic cost is refused.
+        """
+        pool = self.make_pool()
+        self.reject(self, pool, legacy(0, gas=20999), "transaction's basic cost is above the gas limit")
+
+    def test_block_gas_limit(self) -> None:
+        """
+        Gas above the head's gas limit is refused.
+        """
+        pool = self.make_pool()
+        self.reject(
+            self,
+            pool,
+            legacy(0, gas=30_000_001),
+            "transaction's gas limit of 30000001 exceeds the block's gas limit of 30000000",
+        )
+
+    def test_size(self) -> None:
+        """
+        A transaction above 128 KiB is refused with both sizes.
+        """
+        pool = self.make_pool()
+        tx = legacy(0, data=b"\x01" * 131072, gas=29_000_000)
+        self.reject(self, pool, tx, f"transaction's size is higher than defined maximum: {len(tx.encode())} > 131072")
+
+    def test_init_code_size(self) -> None:
+        """
+        A creation with more than 49,152 bytes of init code is refused.
+        """
+        pool = self.make_pool()
+        tx = legacy(0, data=b"\x01" * 49153, gas=29_000_000, to=b"")
+        self.reject(self, pool, tx, "transaction's init code size is invalid")
+
+    def test_duplicates(self) -> None:
+        """
+        The same transaction twice is refused, naming whether it is pending or queued.
+        """
+        pool = self.make_pool()
+        pending, queued = legacy(0), legacy(2)
+        self.successResultOf(pool.add(pending))
+        self.successResultOf(pool.add(queued))
+        message = self.failureResultOf(pool.add(pending), TransactionRejectedError).getErrorMessage()
+        self.assertEqual(message, "pending transaction with same hash already exists")
+        message = self.failureResultOf(pool.add(queued), TransactionRejectedError).getErrorMessage()
+        self.assertEqual(message, "queued transaction with same hash already exists")
+
+
+class TransactionPoolOrderingTests(PoolFixture, SynchronousTestCase):
+    """
+    Pending and queued transactions, replacement, limits and eviction.
+    """
+
+    def test_gap_queues_and_promotes(self) -> None:
+        """
+        A transaction after a nonce gap is queued; closing the gap makes both
+        pending, and the observers hear of each.
+        """
+        pool = self.make_pool()
+        heard: list[Transaction] = []
+        pool.add_observer(heard.append)
+        later, first = legacy(1), legacy(0)
+        self.successResultOf(pool.add(later))
+        self.assertEqual((pool.pending(), pool.queued(), heard), ([], [later], []))
+        self.assertFalse(pool.is_pending(later.hash))
+        self.successResultOf(pool.add(first))
+        self.assertEqual((pool.pending(), pool.queued()), ([first, later], []))
+        self.assertEqual(heard, [first, later])
+
+    def test_pending_ordered_by_price_then_nonce(self) -> None:
+        """
+        Senders are interleaved by the price of their next transaction; each sender's stay in nonce order.
+        """
+        pool = self.make_pool()
+        a0, a1 = legacy(0, gas_price=1), legacy(1, gas_price=9)
+        b0 = legacy(0, key=KEYS[1], gas_price=5)
+        for tx in (a0, a1, b0):
+            self.successResultOf(pool.add(tx))
+        self.assertEqual(pool.pending(), [b0, a0, a1])
+
+    def test_replacement_needs_price_bump(self) -> None:
+        """
+        A transaction with the nonce of a pooled one replaces it only when it pays 40 % more.
+        """
+        pool = self.make_pool()
+        old = legacy(0, gas_price=100)
+        self.successResultOf(pool.add(old))
+        self.reject(self, pool, legacy(0, gas_price=139), "gas price not enough to bump transaction")
+        new = legacy(0, gas_price=140)
+        self.successResultOf(pool.add(new))
+        self.assertEqual(pool.pending(), [new])
+        self.assertIsNone(pool.get(old.hash))
+        self.assertIsNone(self.store.get(METADATA, POOL_KEY_PREFIX + old.hash))
+
+    def test_replacement_of_free_transaction(self) -> None:
+        """
+        On regtest (price 0), any other transaction with the same nonce replaces a free one.
+        """
+        pool = self.make_pool()
+        self.successResultOf(pool.add(legacy(0, value=1)))
+        new = legacy(0, value=2)
+        self.successResultOf(pool.add(new))
+        self.assertEqual(pool.pending(), [new])
+
+    def test_account_quota(self) -> None:
+        """
+        A sender holds at most as many transactions as its slots.
+        """
+        pool = self.make_pool(account_slots=2)
+        self.successResultOf(pool.add(legacy(0)))
+        self.successResultOf(pool.add(legacy(1)))
+        self.reject(self, pool, legacy(2), "account exceeds quota")
+        self.successResultOf(pool.add(legacy(1, value=5)))
+
+    def test_global_limit_evicts_cheapest_queued(self) -> None:
+        """
+        A full pool drops its cheapest queued transaction for a new one.
+        """
+        pool = self.make_pool(global_slots=3)
+        cheap, dear = legacy(5, gas_price=1), legacy(5, key=KEYS[1], gas_price=2)
+        pending = legacy(0, key=KEYS[2])
+        for tx in (cheap, dear, pending):
+            self.successResultOf(pool.add(tx))
+        newcomer = legacy(0)
+        self.successResultOf(pool.add(newcomer))
+        self.assertEqual(len(pool), 3)
+        self.assertIsNone(pool.get(cheap.hash))
+        self.assertIsNone(self.store.get(METADATA, POOL_KEY_PREFIX + cheap.hash))
+
+    def test_global_limit_full_of_pending(self) -> None:
+        """
+        A pool full of pending transactions drops the cheapest last one of
+        another sender for a better-paying newcomer, and refuses one that pays no more.
+        """
+        pool = self.make_pool(global_slots=2)
+        cheap, dear = legacy(0, gas_price=1), legacy(0, key=KEYS[1], gas_price=5)
+        self.successResultOf(pool.add(cheap))
+        self.successResultOf(pool.add(dear))
+        self.reject(self, pool, legacy(0, key=KEYS[2], gas_price=1), "transaction pool is full")
+        newcomer = legacy(0, key=KEYS[2], gas_price=3)
+        self.successResultOf(pool.add(newcomer))
+        self.assertEqual(set(pool.pending()), {dear, newcomer})
+
+    def test_next_nonce(self) -> None:
+        """
+        The next nonce counts the state nonce and the pending run, not queued transactions.
+        """
+        pool = self.make_pool()
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 0)
+        self.successResultOf(pool.add(legacy(0)))
+        self.successResultOf(pool.add(legacy(1)))
+        self.successResultOf(pool.add(legacy(3)))
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 2)
+
+
+class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
+    """
+    The pool follows the chain, waits for its observers, clears, and persists.
+    """
+
+    def test_observer_deferred_delays_answer(self) -> None:
+        """
+        C{add} fires only after the Deferred an observer returned (auto mining).
+        """
+        pool = self.make_pool()
+        mined: Deferred[None] = Deferred()
+        pool.add_observer(lambda tx: mined)
+        adding = pool.add(legacy(0))
+        self.assertNoResult(adding)
+        mined.callback(None)
+        self.assertEqual(self.successResultOf(adding), legacy(0).hash)
+
+    def test_observer_failure_is_logged(self) -> None:
+        """
+        An observer that fails does not fail the add; the failure is logged.
+        """
+        pool = self.make_pool()
+        pool.add_observer(lambda tx: 1 / 0)
+        tx = legacy(0)
+        self.assertEqual(self.successResultOf(pool.add(tx)), tx.hash)
+        self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+
+    def test_mined_transactions_leave(self) -> None:
+        """
+        A block that includes pooled transactions removes them (and their
+        stored copies) and advances the sender's nonce, dropping stale ones.
+        """
+        pool = self.make_pool()
+        first, second, third = legacy(0), legacy(1), legacy(2)
+        for tx in (first, second, third):
+            self.successResultOf(pool.add(tx))
+        other_second = legacy(1, value=99)
+        self.chain.adopt((first, other_second))
+        self.assertEqual(pool.pending(), [third])
+        self.assertEqual([key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX)], [POOL_KEY_PREFIX + third.hash])
+        self.reject(self, pool, legacy(1, value=7), "transaction nonce too low")
+
+    def test_abandoned_transactions_return(self) -> None:
+        """
+        The transactions of an abandoned block come back into the pool.
+        """
+        pool = self.make_pool()
+        tx = legacy(0)
+        self.successResultOf(pool.add(tx))
+        block = self.chain.adopt((tx,))
+        self.assertEqual(len(pool), 0)
+        self.chain.tell(ChainEvent((), (block,)))
+        self.assertEqual(pool.pending(), [tx])
+
+    def test_clear(self) -> None:
+        """
+        C{clear} drops everything, from memory and from the store.
+        """
+        pool = self.make_pool()
+        self.successResultOf(pool.add(legacy(0)))
+        self.successResultOf(pool.add(legacy(3)))
+        pool.clear()
+        self.assertEqual((pool.pending(), pool.queued(), len(pool)), ([], [], 0))
+        self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
+
+    def test_survives_restart(self) -> None:
+        """
+        A new pool on the same store takes back the persisted transactions,
+        re-validated: those the head has made invalid are deleted.
+        """
+        pool = self.make_pool()
+        kept, queued, invalid = legacy(0), legacy(2), legacy(0, key=KEYS[1])
+        for tx in (queued, kept, invalid):
+            self.successResultOf(pool.add(tx))
+        self.store.write(self._garbage())
+        root = funded_state(self.store, {ADDRESSES[0]: (0, FUNDS), ADDRESSES[1]: (1, FUNDS)})
+        chain = FakeChainService(self.store, root)
+        restarted = TransactionPool(chain, self.store, in_thread)
+        self.assertEqual(self.successResultOf(restarted.load()), 2)
+        self.assertEqual((restarted.pending(), restarted.queued()), ([kept], [queued]))
+        stored = sorted(key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX))
+        self.assertEqual(stored, sorted(POOL_KEY_PREFIX + tx.hash for tx in (kept, queued)))
+
+    def _garbage(self) -> Any:
+        """
+        A batch that stores bytes that are no transaction under a pool key.
+        """
+        batch = self.store.batch()
+        batch.put(METADATA, POOL_KEY_PREFIX + b"\x01" * 32, b"\x05garbage")
+        return batch
+
+    def test_store_account_reader(self) -> None:
+        """
+        The default account reader reads the state trie of the store.
+        """
+        store = MemoryStore()
+        root = funded_state(store, {ADDRESSES[0]: (3, 7)})
+        read = store_account_reader(store)
+        self.assertEqual(read(root, ADDRESSES[0]), Account(nonce=3, balance=7))
+        self.assertIsNone(read(root, ADDRESSES[1]))
+
+    def test_rejection_in_failure(self) -> None:
+        """
+        A rejection is a L{Failure} of L{TransactionRejectedError}, not an exception raised by C{add}.
+        """
+        pool = self.make_pool()
+        result = pool.add(legacy(0, chain_id=1))
+        self.assertIsInstance(self.failureResultOf(result), Failure)
+
+    def test_remove(self) -> None:
+        """
+        C{remove} drops the named transactions (from the store too) and ignores unknown hashes.
+        """
+        pool = self.make_pool()
+        kept, dropped = legacy(0), legacy(0, key=KEYS[1])
+        self.successResultOf(pool.add(kept))
+        self.successResultOf(pool.add(dropped))
+        pool.remove([dropped.hash, b"\x07" * 32])
+        self.assertEqual(pool.pending(), [kept])
+        self.assertIsNone(self.store.get(METADATA, POOL_KEY_PREFIX + dropped.hash))
+
+    def test_rewind_brings_nothing_back(self) -> None:
+        """
+        After a rewind the abandoned transactions stay out, and the sender's
+        nonce is read again from the new head.
+        """
+        pool = self.make_pool()
+        tx = legacy(0)
+        self.successResultOf(pool.add(tx))
+        block = self.chain.adopt((tx,))
+        self.successResultOf(pool.add(legacy(1)))
+        self.chain.tell(ChainEvent((), (block,), rewound=True))
+        self.assertEqual(len(pool), 1)
+        pool.clear()
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 0)
