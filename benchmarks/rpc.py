@@ -5,14 +5,17 @@ The server runs in its own process pinned to one core (C{taskset -c 0});
 the load generator is C{wrk} (Debian package C{wrk}), pinned to another core
 so that it is not the bottleneck.  Besides the nodex server, two baselines
 answer the same request with a constant body, to show what the HTTP stack
-itself costs: a bare twisted.web resource and a bare Klein route.
+itself costs: a bare twisted.web resource and a bare Klein route; and
+"routed" is the nodex server with C{POST /} going through Klein's router
+too, to show what serving it directly saves.
 
 Usage::
 
     python benchmarks/rpc.py [--seconds 5] [--servers nodex,web,klein] [--connections 1,8]
 
-Prints one line per server and connection count.  Run it on a quiet machine:
-other work on the same cores lowers every figure.
+Prints one line per server and connection count: requests per second of
+wall-clock time, and requests per CPU-second that the server process used
+(from C{/proc}), which other work on the machine disturbs much less.
 """
 
 import argparse
@@ -43,6 +46,19 @@ from nodex.config import load_config
 from nodex.tap import compose
 config = load_config(None, {{"datadir": sys.argv[2], "rpc": {{"endpoint": "tcp:" + sys.argv[1] + ":interface=127.0.0.1"}}}})
 compose(config, reactor).startService()
+reactor.run()
+""",
+    "routed": """
+import sys
+from twisted.internet import reactor
+from nodex.config import load_config
+from nodex.rpc.server import RPCSite
+from nodex.services.offline import OfflinePeerNetwork
+from nodex.tap import build_rpc_server
+config = load_config(None, {{"datadir": sys.argv[2]}})
+server = build_rpc_server(config, reactor, OfflinePeerNetwork())
+site = RPCSite(server.app.resource(), config.rpc.max_body_bytes)
+reactor.listenTCP(int(sys.argv[1]), site, interface="127.0.0.1")
 reactor.run()
 """,
     "web": """
@@ -99,6 +115,14 @@ def wait_listening(port: int, seconds: float = 20.0) -> None:
     raise SystemExit(f"server did not listen on port {port}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """
+    User plus system CPU time that process C{pid} has used so far.
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_wrk(port: int, connections: int, seconds: int, script: Path) -> float:
     """
     Requests per second that wrk measured.
@@ -119,7 +143,7 @@ def main() -> None:
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--servers", default="nodex,web,klein")
+    parser.add_argument("--servers", default="nodex,routed,web,klein")
     parser.add_argument("--connections", default="1,8")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -140,8 +164,15 @@ def main() -> None:
             wait_listening(port)
             run_wrk(port, 1, 1, script)  # warm up
             for connections in (int(item) for item in args.connections.split(",")):
+                before = cpu_seconds(server.pid)
                 rate = run_wrk(port, connections, args.seconds, script)
-                print(f"{name:6} {connections:2} connection(s): {rate:8.0f} requests/s", flush=True)
+                used = cpu_seconds(server.pid) - before
+                per_cpu = rate * args.seconds / used if used else float("nan")
+                print(
+                    f"{name:6} {connections:2} connection(s): {rate:8.0f} requests/s, "
+                    f"{per_cpu:8.0f} requests per CPU-second",
+                    flush=True,
+                )
         finally:
             server.terminate()
             server.wait()
