@@ -45,6 +45,9 @@ Check = Callable[[Any], Any]
 
 
 def _integer(low: int, high: int = 2**63 - 1) -> Check:
+    """
+    An integer check within C{low}..C{high} (booleans refused).
+    """
     def check(value: Any) -> int:
         if type(value) is not int or not low <= value <= high:
             raise ValueError(f"want an integer from {low} to {high}")
@@ -54,18 +57,27 @@ def _integer(low: int, high: int = 2**63 - 1) -> Check:
 
 
 def _seconds(value: Any) -> float:
+    """
+    A positive number of seconds, at most a day.
+    """
     if type(value) not in (int, float) or not 0 < value <= 86400:
         raise ValueError("want a number of seconds above 0 and at most 86400")
     return float(value)
 
 
 def _boolean(value: Any) -> bool:
+    """
+    A TOML boolean.
+    """
     if type(value) is not bool:
         raise ValueError("want true or false")
     return value
 
 
 def _choice(*options: str) -> Check:
+    """
+    One of the given strings.
+    """
     def check(value: Any) -> str:
         if value not in options:
             raise ValueError("want one of " + ", ".join(f'"{option}"' for option in options))
@@ -75,12 +87,18 @@ def _choice(*options: str) -> Check:
 
 
 def _strings(value: Any) -> list[str]:
+    """
+    An array of strings.
+    """
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError("want an array of strings")
     return list(value)
 
 
 def _datadir(value: Any) -> str:
+    """
+    A directory path (expanded); it may not exist yet, but may not be a file.
+    """
     if not isinstance(value, str) or not value:
         raise ValueError("want a directory path")
     path = Path(value).expanduser()
@@ -129,6 +147,9 @@ def _peer(value: str) -> str:
 
 
 def _peers(value: Any) -> list[str]:
+    """
+    An array of C{HOST:PORT} peers.
+    """
     return [_peer(item) for item in _strings(value)]
 
 
@@ -149,6 +170,9 @@ def mining_mode(value: Any) -> str:
 
 
 def _table(value: Any) -> dict[str, Any]:
+    """
+    Any table (the genesis is checked by the genesis builder).
+    """
     if not isinstance(value, dict):
         raise ValueError("want a table")
     return value
@@ -200,6 +224,9 @@ def check_layer(layer: Mapping[str, Any], source: str) -> Raw:
 
 
 def _check_table(layer: Mapping[str, Any], schema: Mapping[str, Any], path: tuple[str, ...], source: str) -> Raw:
+    """
+    Check one table of a layer against its part of the schema.
+    """
     checked: Raw = {}
     for key, value in layer.items():
         where = ".".join((*path, key))
@@ -219,6 +246,9 @@ def _check_table(layer: Mapping[str, Any], schema: Mapping[str, Any], path: tupl
 
 
 def _show(value: Any) -> str:
+    """
+    A value shortened for a message.
+    """
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -409,6 +439,9 @@ def dump_toml(mapping: Mapping[str, Any]) -> str:
 
 
 def _dump_table(lines: list[str], path: tuple[str, ...], table: Mapping[str, Any]) -> None:
+    """
+    Write one table: its scalar keys under its header, then its sub-tables.
+    """
     scalars = [(key, value) for key, value in table.items() if not isinstance(value, dict)]
     tables = [(key, value) for key, value in table.items() if isinstance(value, dict)]
     if path and (scalars or not tables):
@@ -421,10 +454,16 @@ def _dump_table(lines: list[str], path: tuple[str, ...], table: Mapping[str, Any
 
 
 def _toml_key(key: str) -> str:
+    """
+    A key, bare when TOML allows, else quoted.
+    """
     return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
 
 
 def _toml_value(value: Any) -> str:
+    """
+    A scalar or array value in TOML syntax.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
