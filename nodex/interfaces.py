@@ -13,6 +13,20 @@ from typing import Any
 from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
+from nodex.chain.calls import (
+    CallError,
+    CallRequest,
+    CallTimeoutError,
+    ExecutionRevertedError,
+    InsufficientFundsError,
+)
+from nodex.chain.logsearch import (
+    FilterNotFoundError,
+    LogEntry,
+    LogFilter,
+    LogLimitError,
+    LogQueryError,
+)
 from nodex.primitives import Address, Hash32
 from nodex.services.errors import (
     BlockNotFoundError,
@@ -20,6 +34,7 @@ from nodex.services.errors import (
     TransactionRejectedError,
     UnknownAccountError,
 )
+from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
@@ -293,8 +308,165 @@ class IAccounts(Interface):
             the node holds no unlocked key for.
         """
 
+@dataclass(frozen=True)
+class StorageProof:
+    """
+    One storage slot's value and its proof (EIP-1186).
+
+    @ivar key: the slot as the client gave it.
+    @ivar proof: the trie nodes from the storage root down, root first.
+    """
+
+    key: int
+    value: int
+    proof: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class AccountProof:
+    """
+    An account's fields, their proof against the block's state root, and
+    the proofs of the asked storage slots (EIP-1186).
+    """
+
+    address: Address
+    balance: int
+    nonce: int
+    code_hash: Hash32
+    storage_hash: Hash32
+    account_proof: tuple[bytes, ...]
+    storage_proofs: tuple[StorageProof, ...]
+
+
+class IStateService(Interface):
+    """
+    Reads of the world state at any stored block, and calls against it that
+    commit nothing.  Each runs in the reader pool against the block's state
+    root; calls are bounded by the gas cap and the per-request time limit.
+    """
+
+    call_gas_cap = Attribute("The most gas an eth_call or an estimate may use (int).")
+
+    def get_balance(header: Header, address: bytes) -> "Deferred[int]":
+        """
+        The balance of C{address} in the state after block C{header}.
+        """
+
+    def get_nonce(header: Header, address: bytes) -> "Deferred[int]":
+        """
+        The nonce of C{address} after block C{header}.
+        """
+
+    def get_storage(header: Header, address: bytes, slot: int) -> "Deferred[int]":
+        """
+        A storage slot of C{address} after block C{header} (zero when absent).
+        """
+
+    def get_code(header: Header, address: bytes) -> "Deferred[bytes]":
+        """
+        The code of C{address} after block C{header} (empty when none).
+        """
+
+    def get_proof(header: Header, address: bytes, slots: "list[int]") -> "Deferred[AccountProof]":
+        """
+        The EIP-1186 proof of an account and some of its slots after block C{header}.
+        """
+
+    def call(header: Header, request: CallRequest, overrides: StateOverrides) -> "Deferred[bytes]":
+        """
+        Run a call on the state after block C{header}, in that block's context.
+
+        @return: a Deferred firing with the return data, or failing with
+            L{ExecutionRevertedError} (-32015), L{InsufficientFundsError},
+            L{CallError}, L{StateOverrideError} or L{CallTimeoutError}.
+        """
+
+    def estimate_gas(header: Header, request: CallRequest, overrides: StateOverrides) -> "Deferred[int]":
+        """
+        The least gas with which the call succeeds on the state after block
+        C{header}, at most the block's gas limit (or the request's gas).
+
+        @return: a Deferred firing with the gas, or failing as L{call} does.
+        """
+
+
+class IFilterService(Interface):
+    """
+    C{eth_getLogs} and the polled filters.  Block bounds are block numbers,
+    or L{None} for the head at the time of the query (a live filter follows
+    the head).
+    """
+
+    def get_logs(from_block: "int | None", to_block: "int | None", log_filter: LogFilter) -> "Deferred[list[LogEntry]]":
+        """
+        The logs of the canonical blocks in the range that the filter selects.
+
+        @return: a Deferred failing with L{LogLimitError} (-32012) for a range
+            or a result beyond the network's limits, or L{LogQueryError} for
+            C{from_block} above C{to_block}.
+        """
+
+    def get_block_logs(block_hash: bytes, log_filter: LogFilter) -> "Deferred[list[LogEntry]]":
+        """
+        The selected logs of one stored block (EIP-234).
+
+        @return: a Deferred failing with L{BlockNotFoundError} for an unknown hash.
+        """
+
+    def new_log_filter(from_block: "int | None", to_block: "int | None", log_filter: LogFilter) -> int:
+        """
+        Install a log filter; return its random 128-bit id.
+        """
+
+    def new_block_filter() -> int:
+        """
+        Install a filter of new canonical block hashes; return its id.
+        """
+
+    def new_pending_transaction_filter() -> int:
+        """
+        Install a filter of newly pending transaction hashes; return its id.
+        """
+
+    def get_filter_changes(filter_id: int) -> "list[LogEntry] | list[Hash32]":
+        """
+        Everything the filter gathered since the previous poll.
+
+        @raise FilterNotFoundError: unknown, uninstalled or expired id.
+        """
+
+    def get_filter_logs(filter_id: int) -> "Deferred[list[LogEntry]]":
+        """
+        Every log a log filter selects in its range now.
+
+        @return: a Deferred failing with L{FilterNotFoundError}.
+        """
+
+    def uninstall_filter(filter_id: int) -> bool:
+        """
+        Remove a filter; whether it existed.
+        """
+
+
 __all__ = [
+    "AccountOverride",
+    "AccountProof",
     "BlockNotFoundError",
+    "CallError",
+    "CallRequest",
+    "CallTimeoutError",
+    "ExecutionRevertedError",
+    "FilterNotFoundError",
+    "IFilterService",
+    "IStateService",
+    "InsufficientFundsError",
+    "LogEntry",
+    "LogFilter",
+    "LogLimitError",
+    "LogQueryError",
+    "StateOverrideError",
+    "StateOverrides",
+    "StorageProof",
     "ChainEvent",
     "ChainHead",
     "IAccounts",
