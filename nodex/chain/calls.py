@@ -49,6 +49,15 @@ class InsufficientFundsError(CallError):
         super().__init__("insufficient funds for transfer")
 
 
+class CallTimeoutError(CallError):
+    """
+    A call or an estimate ran past the per-request time limit (RPC code -32011).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("Execution has got timeout out.")
+
+
 class ExecutionRevertedError(CallError):
     """
     The call reverted (RPC code -32015).
@@ -271,6 +280,7 @@ __all__ = [
     "REVERT_PREFIX",
     "CallError",
     "CallRequest",
+    "CallTimeoutError",
     "ExecutionRevertedError",
     "InsufficientFundsError",
     "call_environment",

@@ -25,11 +25,26 @@ from nodex.structures.receipts import Receipt, decode_receipts
 
 class LogQueryError(ChainError):
     """
-    A log query that cannot be answered (RPC code -32012 for the limits).
+    A log query or filter that is malformed (RPC code -32602).
     """
 
 
-class TooManyLogsError(LogQueryError):
+class LogLimitError(LogQueryError):
+    """
+    A log query beyond the node's limits (RPC code -32012).
+    """
+
+
+class FilterNotFoundError(LogQueryError):
+    """
+    A filter id that is unknown, uninstalled or expired (RPC code -32000).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("filter not found")
+
+
+class TooManyLogsError(LogLimitError):
     """
     A query matched more logs than the node returns at once.
     """
@@ -38,7 +53,7 @@ class TooManyLogsError(LogQueryError):
         super().__init__(f"Filter returned more than {limit} logs.")
 
 
-class BlockRangeTooLargeError(LogQueryError):
+class BlockRangeTooLargeError(LogLimitError):
     """
     A query spans more blocks than the node searches at once.
     """
@@ -189,8 +204,10 @@ def search_logs(
 
 __all__ = [
     "BlockRangeTooLargeError",
+    "FilterNotFoundError",
     "LogEntry",
     "LogFilter",
+    "LogLimitError",
     "LogQueryError",
     "TooManyLogsError",
     "block_log_entries",
