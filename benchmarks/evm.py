@@ -20,9 +20,9 @@ recovery included), then the transactions, receipts and state roots and the
 writes to an in-memory database (py-evm's C{mine_all}, which also stores
 the block's header, body and receipts, about 3% of its time; nodex's
 C{apply_block}, the node's block-import path, then the write of its trie
-nodes and code).  Deployment is
-not timed.  The script checks that both EVMs report the same gas for every
-transaction and the same state root after every block, so the figures compare
+nodes and code).  Deployment is not timed.  The script checks that both
+EVMs report the same gas for every transaction and the same state,
+transactions and receipts roots after every block, so the figures compare
 equal work.
 
 py-evm is a benchmark-only dependency: run this script with a separate
