@@ -1,0 +1,263 @@
+"""
+The miner (L5): builds blocks of pending transactions on the head, seals
+them with the built-in merged-mining solver and stores them through the
+chain service's writer (C{docs/chain-service.md}, DESIGN §2).
+
+Modes (C{mining.mode}): C{auto} (the pool asks for a block after each
+accepted transaction, and waits for it), C{interval:N} (a block every N
+seconds on the injected clock), C{manual} (only when asked: C{evm_mine}) and
+C{off}.  L{Miner.start} and L{Miner.stop} (C{evm_startMining},
+C{evm_stopMining}) switch the automatic modes on and off.
+"""
+
+import heapq
+import itertools
+from collections.abc import Sequence
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from nodex.chain.builder import SkippedTransaction, build_block, seal_block
+from nodex.chain.pow import solve
+from nodex.chain.processing import BlockHashes, BlockOutcome, effective_gas_price
+from nodex.interfaces import IMiner, ITransactionPool
+from nodex.primitives import Address
+from nodex.services.chain import ChainService
+from nodex.services.errors import ServiceError
+from nodex.state.state import State
+from nodex.structures.blocks import Block
+from nodex.structures.errors import InvalidTransactionError
+from nodex.structures.headers import Header
+from nodex.structures.transactions import Transaction
+
+MODES = ("auto", "interval", "manual", "off")
+
+
+class MiningModeError(ServiceError):
+    """
+    A mining mode is not one of C{auto}, C{interval:SECONDS}, C{manual}, C{off}.
+    """
+
+
+def parse_mining_mode(text: str) -> tuple[str, float | None]:
+    """
+    Split a C{mining.mode} value into the mode and, for C{interval}, its seconds.
+
+    @raise MiningModeError: the value is not a mode.
+    """
+    if text in ("auto", "manual", "off"):
+        return text, None
+    if text.startswith("interval:"):
+        try:
+            seconds = float(text[len("interval:") :])
+        except ValueError:
+            seconds = 0.0
+        if seconds > 0:
+            return "interval", seconds
+    raise MiningModeError(f"unknown mining mode {text!r}: want auto, interval:SECONDS, manual or off")
+
+
+def order_candidates(transactions: Sequence[Transaction]) -> list[Transaction]:
+    """
+    Order pending transactions for a block: the best-paying first, each
+    sender's in nonce order (the next transaction of a sender competes on
+    its own price once the previous one is taken); equal prices keep the
+    order they were given in.  Transactions without a valid signature come last.
+    """
+    by_sender: dict[bytes, list[Transaction]] = {}
+    unsigned: list[Transaction] = []
+    for transaction in transactions:
+        try:
+            sender = transaction.sender
+        except InvalidTransactionError:
+            unsigned.append(transaction)
+            continue
+        by_sender.setdefault(sender, []).append(transaction)
+    heap: list[tuple[int, int, int, bytes]] = []
+    counter = itertools.count()
+    for sender, queue in by_sender.items():
+        queue.sort(key=lambda transaction: transaction.nonce)
+        heapq.heappush(heap, (-effective_gas_price(queue[0]), next(counter), 0, sender))
+    ordered = []
+    while heap:
+        _price, _order, position, sender = heapq.heappop(heap)
+        queue = by_sender[sender]
+        ordered.append(queue[position])
+        if position + 1 < len(queue):
+            following = queue[position + 1]
+            heapq.heappush(heap, (-effective_gas_price(following), next(counter), position + 1, sender))
+    return ordered + unsigned
+
+
+@implementer(IMiner)
+class Miner(Service):
+    """
+    The block producer of one chain.
+
+    @ivar coinbase: the address credited with the fees.
+    @ivar mode: C{auto}, C{interval}, C{manual} or C{off}.
+    @ivar interval: the seconds between blocks in C{interval} mode.
+    @ivar pool: where pending transactions come from (may be set after
+        construction, since the pool also needs the miner).
+    """
+
+    log = Logger()
+
+    def __init__(
+        self,
+        chain: ChainService,
+        coinbase: Address,
+        mode: str,
+        clock: IReactorTime,
+        pool: ITransactionPool | None = None,
+        extra_data: bytes = b"",
+    ) -> None:
+        """
+        @param mode: a C{mining.mode} value (C{interval:N} included).
+        @raise MiningModeError: C{mode} is not a mode.
+        """
+        self.chain = chain
+        self.coinbase = coinbase
+        self.mode, self.interval = parse_mining_mode(mode)
+        self.pool = pool
+        self._clock = clock
+        self._extra_data = extra_data
+        self._enabled = self.mode in ("auto", "interval")
+        self._offset = 0
+        self._loop: LoopingCall | None = None
+
+    @property
+    def is_mining(self) -> bool:
+        """
+        Whether blocks are produced without being asked (auto or interval, not stopped).
+        """
+        return self._enabled and self.mode in ("auto", "interval")
+
+    def startService(self) -> None:
+        """
+        Start the interval loop, if that is the mode.
+        """
+        super().startService()
+        self._update_loop()
+
+    def stopService(self) -> None:
+        """
+        Stop the interval loop.
+        """
+        super().stopService()
+        self._update_loop()
+
+    def start(self) -> None:
+        """
+        Resume automatic mining (C{evm_startMining}); a no-op when running.
+        """
+        self._enabled = True
+        self._update_loop()
+
+    def stop(self) -> None:
+        """
+        Suspend automatic mining (C{evm_stopMining}); C{mine} still works.
+        """
+        self._enabled = False
+        self._update_loop()
+
+    def _update_loop(self) -> None:
+        """
+        Run the interval loop exactly while the service runs in interval mode and mining is on.
+        """
+        wanted = self.running and self.is_mining and self.mode == "interval"
+        if wanted and self._loop is None:
+            self._loop = LoopingCall(self._tick)
+            self._loop.clock = self._clock
+            assert self.interval is not None
+            self._loop.start(self.interval, now=False)
+        elif not wanted and self._loop is not None:
+            if self._loop.running:
+                self._loop.stop()
+            self._loop = None
+
+    def _tick(self) -> Deferred[None]:
+        """
+        One block of the interval loop; a failure is logged, not fatal.
+        """
+        return self.mine().addCallbacks(
+            lambda block: None,
+            lambda failure: self.log.failure("interval mining failed", failure),
+        )
+
+    def increase_time(self, seconds: int) -> int:
+        """
+        Add C{seconds} (when positive) to the offset of the next block's
+        timestamp and return the accumulated offset (C{evm_increaseTime}).
+        """
+        if seconds > 0:
+            self._offset += seconds
+        return self._offset
+
+    @property
+    def time_offset(self) -> int:
+        """
+        The offset the next block's timestamp gets.
+        """
+        return self._offset
+
+    def mine(self) -> Deferred[Block]:
+        """
+        Build, seal and store one block of the pool's pending transactions
+        on the head, after any block already being produced.
+
+        The timestamp is max(now + the C{increase_time} offset, parent + 1);
+        the offset is consumed.  Candidates that turn out invalid on the
+        head state are removed from the pool.
+
+        @return: a Deferred firing with the new block.
+        """
+        now = int(self._clock.seconds())
+        offset, self._offset = self._offset, 0
+        candidates = order_candidates(self.pool.pending()) if self.pool is not None else []
+        skipped: list[SkippedTransaction] = []
+
+        def produce(parent: Header, state: State, block_hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
+            timestamp = max(now + offset, parent.timestamp + 1)
+            built = build_block(
+                parent,
+                state,
+                candidates,
+                self.coinbase,
+                timestamp,
+                self.chain.rules,
+                block_hashes,
+                self._extra_data,
+            )
+            header = built.block.header
+            seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
+            assert seal is not None
+            skipped.extend(built.skipped)
+            return seal_block(built.block, seal), built.outcome
+
+        def mined(block: Block) -> Block:
+            invalid = [entry for entry in skipped if entry.invalid]
+            for entry in invalid:
+                self.log.info(
+                    "dropping transaction 0x{hash}: {reason}",
+                    hash=entry.transaction.hash.hex(),
+                    reason=entry.reason,
+                )
+            if invalid and self.pool is not None:
+                self.pool.remove([entry.transaction.hash for entry in invalid])
+            self.log.info(
+                "mined block {number} 0x{hash} with {count} transactions",
+                number=block.number,
+                hash=block.hash.hex(),
+                count=len(block.transactions),
+            )
+            return block
+
+        return self.chain.produce_block(produce).addCallback(mined)
+
+
+__all__ = ["MODES", "Miner", "MiningModeError", "order_candidates", "parse_mining_mode"]

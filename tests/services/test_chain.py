@@ -1,0 +1,446 @@
+"""
+Tests for L{nodex.services.chain} and L{nodex.services.threads}.
+"""
+
+from dataclasses import replace
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.internet.defer import inlineCallbacks
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase, TestCase
+from zope.interface.verify import verifyObject
+
+from nodex.chain.builder import BuiltBlock
+from nodex.chain.difficulty import DifficultyRules
+from nodex.chain.errors import InvalidBlockError
+from nodex.chain.processing import BlockHashes, BlockOutcome
+from nodex.db.kv import KeyValueStore
+from nodex.db.memory import MemoryStore
+from nodex.db.rocks import RocksStore
+from nodex.db.schema import (
+    read_block_bloom,
+    read_canonical_hash,
+    read_head_hash,
+    read_header_rlp,
+    read_tx_lookup,
+)
+from nodex.interfaces import ChainEvent, IChainService, ImportResult
+from nodex.primitives import Hash32
+from nodex.services.chain import ChainNotInitializedError, ChainService
+from nodex.services.threads import ChainThreads
+from nodex.state.state import State
+from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
+from tests.chain.test_processing import (
+    ADDRESSES,
+    COINBASE,
+    RECIPIENT,
+    build_on,
+    fee_market_transfer,
+    sample_rules,
+    sample_store,
+    transfer,
+)
+
+
+class ChainServiceMixin:
+    """
+    Tests of L{ChainService} run over both stores; subclasses provide
+    L{make_store}.
+    """
+
+    def make_store(self) -> KeyValueStore:
+        """
+        A new empty store.
+        """
+        raise NotImplementedError()
+
+    def setUp(self) -> None:
+        """
+        A chain service over a sample genesis, recording its events.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store(store=self.make_store())
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.events: list[ChainEvent] = []
+        self.chain.add_observer(self.events.append)
+
+    def build(self, parent: Header, transactions: list = [], **keywords: Any) -> BuiltBlock:  # noqa: B006
+        """
+        A sealed block on C{parent} built against the service's store.
+        """
+        return build_on(self.store, parent, transactions, rules=self.chain.rules, **keywords)
+
+    def imported(self, block: Block) -> str:
+        """
+        Import C{block} and return the result name.
+        """
+        return self.successResultOf(self.chain.import_block(block))  # type: ignore[attr-defined,no-any-return]
+
+    def test_interface(self) -> None:
+        """
+        The service provides L{IChainService}.
+        """
+        self.assertTrue(verifyObject(IChainService, self.chain))  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.chain_id, 33)  # type: ignore[attr-defined]
+
+    def test_head_from_store(self) -> None:
+        """
+        A new service starts at the stored head, genesis here, with its total difficulty.
+        """
+        self.assertEqual(self.chain.head.header, self.genesis)  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.head.total_difficulty, 1)  # type: ignore[attr-defined]
+
+    def test_import_best(self) -> None:
+        """
+        A valid child of the head becomes the head, is indexed, and observers hear of it.
+        """
+        tx = transfer(0, 0, gas_price=3)
+        block = self.build(self.genesis, [tx]).block
+        self.assertEqual(self.imported(block), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.chain.head.header, block.header)  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.head.total_difficulty, 2)  # type: ignore[attr-defined]
+        self.assertEqual(read_canonical_hash(self.store, 1), block.hash)  # type: ignore[attr-defined]
+        self.assertEqual(read_head_hash(self.store), block.hash)
+        self.assertEqual(read_tx_lookup(self.store, tx.hash), (block.hash, 0))
+        self.assertEqual(read_block_bloom(self.store, 1), block.header.logs_bloom)
+        [event] = self.events
+        self.assertEqual((event.adopted, event.abandoned, event.rewound), ((block,), (), False))
+        self.assertEqual(event.adopted_receipts[0][0].cumulative_gas_used, 21_000)
+
+    def test_import_exist(self) -> None:
+        """
+        A block already stored is reported as existing and changes nothing.
+        """
+        block = self.build(self.genesis).block
+        self.imported(block)
+        self.assertEqual(self.imported(block), ImportResult.EXIST)
+        self.assertEqual(len(self.events), 1)
+
+    def test_import_no_parent(self) -> None:
+        """
+        A block whose parent is unknown is reported as such and not stored.
+        """
+        first = self.build(self.genesis).block
+        second = build_on(self.store, first.header).block
+        self.assertEqual(self.imported(second), ImportResult.NO_PARENT)
+        self.assertIsNone(read_header_rlp(self.store, second.hash))
+
+    def test_import_invalid(self) -> None:
+        """
+        A block whose state root is wrong is invalid; nothing is stored and the head stays.
+        """
+        built = self.build(self.genesis, [transfer(0, 0)])
+        header = replace(built.block.header, state_root=Hash32(b"\x00" * 32))
+        bad = Block(header, built.block.transactions)
+        self.assertEqual(self.imported(bad), ImportResult.INVALID_BLOCK)
+        self.assertIsNone(read_header_rlp(self.store, bad.hash))
+        self.assertEqual(self.chain.head.header, self.genesis)  # type: ignore[attr-defined]
+        self.assertEqual(self.events, [])
+        self.assertEqual(self.imported(built.block), ImportResult.IMPORTED_BEST)
+
+    def test_import_future_block(self) -> None:
+        """
+        A block more than a minute ahead of the clock is invalid.
+        """
+        block = self.build(self.genesis, timestamp=1061).block
+        self.assertEqual(self.imported(block), ImportResult.INVALID_BLOCK)
+        self.clock.advance(1)
+        self.assertEqual(self.imported(block), ImportResult.IMPORTED_BEST)
+
+    def test_side_chain_tie(self) -> None:
+        """
+        A competing block of equal total difficulty is stored but does not replace the head.
+        """
+        first = self.build(self.genesis, extra_data=b"a").block
+        rival = self.build(self.genesis, extra_data=b"b").block
+        self.imported(first)
+        self.assertEqual(self.imported(rival), ImportResult.IMPORTED_NOT_BEST)
+        self.assertEqual(self.chain.head.header, first.header)  # type: ignore[attr-defined]
+        self.assertEqual(self.successResultOf(self.chain.get_block_by_hash(rival.hash)), rival)  # type: ignore[attr-defined]
+        self.assertFalse(self.successResultOf(self.chain.is_canonical(rival.hash)))  # type: ignore[attr-defined]
+        self.assertEqual(len(self.events), 1)
+
+    def test_reorganisation_longer(self) -> None:
+        """
+        A longer side chain replaces the canonical one: index, lookups,
+        receipts and the event all follow it.
+        """
+        old_tx = transfer(0, 0)
+        shared_tx = transfer(1, 0)
+        a1 = self.build(self.genesis, [old_tx, shared_tx], extra_data=b"a").block
+        self.imported(a1)
+        b1 = self.build(self.genesis, [shared_tx], extra_data=b"b").block
+        self.assertEqual(self.imported(b1), ImportResult.IMPORTED_NOT_BEST)
+        new_tx = transfer(2, 0)
+        b2 = build_on(self.store, b1.header, [new_tx]).block
+        self.assertEqual(self.imported(b2), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.chain.head.header, b2.header)  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.head.total_difficulty, 3)  # type: ignore[attr-defined]
+        self.assertEqual((read_canonical_hash(self.store, 1), read_canonical_hash(self.store, 2)), (b1.hash, b2.hash))
+        self.assertIsNone(self.successResultOf(self.chain.get_transaction(old_tx.hash)))  # type: ignore[attr-defined]
+        self.assertIsNone(self.successResultOf(self.chain.get_receipt(old_tx.hash)))  # type: ignore[attr-defined]
+        shared = self.successResultOf(self.chain.get_transaction(shared_tx.hash))  # type: ignore[attr-defined]
+        self.assertEqual((shared.block_hash, shared.index), (b1.hash, 0))
+        receipt = self.successResultOf(self.chain.get_receipt(new_tx.hash))  # type: ignore[attr-defined]
+        self.assertEqual((receipt.location.block_hash, receipt.location.block_number), (b2.hash, 2))
+        self.assertFalse(self.successResultOf(self.chain.is_canonical(a1.hash)))  # type: ignore[attr-defined]
+        event = self.events[-1]
+        self.assertEqual((event.abandoned, event.adopted), ((a1,), (b1, b2)))
+        self.assertEqual([len(receipts) for receipts in event.abandoned_receipts], [2])
+        self.assertEqual([len(receipts) for receipts in event.adopted_receipts], [1, 1])
+
+    def test_reorganisation_heavier(self) -> None:
+        """
+        With difficulty that rises for quick blocks, a side block of the same
+        height but more difficulty becomes the head.
+        """
+        rules = replace(
+            sample_rules(), difficulty=DifficultyRules(duration=10, divisor=2, minimum=1000, reset_after=None)
+        )
+        store, genesis = sample_store(difficulty=1000, store=self.make_store())
+        chain = ChainService(store, rules, self.clock)
+        events: list[ChainEvent] = []
+        chain.add_observer(events.append)
+        slow = build_on(store, genesis, [transfer(0, 0)], rules=rules, timestamp=20).block
+        quick = build_on(store, genesis, rules=rules, timestamp=1).block
+        self.assertEqual((slow.header.difficulty, quick.header.difficulty), (1000, 1500))
+        self.assertEqual(self.successResultOf(chain.import_block(slow)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(chain.import_block(quick)), ImportResult.IMPORTED_BEST)
+        self.assertEqual((chain.head.header, chain.head.total_difficulty), (quick.header, 2500))
+        self.assertEqual((events[-1].abandoned, events[-1].adopted), ((slow,), (quick,)))
+        self.assertIsNone(read_tx_lookup(store, slow.transactions[0].hash))
+
+    def test_uncle_adds_difficulty(self) -> None:
+        """
+        A block including an uncle adds the uncle's difficulty to the total.
+        """
+        a1 = self.build(self.genesis, extra_data=b"a").block
+        b1 = self.build(self.genesis, extra_data=b"b").block
+        self.imported(a1)
+        self.imported(b1)
+        a2 = build_on(self.store, a1.header, uncles=[b1.header]).block
+        self.assertEqual(self.imported(a2), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.chain.head.total_difficulty, 4)  # type: ignore[attr-defined]
+        again = build_on(self.store, a2.header, uncles=[b1.header]).block
+        self.assertEqual(self.imported(again), ImportResult.INVALID_BLOCK)
+
+    def test_reads(self) -> None:
+        """
+        Blocks by number and hash, header, total difficulty, transactions and
+        receipt views read back what was imported.
+        """
+        first = transfer(0, 0, gas_price=2)
+        second = fee_market_transfer(1, 0, max_fee=10, priority_fee=4)
+        block = self.build(self.genesis, [first, second]).block
+        self.imported(block)
+        chain = self.chain
+        self.assertEqual(self.successResultOf(chain.get_block_by_number(1)), block)  # type: ignore[attr-defined]
+        self.assertIsNone(self.successResultOf(chain.get_block_by_number(2)))  # type: ignore[attr-defined]
+        self.assertIsNone(self.successResultOf(chain.get_block_by_number(2**64)))  # type: ignore[attr-defined]
+        self.assertEqual(self.successResultOf(chain.get_header_by_hash(block.hash)), block.header)  # type: ignore[attr-defined]
+        self.assertEqual(self.successResultOf(chain.get_total_difficulty(block.hash)), 2)  # type: ignore[attr-defined]
+        self.assertIsNone(self.successResultOf(chain.get_block_by_hash(b"\x00" * 32)))  # type: ignore[attr-defined]
+        location = self.successResultOf(chain.get_transaction(second.hash))  # type: ignore[attr-defined]
+        self.assertEqual((location.transaction, location.index, location.block_number), (second, 1, 1))
+        views = self.successResultOf(chain.get_block_receipts(block.hash))  # type: ignore[attr-defined]
+        self.assertEqual([view.gas_used for view in views], [21_000, 21_000])
+        self.assertEqual([view.effective_gas_price for view in views], [2, 4])
+        self.assertEqual([view.receipt.cumulative_gas_used for view in views], [21_000, 42_000])
+        self.assertEqual([view.first_log_index for view in views], [0, 0])
+        self.assertIsNone(self.successResultOf(chain.get_block_receipts(b"\x01" * 32)))  # type: ignore[attr-defined]
+        account = self.successResultOf(chain.get_account(RECIPIENT))  # type: ignore[attr-defined]
+        self.assertEqual(account.balance, 2)
+
+    def test_produce_block(self) -> None:
+        """
+        Produced blocks build on the tip one after another, and are stored like imports.
+        """
+        produced = []
+
+        def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
+            built = build_on(self.store, parent, [transfer(0, parent.number)])
+            produced.append(parent.number)
+            return built.block, built.outcome
+
+        first = self.successResultOf(self.chain.produce_block(producer))  # type: ignore[attr-defined]
+        second = self.successResultOf(self.chain.produce_block(producer))  # type: ignore[attr-defined]
+        self.assertEqual((first.number, second.number, produced), (1, 2, [0, 1]))
+        self.assertEqual(self.chain.head.header, second.header)  # type: ignore[attr-defined]
+        self.assertEqual(len(self.events), 2)
+
+    def test_produce_invalid(self) -> None:
+        """
+        A producer whose block breaks a rule fails the Deferred and stores nothing.
+        """
+
+        def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
+            built = build_on(self.store, parent)
+            return Block(replace(built.block.header, gas_used=5)), built.outcome
+
+        self.failureResultOf(self.chain.produce_block(producer), InvalidBlockError)  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.head.header, self.genesis)  # type: ignore[attr-defined]
+
+    def test_import_built_block(self) -> None:
+        """
+        A block with its known outcome is stored without executing it again.
+        """
+        built = self.build(self.genesis, [transfer(0, 0)])
+        result = self.successResultOf(self.chain.import_built_block(built.block, built.outcome))  # type: ignore[attr-defined]
+        self.assertEqual(result, ImportResult.IMPORTED_BEST)
+        wrong = replace(built.outcome, gas_used=1)
+        other = self.build(self.genesis, extra_data=b"x")
+        result = self.successResultOf(self.chain.import_built_block(other.block, wrong))  # type: ignore[attr-defined]
+        self.assertEqual(result, ImportResult.INVALID_BLOCK)
+
+    def test_rewind(self) -> None:
+        """
+        Rewinding deletes the canonical blocks above the number, their
+        lookups and index, moves the head, and tells observers it rewound.
+        """
+        tx = transfer(0, 0)
+        b1 = self.build(self.genesis).block
+        self.imported(b1)
+        b2 = build_on(self.store, b1.header, [tx]).block
+        self.imported(b2)
+        self.assertIsNone(self.successResultOf(self.chain.rewind(1)))  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.head.header, b1.header)  # type: ignore[attr-defined]
+        self.assertEqual(self.chain.head.total_difficulty, 2)  # type: ignore[attr-defined]
+        self.assertIsNone(read_canonical_hash(self.store, 2))
+        self.assertIsNone(read_tx_lookup(self.store, tx.hash))
+        self.assertIsNone(read_header_rlp(self.store, b2.hash))
+        self.assertIsNone(self.successResultOf(self.chain.get_block_by_hash(b2.hash)))  # type: ignore[attr-defined]
+        self.assertEqual(read_head_hash(self.store), b1.hash)
+        event = self.events[-1]
+        self.assertEqual((event.abandoned, event.adopted, event.rewound), ((b2,), (), True))
+        self.assertEqual(self.imported(b2), ImportResult.IMPORTED_BEST)
+
+    def test_rewind_above_head(self) -> None:
+        """
+        Rewinding to the head or above changes nothing and tells no one.
+        """
+        self.successResultOf(self.chain.rewind(5))  # type: ignore[attr-defined]
+        self.assertEqual((self.chain.head.header, self.events), (self.genesis, []))  # type: ignore[attr-defined]
+
+    def test_restart(self) -> None:
+        """
+        A new service over the same store starts at the head the last one wrote.
+        """
+        block = self.build(self.genesis).block
+        self.imported(block)
+        again = ChainService(self.store, sample_rules(), self.clock)
+        self.assertEqual(again.head, self.chain.head)  # type: ignore[attr-defined]
+
+    def test_observer_failure_contained(self) -> None:
+        """
+        An observer that raises is logged; the others still hear of the change.
+        """
+
+        def broken(event: ChainEvent) -> None:
+            raise RuntimeError("observer bug")
+
+        self.chain.add_observer(broken)  # type: ignore[attr-defined]
+        later: list[ChainEvent] = []
+        self.chain.add_observer(later.append)  # type: ignore[attr-defined]
+        self.imported(self.build(self.genesis).block)
+        self.assertEqual(len(later), 1)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)  # type: ignore[attr-defined]
+
+
+class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
+    """
+    L{ChainService} over a L{MemoryStore}.
+    """
+
+    def make_store(self) -> KeyValueStore:
+        """
+        A memory store.
+        """
+        return MemoryStore()
+
+    def test_uninitialized_store(self) -> None:
+        """
+        A store without a chain is refused with a clear error.
+        """
+        error = self.assertRaises(ChainNotInitializedError, ChainService, MemoryStore(), sample_rules(), Clock())
+        self.assertIn("genesis", str(error))
+
+
+class RocksChainServiceTests(ChainServiceMixin, SynchronousTestCase):
+    """
+    L{ChainService} over a L{RocksStore}.
+    """
+
+    def make_store(self) -> KeyValueStore:
+        """
+        A RocksDB store under the test's temporary directory, closed after the test.
+        """
+        store = RocksStore.open(self.mktemp())
+        self.addCleanup(store.close)
+        return store
+
+    def test_reopened_store(self) -> None:
+        """
+        After the store is closed and opened again, the service starts at the same head.
+        """
+        path = self.mktemp()
+        store = RocksStore.open(path)
+        _, genesis = sample_store(store=store)
+        chain = ChainService(store, sample_rules(), self.clock, close_store=True)
+        chain.startService()
+        block = build_on(store, genesis, [transfer(0, 0)]).block
+        self.successResultOf(chain.import_block(block))
+        chain.stopService()
+        reopened = RocksStore.open(path)
+        self.addCleanup(reopened.close)
+        again = ChainService(reopened, sample_rules(), self.clock)
+        self.assertEqual(again.head.header, block.header)
+        location = self.successResultOf(again.get_transaction(block.transactions[0].hash))
+        self.assertEqual(location.block_hash, block.hash)
+
+
+class ChainThreadsTests(TestCase):
+    """
+    Tests for L{ChainThreads} with a L{ChainService} on real threads.
+    """
+
+    @inlineCallbacks
+    def test_writes_in_order(self) -> Any:
+        """
+        Writes queued together run one after another on the writer thread,
+        each producing on the previous one; reads run on the reader pool.
+        """
+        store, genesis = sample_store()
+        threads = ChainThreads(reactor, readers=2)
+        chain = ChainService(store, sample_rules(), reactor, threads=threads)
+        chain.startService()
+        self.addCleanup(chain.stopService)
+        names = []
+
+        def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
+            import threading
+
+            names.append(threading.current_thread().name)
+            built = build_on(store, parent, [transfer(0, parent.number)])
+            return built.block, built.outcome
+
+        pending = [chain.produce_block(producer) for _ in range(3)]
+        blocks = []
+        for deferred in pending:
+            blocks.append((yield deferred))
+        self.assertEqual([block.number for block in blocks], [1, 2, 3])
+        self.assertEqual(chain.head.header, blocks[-1].header)
+        self.assertEqual(len(set(names)), 1)
+        self.assertIn("writer", names[0])
+        block = yield chain.get_block_by_number(2)
+        self.assertEqual(block, blocks[1])
+        self.assertEqual(COINBASE, blocks[0].header.coinbase)
+        self.assertEqual(len(ADDRESSES), 3)
+
+    def test_needs_a_reader(self) -> None:
+        """
+        A reader pool of no threads is refused.
+        """
+        self.assertRaises(ValueError, ChainThreads, reactor, readers=0)
