@@ -31,6 +31,9 @@ from nodex.structures.headers import Header
 SECTION_SIZE = 1024
 """Blocks per section of the bit index."""
 
+SECTION_MARK = b"\xfe"
+"""The first byte of the key that says a section's blocks are in the bit index."""
+
 BIT_INDEX_MARK = b"\xff"
 """The first byte of every bit-index key; block-bloom keys are 8 bytes and start lower."""
 
@@ -66,6 +69,15 @@ def bit_prefix(bit: int, section: int) -> bytes:
     return BIT_INDEX_MARK + bit.to_bytes(2, "big") + section.to_bytes(6, "big")
 
 
+def section_key(section: int) -> bytes:
+    """
+    The key whose presence says that the blocks of C{section} were indexed
+    by L{index_block} (not only by their block bloom), so that the bit index
+    may be trusted there.
+    """
+    return SECTION_MARK + section.to_bytes(6, "big")
+
+
 def _bit_keys(header: Header) -> list[bytes]:
     """
     The bit-index keys of a block: one per bit set in its bloom.
@@ -87,6 +99,7 @@ def index_block(batch: WriteBatch, header: Header) -> None:
     @param header: the block's header; its number and logs bloom are used.
     """
     write_block_bloom(batch, header.number, header.logs_bloom)
+    batch.put(LOG_INDEX, section_key(header.number // SECTION_SIZE), b"")
     for key in _bit_keys(header):
         batch.put(LOG_INDEX, key, b"")
 
@@ -238,7 +251,8 @@ def candidate_blocks(
     Short stretches are read bloom by bloom; longer ones go through the bit
     index section by section, and each candidate it yields is confirmed
     against its bloom.  Without any group every indexed block with a log is
-    a candidate.
+    a candidate.  A section without the mark of L{section_key} (its blocks
+    had only their block bloom written) is read bloom by bloom.
 
     @param groups: as for L{bloom_matches}; each group has at least one mask.
     """
@@ -246,7 +260,7 @@ def candidate_blocks(
     while number <= last:
         section = number // SECTION_SIZE
         section_last = min(last, section * SECTION_SIZE + SECTION_SIZE - 1)
-        if not groups or section_last - number < SHORT_STRETCH:
+        if not groups or section_last - number < SHORT_STRETCH or store.get(LOG_INDEX, section_key(section)) is None:
             numbers: Iterable[int] = range(number, section_last + 1)
         else:
             numbers = sorted(n for n in _section_candidates(store, section, groups) if number <= n <= section_last)
@@ -259,6 +273,7 @@ def candidate_blocks(
 
 __all__ = [
     "BIT_INDEX_MARK",
+    "SECTION_MARK",
     "SECTION_SIZE",
     "SHORT_STRETCH",
     "BitList",
@@ -267,6 +282,7 @@ __all__ = [
     "candidate_blocks",
     "index_block",
     "read_bloom",
+    "section_key",
     "set_bits",
     "unindex_block",
     "value_bits",

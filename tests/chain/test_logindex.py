@@ -10,13 +10,14 @@ from nodex.chain.logindex import (
     candidate_blocks,
     index_block,
     read_bloom,
+    section_key,
     set_bits,
     unindex_block,
     value_bits,
     value_mask,
 )
 from nodex.db.memory import MemoryStore
-from nodex.db.schema import LOG_INDEX
+from nodex.db.schema import LOG_INDEX, write_block_bloom
 from nodex.primitives import Address, Hash32
 from nodex.structures.bloom import EMPTY_BLOOM, bloom_may_contain, logs_bloom
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
@@ -115,18 +116,18 @@ class IndexTests(SynchronousTestCase):
         header = write_chain(store, 1, set())[0]
         self.assertEqual(read_bloom(store, 0), header.logs_bloom)
         keys = [key for key, _ in store.iterate(LOG_INDEX)]
-        self.assertEqual(len(keys), 1 + len(set_bits(header.logs_bloom)))
+        self.assertEqual(len(keys), 2 + len(set_bits(header.logs_bloom)))
 
-    def test_unindex_removes_everything(self) -> None:
+    def test_unindex_removes_the_block(self) -> None:
         """
-        Unindexing a block leaves nothing of it in the column.
+        Unindexing a block leaves nothing of it in the column (the section mark stays).
         """
         store = MemoryStore()
         header = write_chain(store, 1, set())[0]
         batch = store.batch()
         unindex_block(batch, header)
         store.write(batch)
-        self.assertEqual(list(store.iterate(LOG_INDEX)), [])
+        self.assertEqual([key for key, _ in store.iterate(LOG_INDEX)], [section_key(0)])
         self.assertIsNone(read_bloom(store, 0))
 
     def test_replacement_at_same_height(self) -> None:
@@ -200,3 +201,16 @@ class CandidateTests(SynchronousTestCase):
         """
         self.assertEqual(list(candidate_blocks(self.store, 5000, 9000, [[value_mask(RARE)]])), [])
         self.assertEqual(list(candidate_blocks(self.store, 5000, 5010, [])), [])
+
+    def test_blooms_without_bit_index(self) -> None:
+        """
+        Sections whose blocks have only their block bloom (no mark) are
+        searched bloom by bloom.
+        """
+        store = MemoryStore()
+        batch = store.batch()
+        for number in range(2 * SECTION_SIZE):
+            logs = [Log(OTHER, (RARE,), b"")] if number in (3, 1500) else [Log(TOKEN, (TRANSFER,), b"")]
+            write_block_bloom(batch, number, make_header(number, logs).logs_bloom)
+        store.write(batch)
+        self.assertEqual(list(candidate_blocks(store, 0, 2 * SECTION_SIZE - 1, [[value_mask(RARE)]])), [3, 1500])
