@@ -61,15 +61,10 @@ def encode_g1(point: JacobianPoint) -> bytes:
     """
     The 64-byte affine encoding of C{point}, zeros for infinity.
     """
-    x, y, z = point
-    if z == 0:
+    affine = to_affine(point)
+    if affine is None:
         return bytes(64)
-    p = FIELD_MODULUS
-    z_inverse = pow(z, -1, p)
-    z_inverse_squared = z_inverse * z_inverse % p
-    affine_x = x * z_inverse_squared % p
-    affine_y = y * z_inverse_squared * z_inverse % p
-    return affine_x.to_bytes(32, "big") + affine_y.to_bytes(32, "big")
+    return affine[0].to_bytes(32, "big") + affine[1].to_bytes(32, "big")
 
 
 def double(point: JacobianPoint) -> JacobianPoint:
