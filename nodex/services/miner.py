@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Sequence
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
@@ -184,7 +184,7 @@ class Miner(Service):
         """
         One block of the interval loop; a failure is logged, not fatal.
         """
-        return self.mine().addCallbacks(
+        return maybeDeferred(self.mine).addCallbacks(
             lambda block: None,
             lambda failure: self.log.failure("interval mining failed", failure),
         )

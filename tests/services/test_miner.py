@@ -1,0 +1,274 @@
+"""
+Tests for L{nodex.services.miner}.
+"""
+
+from collections.abc import Callable, Iterable
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
+
+from nodex.chain.processing import validate_header
+from nodex.interfaces import IMiner, ITransactionPool
+from nodex.primitives import Hash32
+from nodex.services.chain import ChainService
+from nodex.services.miner import Miner, MiningModeError, order_candidates, parse_mining_mode
+from nodex.structures.transactions import Transaction
+from tests.chain.test_processing import COINBASE, fee_market_transfer, sample_rules, sample_store, transfer
+
+
+@implementer(ITransactionPool)
+class FakePool:
+    """
+    A pool that hands out the transactions it is given, in that order, and
+    records what the miner removes.
+    """
+
+    def __init__(self, transactions: Iterable[Transaction] = ()) -> None:
+        """
+        @param transactions: the pending transactions.
+        """
+        self.transactions = list(transactions)
+        self.removed: list[bytes] = []
+
+    def add(self, transaction: Transaction) -> Deferred[Hash32]:
+        """
+        Keep C{transaction}.
+        """
+        self.transactions.append(transaction)
+        return succeed(transaction.hash)
+
+    def get(self, tx_hash: bytes) -> Transaction | None:
+        """
+        A kept transaction by hash.
+        """
+        return next((tx for tx in self.transactions if tx.hash == tx_hash), None)
+
+    def pending(self) -> list[Transaction]:
+        """
+        Every kept transaction.
+        """
+        return list(self.transactions)
+
+    def queued(self) -> list[Transaction]:
+        """
+        Nothing is queued.
+        """
+        return []
+
+    def next_nonce(self, address: bytes) -> Deferred[int]:
+        """
+        Not needed by the miner.
+        """
+        return succeed(0)
+
+    def add_observer(self, observer: Callable[[Transaction], None]) -> None:
+        """
+        Not needed by the miner.
+        """
+
+    def clear(self) -> None:
+        """
+        Drop everything.
+        """
+        self.transactions = []
+
+    def remove(self, tx_hashes: Iterable[bytes]) -> None:
+        """
+        Drop and record C{tx_hashes}.
+        """
+        hashes = list(tx_hashes)
+        self.removed.extend(hashes)
+        self.transactions = [tx for tx in self.transactions if tx.hash not in hashes]
+
+
+class MinerTests(SynchronousTestCase):
+    """
+    Tests for L{Miner}.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain at genesis, a clock at 1000 and an empty fake pool.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.pool = FakePool()
+        self.blocks: list = []
+        self.chain.add_observer(lambda event: self.blocks.extend(event.adopted))
+        self.pool_transactions_removed_on_event = True
+
+    def miner(self, mode: str = "manual") -> Miner:
+        """
+        A miner of C{mode} on the test chain and pool.
+        """
+        return Miner(self.chain, COINBASE, mode, self.clock, self.pool)
+
+    def test_interface(self) -> None:
+        """
+        The miner provides L{IMiner} and the pool fake provides L{ITransactionPool}.
+        """
+        miner = self.miner()
+        self.assertTrue(verifyObject(IMiner, miner))
+        self.assertTrue(verifyObject(ITransactionPool, self.pool))
+
+    def test_mine_empty(self) -> None:
+        """
+        Mining with an empty pool produces a valid, sealed empty block on the head.
+        """
+        block = self.successResultOf(self.miner().mine())
+        self.assertEqual((block.number, block.transactions, block.header.coinbase), (1, (), COINBASE))
+        self.assertEqual(block.header.timestamp, 1000)
+        self.assertEqual(block.header.gas_limit, 30_000_000)
+        validate_header(self.genesis, block.header, sample_rules())
+        self.assertEqual(self.chain.head.header, block.header)
+
+    def test_mine_pending(self) -> None:
+        """
+        Pending transactions are mined; invalid ones are removed from the pool.
+        """
+        good = transfer(0, 0)
+        stale = transfer(1, 0, value=10**31)
+        self.pool.transactions = [good, stale]
+        block = self.successResultOf(self.miner().mine())
+        self.assertEqual(block.transactions, (good,))
+        self.assertEqual(self.pool.removed, [stale.hash])
+
+    def test_consecutive_blocks(self) -> None:
+        """
+        Each block builds on the previous one, one second later at least.
+        """
+        miner = self.miner()
+        first = self.successResultOf(miner.mine())
+        second = self.successResultOf(miner.mine())
+        self.assertEqual(second.header.parent_hash, first.hash)
+        self.assertEqual(second.header.timestamp, 1001)
+
+    def test_increase_time(self) -> None:
+        """
+        The time offset adds to the next block's timestamp once, and accumulates until then.
+        """
+        miner = self.miner()
+        self.assertEqual(miner.increase_time(60), 60)
+        self.assertEqual(miner.increase_time(0), 60)
+        self.assertEqual(miner.increase_time(-5), 60)
+        self.assertEqual(miner.increase_time(40), 100)
+        first = self.successResultOf(miner.mine())
+        self.assertEqual(first.header.timestamp, 1100)
+        self.assertEqual(miner.time_offset, 0)
+        second = self.successResultOf(miner.mine())
+        self.assertEqual(second.header.timestamp, 1101)
+
+    def test_modes(self) -> None:
+        """
+        Auto and interval mine on their own; manual and off do not.
+        """
+        self.assertEqual([self.miner(mode).is_mining for mode in ("auto", "interval:2", "manual", "off")],
+                         [True, True, False, False])
+        self.assertEqual(self.miner("interval:2.5").mode, "interval")
+
+    def test_start_stop(self) -> None:
+        """
+        Stopping suspends automatic mining and starting resumes it.
+        """
+        miner = self.miner("auto")
+        miner.stop()
+        self.assertFalse(miner.is_mining)
+        miner.start()
+        self.assertTrue(miner.is_mining)
+
+    def test_interval(self) -> None:
+        """
+        In interval mode a block appears every N seconds while the service
+        runs and mining is on.
+        """
+        miner = self.miner("interval:5")
+        miner.startService()
+        self.clock.advance(4)
+        self.assertEqual(self.blocks, [])
+        self.clock.advance(1)
+        self.assertEqual(len(self.blocks), 1)
+        miner.stop()
+        self.clock.advance(20)
+        self.assertEqual(len(self.blocks), 1)
+        miner.start()
+        self.clock.advance(5)
+        self.assertEqual(len(self.blocks), 2)
+        miner.stopService()
+        self.clock.advance(20)
+        self.assertEqual(len(self.blocks), 2)
+
+    def test_interval_failure_logged(self) -> None:
+        """
+        A failing block in interval mode is logged and the loop goes on.
+        """
+        miner = self.miner("interval:1")
+        broken = FakePool()
+        broken.pending = lambda: 1 / 0  # type: ignore[assignment,method-assign,return-value]
+        miner.pool = broken
+        miner.startService()
+        self.addCleanup(miner.stopService)
+        self.clock.advance(1)
+        self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+        miner.pool = self.pool
+        self.clock.advance(1)
+        self.assertEqual(len(self.blocks), 1)
+
+    def test_no_pool(self) -> None:
+        """
+        A miner without a pool mines empty blocks.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock)
+        self.assertEqual(self.successResultOf(miner.mine()).transactions, ())
+
+
+class ModeTests(SynchronousTestCase):
+    """
+    Tests for L{parse_mining_mode}.
+    """
+
+    def test_modes(self) -> None:
+        """
+        The four modes parse, interval with its seconds.
+        """
+        self.assertEqual(parse_mining_mode("auto"), ("auto", None))
+        self.assertEqual(parse_mining_mode("off"), ("off", None))
+        self.assertEqual(parse_mining_mode("manual"), ("manual", None))
+        self.assertEqual(parse_mining_mode("interval:3"), ("interval", 3.0))
+
+    def test_bad(self) -> None:
+        """
+        Anything else is refused with a message that lists the modes.
+        """
+        for text in ("sometimes", "interval:", "interval:0", "interval:x"):
+            error = self.assertRaises(MiningModeError, parse_mining_mode, text)
+            self.assertIn("interval:SECONDS", str(error))
+
+
+class OrderCandidatesTests(SynchronousTestCase):
+    """
+    Tests for L{order_candidates}.
+    """
+
+    def test_price_then_nonce(self) -> None:
+        """
+        The best price goes first, but a sender's transactions keep their
+        nonce order even when a later one pays more.
+        """
+        cheap0 = transfer(0, 0, gas_price=1)
+        rich1 = transfer(0, 1, gas_price=50)
+        mid = transfer(1, 0, gas_price=10)
+        typed = fee_market_transfer(2, 0, max_fee=100, priority_fee=20)
+        ordered = order_candidates([rich1, mid, cheap0, typed])
+        self.assertEqual(ordered, [typed, mid, cheap0, rich1])
+
+    def test_ties_keep_order(self) -> None:
+        """
+        Equal prices keep the order the pool gave.
+        """
+        first, second = transfer(1, 0), transfer(0, 0)
+        self.assertEqual(order_candidates([first, second]), [first, second])
