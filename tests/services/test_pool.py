@@ -112,6 +112,8 @@ class FakeChainService:
         Append a block of C{transactions} (each using 21000 gas) and tell the observers.
         """
         parent = self.head.header
+        if state_root is None:
+            state_root = self._bump_nonces(parent.state_root, transactions)
         receipts = tuple(Receipt.from_logs(tx.type, 1, 21000 * (i + 1), ()) for i, tx in enumerate(transactions))
         header = make_header(
             parent.number + 1,
@@ -127,6 +129,23 @@ class FakeChainService:
         self.head = ChainHead(header, self.head.total_difficulty + 1)
         self.tell(ChainEvent((block,), (), (receipts,)))
         return block
+
+    def _bump_nonces(self, root: bytes, transactions: tuple[Transaction, ...]) -> bytes:
+        """
+        The state after C{transactions}, as far as nonces go (value and fees are not moved).
+        """
+        from nodex.db.schema import write_trie_nodes
+
+        trie = SecureTrie(lambda node_hash: self.store.get("trie_nodes", node_hash), root)
+        for tx in transactions:
+            raw = trie.get(tx.sender)
+            account = Account() if raw is None else Account.decode(raw)
+            trie.put(tx.sender, replace(account, nonce=tx.nonce + 1).encode())
+        new_root = trie.root_hash
+        batch = self.store.batch()
+        write_trie_nodes(batch, trie.commit())
+        self.store.write(batch)
+        return new_root
 
     def tell(self, event: ChainEvent) -> None:
         """
@@ -543,6 +562,7 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         self.successResultOf(pool.add(tx))
         block = self.chain.adopt((tx,))
         self.assertEqual(len(pool), 0)
+        self.successResultOf(self.chain.rewind(0))
         self.chain.tell(ChainEvent((), (block,)))
         self.assertEqual(pool.pending(), [tx])
 
@@ -623,6 +643,7 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         self.successResultOf(pool.add(tx))
         block = self.chain.adopt((tx,))
         self.successResultOf(pool.add(legacy(1)))
+        self.successResultOf(self.chain.rewind(0))
         self.chain.tell(ChainEvent((), (block,), rewound=True))
         self.assertEqual(len(pool), 1)
         pool.clear()

@@ -1,0 +1,271 @@
+"""
+The C{eth} methods that read the chain: the head, blocks, uncles,
+transactions by hash or position, and receipts (reference §3.3, shapes of
+L{nodex.rpc.objects}).
+
+Unknown blocks and transactions answer C{null}, except where the reference
+answers an error (the uncle counts and the transaction count by number:
+-32600 C{Block <id> not found}).  The five methods that the specification
+marks as partially supported refuse C{pending} with -32201 (DESIGN §1).
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from nodex.interfaces import BlockNotFoundError, IChainService, ITransactionPool
+from nodex.rpc import decoders, encoders
+from nodex.rpc.blockref import require_block, resolve_block
+from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError
+from nodex.rpc.objects import (
+    block_object,
+    located_transaction_object,
+    receipt_object,
+    transaction_object,
+    uncle_object,
+)
+from nodex.rpc.registry import Method, Param
+from nodex.structures.blocks import Block
+
+
+def block_or_hash(value: Any) -> BlockSelector:
+    """
+    The parameter of C{eth_getBlockReceipts}: a block hash (DATA 32), a
+    number, a TAG or an EIP-1898 object.
+    """
+    if isinstance(value, str) and len(value) == 66 and value[:2] in ("0x", "0X"):
+        return decoders.BlockHashSelector(decoders.hash32(value))
+    return decoders.block_selector(value)
+
+
+def index(value: Any) -> int:
+    """
+    A transaction or uncle index: a QUANTITY of at most 64 bits.
+    """
+    try:
+        return decoders.uint64(value)
+    except DecodeError as exc:
+        raise DecodeError(f"{exc} (an index)") from None
+
+
+class ChainMethods:
+    """
+    The block, transaction and receipt lookups of the C{eth} module.
+    """
+
+    def __init__(self, chain: IChainService, pool: ITransactionPool) -> None:
+        """
+        @param chain: where blocks, transactions and receipts are read.
+        @param pool: where pending transactions are found.
+        """
+        self._chain = chain
+        self._pool = pool
+
+    def rpc_methods(self) -> Iterable[Method]:
+        """
+        The chain-reading methods.
+        """
+        block_hash = Param("blockHash", decoders.hash32)
+        tx_hash = Param("transactionHash", decoders.hash32)
+        number = Param("block", decoders.block_parameter)
+        full = Param("fullTransactions", decoders.boolean)
+        position = Param("index", index)
+        nullable_quantity = encoders.nullable(encoders.quantity)
+        return [
+            Method("eth_blockNumber", self.block_number, (), encoders.quantity),
+            Method("eth_syncing", self.syncing, ()),
+            Method("eth_getBlockByHash", self.get_block_by_hash, (block_hash, full)),
+            Method("eth_getBlockByNumber", self.get_block_by_number, (number, full)),
+            Method(
+                "eth_getBlockTransactionCountByHash",
+                self.get_block_transaction_count_by_hash,
+                (block_hash,),
+                nullable_quantity,
+            ),
+            Method(
+                "eth_getBlockTransactionCountByNumber",
+                self.get_block_transaction_count_by_number,
+                (number,),
+                encoders.quantity,
+            ),
+            Method("eth_getUncleCountByBlockHash", self.get_uncle_count_by_block_hash, (block_hash,), encoders.quantity),
+            Method(
+                "eth_getUncleCountByBlockNumber", self.get_uncle_count_by_block_number, (number,), encoders.quantity
+            ),
+            Method("eth_getUncleByBlockHashAndIndex", self.get_uncle_by_block_hash_and_index, (block_hash, position)),
+            Method(
+                "eth_getUncleByBlockNumberAndIndex", self.get_uncle_by_block_number_and_index, (number, position)
+            ),
+            Method("eth_getTransactionByHash", self.get_transaction_by_hash, (tx_hash,)),
+            Method(
+                "eth_getTransactionByBlockHashAndIndex",
+                self.get_transaction_by_block_hash_and_index,
+                (block_hash, position),
+            ),
+            Method(
+                "eth_getTransactionByBlockNumberAndIndex",
+                self.get_transaction_by_block_number_and_index,
+                (number, position),
+            ),
+            Method("eth_getTransactionReceipt", self.get_transaction_receipt, (tx_hash,)),
+            Method("eth_getBlockReceipts", self.get_block_receipts, (Param("block", block_or_hash),)),
+        ]
+
+    def block_number(self) -> int:
+        """
+        The head's number.
+        """
+        return int(self._chain.head.header.number)
+
+    def syncing(self) -> bool:
+        """
+        C{false}: a node without peers is never syncing.
+        """
+        return False
+
+    async def _block_object(self, block: Block | None, full: bool) -> dict[str, Any] | None:
+        """
+        The block object of C{block} with its total difficulty, or L{None}.
+        """
+        if block is None:
+            return None
+        total_difficulty = await self._chain.get_total_difficulty(block.hash)
+        return block_object(block, total_difficulty or 0, full)
+
+    async def get_block_by_hash(self, block_hash: bytes, full: bool) -> dict[str, Any] | None:
+        """
+        A stored block by hash, or C{null}.
+        """
+        return await self._block_object(await self._chain.get_block_by_hash(block_hash), full)
+
+    async def get_block_by_number(self, number: BlockParameter, full: bool) -> dict[str, Any] | None:
+        """
+        A canonical block by number or tag, or C{null}; C{pending} refused.
+        """
+        block = await resolve_block(self._chain, number, pending_supported=False)
+        return await self._block_object(block, full)
+
+    async def get_block_transaction_count_by_hash(self, block_hash: bytes) -> int | None:
+        """
+        How many transactions a stored block holds, or C{null}.
+        """
+        block = await self._chain.get_block_by_hash(block_hash)
+        return None if block is None else len(block.transactions)
+
+    async def get_block_transaction_count_by_number(self, number: BlockParameter) -> int:
+        """
+        How many transactions a canonical block holds; for C{pending}, how
+        many the pool has ready.
+
+        @raise BlockNotFoundError: no block at that number.
+        """
+        if number is BlockTag.PENDING:
+            return len(self._pool.pending())
+        return len((await require_block(self._chain, number)).transactions)
+
+    async def get_uncle_count_by_block_hash(self, block_hash: bytes) -> int:
+        """
+        How many uncles a stored block names.
+
+        @raise BlockNotFoundError: unknown block (reference: an error, not C{null}).
+        """
+        block = await self._chain.get_block_by_hash(block_hash)
+        if block is None:
+            raise BlockNotFoundError(f"Block with hash {block_hash.hex()} not found")
+        return len(block.uncles)
+
+    async def get_uncle_count_by_block_number(self, number: BlockParameter) -> int:
+        """
+        How many uncles a canonical block names; C{pending} refused.
+
+        @raise BlockNotFoundError: no block at that number.
+        """
+        return len((await require_block(self._chain, number, pending_supported=False)).uncles)
+
+    async def _uncle(self, block: Block | None, position: int) -> dict[str, Any] | None:
+        """
+        The uncle at C{position} of C{block}, or L{None}.
+        """
+        if block is None or position >= len(block.uncles):
+            return None
+        uncle = block.uncles[position]
+        total_difficulty = await self._chain.get_total_difficulty(uncle.hash)
+        return uncle_object(uncle, total_difficulty or 0)
+
+    async def get_uncle_by_block_hash_and_index(self, block_hash: bytes, position: int) -> dict[str, Any] | None:
+        """
+        An uncle of a stored block, or C{null}.
+        """
+        return await self._uncle(await self._chain.get_block_by_hash(block_hash), position)
+
+    async def get_uncle_by_block_number_and_index(
+        self, number: BlockParameter, position: int
+    ) -> dict[str, Any] | None:
+        """
+        An uncle of a canonical block, or C{null}; C{pending} refused.
+        """
+        block = await resolve_block(self._chain, number, pending_supported=False)
+        return await self._uncle(block, position)
+
+    async def get_transaction_by_hash(self, tx_hash: bytes) -> dict[str, Any] | None:
+        """
+        A canonical transaction, else a pooled one (with C{null} block
+        members), else C{null}.
+        """
+        location = await self._chain.get_transaction(tx_hash)
+        if location is not None:
+            return located_transaction_object(location)
+        pooled = self._pool.get(tx_hash)
+        if pooled is None:
+            return None
+        return transaction_object(pooled, None, None, None)
+
+    @staticmethod
+    def _positioned(block: Block | None, position: int) -> dict[str, Any] | None:
+        """
+        The transaction at C{position} of C{block}, or L{None}.
+        """
+        if block is None or position >= len(block.transactions):
+            return None
+        return transaction_object(block.transactions[position], block.hash, block.header.number, position)
+
+    async def get_transaction_by_block_hash_and_index(
+        self, block_hash: bytes, position: int
+    ) -> dict[str, Any] | None:
+        """
+        The transaction at a position of a stored block, or C{null}.
+        """
+        return self._positioned(await self._chain.get_block_by_hash(block_hash), position)
+
+    async def get_transaction_by_block_number_and_index(
+        self, number: BlockParameter, position: int
+    ) -> dict[str, Any] | None:
+        """
+        The transaction at a position of a canonical block, or C{null};
+        C{pending} refused.
+        """
+        block = await resolve_block(self._chain, number, pending_supported=False)
+        return self._positioned(block, position)
+
+    async def get_transaction_receipt(self, tx_hash: bytes) -> dict[str, Any] | None:
+        """
+        The receipt of a canonical transaction, or C{null} (unknown, pending
+        or abandoned).
+        """
+        view = await self._chain.get_receipt(tx_hash)
+        return None if view is None else receipt_object(view)
+
+    async def get_block_receipts(self, selector: BlockSelector) -> list[dict[str, Any]] | None:
+        """
+        The receipts of a block in transaction order, or C{null} for an
+        unknown block.
+        """
+        block = await resolve_block(self._chain, selector)
+        if block is None:
+            return None
+        views = await self._chain.get_block_receipts(block.hash)
+        if views is None:
+            return None
+        return [receipt_object(view) for view in views]
+
+
+__all__ = ["ChainMethods", "block_or_hash", "index"]

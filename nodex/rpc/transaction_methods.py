@@ -1,0 +1,239 @@
+"""
+The C{eth} methods that send transactions and describe the node's own
+accounts and mining: C{eth_sendRawTransaction}, C{eth_sendTransaction},
+C{eth_pendingTransactions}, C{eth_accounts}, C{eth_coinbase},
+C{eth_mining} and C{eth_gasPrice} (reference §3.3).
+
+A transaction accepted in the miner's C{auto} mode is mined before the
+answer: the pool fires only once its observers (the miner) are done.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from nodex.interfaces import IAccounts, IChainService, IMiner, ITransactionPool, TransactionRejectedError
+from nodex.primitives import Address, Hash32
+from nodex.rpc import decoders, encoders
+from nodex.rpc.decoders import DecodeError, Field
+from nodex.rpc.errors import InvalidParamsError
+from nodex.rpc.objects import pending_transaction_object
+from nodex.rpc.registry import Method, Param
+from nodex.structures.errors import InvalidSignatureError, InvalidTransactionError, RLPError
+from nodex.structures.transactions import (
+    ACCESS_LIST_TX_TYPE,
+    FEE_MARKET_TX_TYPE,
+    LEGACY_TX_TYPE,
+    REFUSED_TX_TYPES,
+    AccessList,
+    AccessListEntry,
+    AccessListTransaction,
+    FeeMarketTransaction,
+    LegacyTransaction,
+    Transaction,
+    decode_transaction,
+)
+
+DEFAULT_GAS = 90000
+"""The gas of an C{eth_sendTransaction} request that names none (the specification's default)."""
+
+GAS_PRICE_MULTIPLIER_PERCENT = 110
+"""C{eth_gasPrice} answers the head's minimum gas price times 1.1 (reference §3.3)."""
+
+
+def _access_list_entry(value: Any) -> AccessListEntry:
+    """
+    One access-list entry: C{{"address": ..., "storageKeys": [...]}}.
+    """
+    fields = decoders.record(
+        {"address": Field(decoders.address, required=True), "storageKeys": Field(decoders.array_of(decoders.hash32))},
+        allow_unknown=False,
+    )(value)
+    return AccessListEntry(fields["address"], tuple(fields.get("storageKeys", ())))
+
+
+def access_list(value: Any) -> AccessList:
+    """
+    An EIP-2930 access list.
+    """
+    return tuple(decoders.array_of(_access_list_entry)(value))
+
+
+def transaction_type(value: Any) -> int:
+    """
+    The C{type} of a transaction request: 0, 1 or 2.
+    """
+    kind = decoders.uint64(value)
+    if kind in REFUSED_TX_TYPES:
+        raise DecodeError(f"transaction type {kind} ({REFUSED_TX_TYPES[kind]}) is not supported by this chain")
+    if kind not in (LEGACY_TX_TYPE, ACCESS_LIST_TX_TYPE, FEE_MARKET_TX_TYPE):
+        raise DecodeError(f"unknown transaction type {kind}")
+    return kind
+
+
+transaction_request = decoders.record(
+    {
+        "from": Field(decoders.address, required=True),
+        "to": Field(decoders.address),
+        "gas": Field(decoders.uint64),
+        "gasLimit": Field(decoders.uint64),
+        "gasPrice": Field(decoders.quantity),
+        "maxFeePerGas": Field(decoders.quantity),
+        "maxPriorityFeePerGas": Field(decoders.quantity),
+        "value": Field(decoders.quantity),
+        "data": Field(decoders.data),
+        "input": Field(decoders.data),
+        "nonce": Field(decoders.uint64),
+        "chainId": Field(decoders.quantity),
+        "accessList": Field(access_list),
+        "type": Field(transaction_type),
+    }
+)
+"""The transaction object of C{eth_sendTransaction} (JSON C{null} = absent; unknown members ignored)."""
+
+
+def build_unsigned(request: dict[str, Any], chain_id: int, nonce: int) -> Transaction:
+    """
+    The unsigned transaction a request describes, with the defaults of the
+    specification: gas 90000, gas price 0, value 0, empty data.  It is a
+    fee-market transaction (type 2) when fee caps are given, an access-list
+    transaction (type 1) when an access list is, and an EIP-155 legacy one
+    otherwise; an explicit C{type} decides.  A fee-market request that gives
+    only one fee cap uses it for both.
+
+    @raise InvalidParamsError: a C{chainId} other than this chain's, or
+        fields that contradict the C{type}.
+    """
+    asked_chain = request.get("chainId")
+    if asked_chain is not None and asked_chain != chain_id:
+        raise InvalidParamsError(f"Invalid chainId: {asked_chain}")
+    kind = request.get("type")
+    if kind is None:
+        if "maxFeePerGas" in request or "maxPriorityFeePerGas" in request:
+            kind = FEE_MARKET_TX_TYPE
+        elif "accessList" in request:
+            kind = ACCESS_LIST_TX_TYPE
+        else:
+            kind = LEGACY_TX_TYPE
+    if kind != FEE_MARKET_TX_TYPE and ("maxFeePerGas" in request or "maxPriorityFeePerGas" in request):
+        raise InvalidParamsError("maxFeePerGas and maxPriorityFeePerGas need a type 2 transaction")
+    if kind == LEGACY_TX_TYPE and "accessList" in request:
+        raise InvalidParamsError("accessList needs a type 1 or type 2 transaction")
+    gas = request.get("gas", request.get("gasLimit", DEFAULT_GAS))
+    to = request.get("to", b"")
+    value = request.get("value", 0)
+    data = request.get("input", request.get("data", b""))
+    if kind == LEGACY_TX_TYPE:
+        return LegacyTransaction(nonce, request.get("gasPrice", 0), gas, to, value, data)
+    entries = request.get("accessList", ())
+    if kind == ACCESS_LIST_TX_TYPE:
+        return AccessListTransaction(chain_id, nonce, request.get("gasPrice", 0), gas, to, value, data, entries)
+    max_fee = request.get("maxFeePerGas", request.get("maxPriorityFeePerGas", request.get("gasPrice", 0)))
+    priority = request.get("maxPriorityFeePerGas", max_fee)
+    return FeeMarketTransaction(chain_id, nonce, priority, max_fee, gas, to, value, data, entries)
+
+
+def raw_transaction(raw: bytes) -> Transaction:
+    """
+    Decode the raw transaction of C{eth_sendRawTransaction}.
+
+    @raise InvalidParamsError: the bytes are no transaction, or one of a
+        refused type.
+    @raise TransactionRejectedError: the signature values are malformed
+        (answered -32010, like the pool's own signature checks).
+    """
+    try:
+        return decode_transaction(raw)
+    except InvalidSignatureError as exc:
+        raise TransactionRejectedError(str(exc)) from None
+    except (RLPError, InvalidTransactionError) as exc:
+        raise InvalidParamsError(f"invalid argument 0: {exc}") from None
+
+
+class TransactionMethods:
+    """
+    Sending transactions, the node's accounts, and what it mines with.
+    """
+
+    def __init__(
+        self, chain: IChainService, pool: ITransactionPool, accounts: IAccounts, miner: IMiner
+    ) -> None:
+        """
+        @param chain: gives the chain id and the head's minimum gas price.
+        @param pool: takes the transactions.
+        @param accounts: signs C{eth_sendTransaction} requests.
+        @param miner: the coinbase and whether the node mines.
+        """
+        self._chain = chain
+        self._pool = pool
+        self._accounts = accounts
+        self._miner = miner
+
+    def rpc_methods(self) -> Iterable[Method]:
+        """
+        The sending and account methods of the C{eth} module.
+        """
+        return [
+            Method("eth_sendRawTransaction", self.send_raw_transaction, (Param("data", decoders.data),), encoders.hash32),
+            Method(
+                "eth_sendTransaction", self.send_transaction, (Param("transaction", transaction_request),), encoders.hash32
+            ),
+            Method("eth_pendingTransactions", self.pending_transactions, ()),
+            Method("eth_accounts", self.accounts, (), encoders.array_of(encoders.address)),
+            Method("eth_coinbase", self.coinbase, (), encoders.address),
+            Method("eth_mining", self.mining, ()),
+            Method("eth_gasPrice", self.gas_price, (), encoders.quantity),
+        ]
+
+    async def send_raw_transaction(self, raw: bytes) -> Hash32:
+        """
+        Decode a signed transaction and hand it to the pool.
+        """
+        return await self._pool.add(raw_transaction(raw))
+
+    async def send_transaction(self, request: dict[str, Any]) -> Hash32:
+        """
+        Fill in the defaults of a transaction request, sign it with an
+        unlocked account and hand it to the pool.
+        """
+        sender: Address = request["from"]
+        nonce = request.get("nonce")
+        if nonce is None:
+            nonce = await self._pool.next_nonce(sender)
+        unsigned = build_unsigned(request, self._chain.chain_id, nonce)
+        signed = await self._accounts.sign_transaction(unsigned, sender)
+        return await self._pool.add(signed)
+
+    def pending_transactions(self) -> list[dict[str, Any]]:
+        """
+        The pooled transactions sent from the node's own accounts.
+        """
+        own = set(self._accounts.addresses())
+        pooled = self._pool.pending() + self._pool.queued()
+        return [pending_transaction_object(tx) for tx in pooled if tx.sender in own]
+
+    def accounts(self) -> list[Address]:
+        """
+        The unlocked accounts.
+        """
+        return self._accounts.addresses()
+
+    def coinbase(self) -> bytes:
+        """
+        The address the miner credits.
+        """
+        return bytes(self._miner.coinbase)
+
+    def mining(self) -> bool:
+        """
+        Whether the node produces blocks without being asked.
+        """
+        return bool(self._miner.is_mining)
+
+    def gas_price(self) -> int:
+        """
+        The head's minimum gas price times 1.1, truncated.
+        """
+        return self._chain.head.header.minimum_gas_price * GAS_PRICE_MULTIPLIER_PERCENT // 100
+
+
+__all__ = ["DEFAULT_GAS", "TransactionMethods", "access_list", "build_unsigned", "raw_transaction", "transaction_request"]
