@@ -1,0 +1,229 @@
+"""
+The state service (L5): reads of the world state at any stored block, and
+calls against it that commit nothing (C{eth_call}, C{eth_estimateGas}).
+
+Every read opens a fresh L{State} at the block's state root (the node is an
+archive and the trie nodes of a written block never change), so reads run
+in the reader pool beside block imports.  Calls are bounded twice: by the gas
+cap of the network, which bounds the work, and by the per-request time
+limit, after which the answer is L{CallTimeoutError} whatever the thread
+is still doing, so that a long call never holds up other answers.
+"""
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from twisted.internet.defer import Deferred, TimeoutError as DeferredTimeoutError
+from twisted.internet.interfaces import IReactorTime
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from nodex.chain.calls import CallRequest, CallTimeoutError, call_environment, estimate_gas, execute_call
+from nodex.db.kv import KeyValueStore
+from nodex.db.schema import read_canonical_hash, trie_node_reader
+from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
+from nodex.primitives import Address, Hash32
+from nodex.services.threads import RunInThread
+from nodex.state.errors import StateError
+from nodex.state.overrides import StateOverrides
+from nodex.state.state import State, decode_storage_value
+from nodex.structures.accounts import Account
+from nodex.structures.errors import RLPError
+from nodex.structures.headers import Header
+from nodex.trie import SecureTrie, TrieError, make_proof
+
+T = TypeVar("T")
+
+DEFAULT_CALL_GAS_CAP = 50_000_000
+"""The regtest gas cap of a call (DESIGN §2); main and testnet use the reference's 10,000,000."""
+
+DEFAULT_TIME_LIMIT = 5.0
+"""Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
+
+
+@implementer(IStateService)
+class StateService:
+    """
+    State reads and calls over one store.
+
+    @ivar call_gas_cap: the most gas a call or an estimate may use.
+    """
+
+    def __init__(
+        self,
+        store: KeyValueStore,
+        chain_id: int,
+        run_in_thread: RunInThread,
+        clock: IReactorTime,
+        call_gas_cap: int = DEFAULT_CALL_GAS_CAP,
+        time_limit: float = DEFAULT_TIME_LIMIT,
+    ) -> None:
+        """
+        @param store: the chain's store.
+        @param chain_id: the EIP-155 chain id (CHAINID in calls).
+        @param run_in_thread: runs a function in the reader pool (tests pass
+            C{maybeDeferred}).
+        @param clock: measures the time limit.
+        @param call_gas_cap: the network's gas cap for calls.
+        @param time_limit: seconds a call or an estimate may take.
+        """
+        self._store = store
+        self._chain_id = chain_id
+        self._run_in_thread = run_in_thread
+        self._clock = clock
+        self.call_gas_cap = call_gas_cap
+        self._time_limit = time_limit
+
+    # Reads
+
+    def _read(self, header: Header, function: Callable[[State], T]) -> "Deferred[T]":
+        """
+        Run C{function} on a state opened at C{header}'s root in the reader pool.
+        """
+        return self._run_in_thread(self._thd_read, header, function)
+
+    def _thd_read(self, header: Header, function: Callable[[State], T]) -> T:
+        """
+        Open the state of C{header} and apply C{function}; a state the store
+        lacks is a missing block's state.
+
+        @raise BlockNotFoundError: the state is not in the store.
+        """
+        try:
+            return function(State.from_store(self._store, header.state_root))
+        except (StateError, TrieError) as exc:
+            raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
+
+    def get_balance(self, header: Header, address: bytes) -> "Deferred[int]":
+        """
+        The balance of C{address} after block C{header}.
+
+        @return: a Deferred firing with the balance in wei.
+        """
+        return self._read(header, lambda state: state.get_balance(Address(address)))
+
+    def get_nonce(self, header: Header, address: bytes) -> "Deferred[int]":
+        """
+        The nonce of C{address} after block C{header}.
+        """
+        return self._read(header, lambda state: state.get_nonce(Address(address)))
+
+    def get_storage(self, header: Header, address: bytes, slot: int) -> "Deferred[int]":
+        """
+        The value of storage slot C{slot} of C{address} after block C{header}.
+        """
+        return self._read(header, lambda state: state.get_storage(Address(address), slot))
+
+    def get_code(self, header: Header, address: bytes) -> "Deferred[bytes]":
+        """
+        The code of C{address} after block C{header}.
+        """
+        return self._read(header, lambda state: state.get_code(Address(address)))
+
+    def get_proof(self, header: Header, address: bytes, slots: list[int]) -> "Deferred[AccountProof]":
+        """
+        The EIP-1186 proof of C{address} and its C{slots} after block C{header}.
+
+        @return: a Deferred firing with an L{AccountProof}.
+        """
+        return self._run_in_thread(self._thd_get_proof, header, Address(address), list(slots))
+
+    def _thd_get_proof(self, header: Header, address: Address, slots: list[int]) -> AccountProof:
+        """
+        Build the proofs from the state trie and the account's storage trie.
+
+        @raise BlockNotFoundError: the state is not in the store.
+        """
+        read_node = trie_node_reader(self._store)
+        try:
+            accounts = SecureTrie(read_node, header.state_root)
+            account_proof = make_proof(accounts, address)
+            raw = accounts.get(address)
+            account = Account() if raw is None else Account.decode(raw)
+            storage = SecureTrie(read_node, account.storage_root)
+            storage_proofs = []
+            for slot in slots:
+                key = slot.to_bytes(32, "big")
+                value = storage.get(key)
+                storage_proofs.append(
+                    StorageProof(slot, 0 if value is None else decode_storage_value(value), tuple(make_proof(storage, key)))
+                )
+        except (TrieError, RLPError, StateError) as exc:
+            raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
+        return AccountProof(
+            address=address,
+            balance=account.balance,
+            nonce=account.nonce,
+            code_hash=account.code_hash,
+            storage_hash=account.storage_root,
+            account_proof=tuple(account_proof),
+            storage_proofs=tuple(storage_proofs),
+        )
+
+    # Calls
+
+    def _block_hashes(self, number: int) -> Hash32 | None:
+        """
+        The canonical hash at height C{number}, for BLOCKHASH.
+        """
+        block_hash = read_canonical_hash(self._store, number)
+        return None if block_hash is None else Hash32(block_hash)
+
+    def _limited(self, deferred: "Deferred[T]") -> "Deferred[T]":
+        """
+        Fail C{deferred} with L{CallTimeoutError} if it has not fired within the time limit.
+        """
+
+        def timed_out(failure: Failure) -> Any:
+            failure.trap(DeferredTimeoutError)
+            raise CallTimeoutError()
+
+        deferred.addTimeout(self._time_limit, self._clock)
+        return deferred.addErrback(timed_out)
+
+    def call(self, header: Header, request: CallRequest, overrides: StateOverrides) -> "Deferred[bytes]":
+        """
+        Run C{request} on the state after block C{header}, in its context.
+
+        @return: a Deferred firing with the return data, or failing with
+            L{nodex.interfaces.ExecutionRevertedError},
+            L{nodex.interfaces.CallError},
+            L{nodex.interfaces.StateOverrideError} or L{CallTimeoutError}.
+        """
+        return self._limited(self._run_in_thread(self._thd_call, header, request, overrides))
+
+    def _thd_call(self, header: Header, request: CallRequest, overrides: StateOverrides) -> bytes:
+        """
+        Execute the call in the reader thread.
+        """
+        block = call_environment(header, self._chain_id, self._block_hashes)
+        opener = self._opener(header)
+        return execute_call(opener, block, request, overrides, self.call_gas_cap).output
+
+    def estimate_gas(self, header: Header, request: CallRequest, overrides: StateOverrides) -> "Deferred[int]":
+        """
+        The least gas with which C{request} succeeds after block C{header},
+        searched up to the block's gas limit (and the gas cap).
+
+        @return: a Deferred firing with the gas, or failing as L{call} does.
+        """
+        return self._limited(self._run_in_thread(self._thd_estimate_gas, header, request, overrides))
+
+    def _thd_estimate_gas(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int:
+        """
+        Run the search in the reader thread.
+        """
+        block = call_environment(header, self._chain_id, self._block_hashes)
+        upper = min(header.gas_limit, self.call_gas_cap)
+        return estimate_gas(self._opener(header), block, request, overrides, upper)
+
+    def _opener(self, header: Header) -> Callable[[], State]:
+        """
+        A function that opens a fresh state at C{header}'s root.
+        """
+        store = self._store
+        root = header.state_root
+        return lambda: State.from_store(store, root)
+
+
+__all__ = ["DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]

@@ -1,0 +1,196 @@
+"""
+Tests for L{nodex.services.state}.
+"""
+
+import rlp
+from trie import HexaryTrie
+from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface.verify import verifyObject
+
+from nodex.chain.calls import CallRequest, CallTimeoutError, ExecutionRevertedError
+from nodex.crypto import keccak256
+from nodex.db.memory import MemoryStore
+from nodex.db.schema import write_code, write_trie_nodes
+from nodex.interfaces import BlockNotFoundError, IStateService
+from nodex.primitives import Address, Hash32
+from nodex.services.state import StateService
+from nodex.state.overrides import AccountOverride, StateOverrides
+from nodex.state.state import State
+from nodex.structures.accounts import Account
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
+from nodex.trie import BLANK_ROOT
+from tests.chain.test_calls import REVERTER, STORAGE, runtime, selector, word
+
+ALICE = Address(b"\xaa" * 20)
+NOBODY = Address(b"\x42" * 20)
+
+
+def header_at(state_root: bytes, number: int = 1) -> Header:
+    """
+    A header whose state root is C{state_root}.
+    """
+    zero = Hash32(bytes(32))
+    return Header(
+        parent_hash=zero, uncles_hash=EMPTY_UNCLES_HASH, coinbase=Address(b"\xcc" * 20), state_root=Hash32(state_root),
+        transactions_root=zero, receipts_root=zero, logs_bloom=bytes(256), difficulty=1, number=number,
+        gas_limit=30_000_000, gas_used=0, timestamp=1_700_000_000, extra_data=b"", paid_fees=0,
+        minimum_gas_price=0, uncle_count=0,
+    )
+
+
+def build_store() -> tuple[MemoryStore, Header, Header]:
+    """
+    A store with two states: before (ALICE has 1 wei) and after (ALICE has
+    10**18 wei and nonce 3, and the Storage and Reverter contracts exist).
+    """
+    store = MemoryStore()
+    state = State.from_store(store)
+    state.set_balance(ALICE, 1)
+    first_root, nodes = state.commit()
+    state.set_balance(ALICE, 10**18)
+    state.set_nonce(ALICE, 3)
+    state.set_code(STORAGE, runtime("Storage"))
+    state.set_code(REVERTER, runtime("Reverter"))
+    state.set_storage(STORAGE, 0, 5)
+    state.set_storage(STORAGE, 7, 2**255)
+    second_root, more = state.commit()
+    batch = store.batch()
+    write_trie_nodes(batch, {**nodes, **more})
+    for code_hash, code in state.new_codes.items():
+        write_code(batch, code_hash, code)
+    store.write(batch)
+    return store, header_at(first_root, 1), header_at(second_root, 2)
+
+
+def verify(root: bytes, key: bytes, proof: tuple[bytes, ...]) -> bytes:
+    """
+    Check a proof with py-trie, an implementation independent of nodex's.
+    """
+    return HexaryTrie.get_from_proof(root, keccak256(key), [rlp.decode(node) for node in proof])
+
+
+class StateServiceTests(SynchronousTestCase):
+    """
+    Tests for L{StateService}.
+    """
+
+    def setUp(self) -> None:
+        """
+        A service over the two-state store, synchronous, on a L{Clock}.
+        """
+        self.store, self.before, self.after = build_store()
+        self.clock = Clock()
+        self.service = StateService(self.store, 33, maybeDeferred, self.clock)
+
+    def test_interface(self) -> None:
+        """
+        The service provides L{IStateService}.
+        """
+        self.assertTrue(verifyObject(IStateService, self.service))
+
+    def test_reads_at_blocks(self) -> None:
+        """
+        Balance, nonce, code and storage are those of the block asked for.
+        """
+        self.assertEqual(self.successResultOf(self.service.get_balance(self.before, ALICE)), 1)
+        self.assertEqual(self.successResultOf(self.service.get_balance(self.after, ALICE)), 10**18)
+        self.assertEqual(self.successResultOf(self.service.get_nonce(self.after, ALICE)), 3)
+        self.assertEqual(self.successResultOf(self.service.get_code(self.before, STORAGE)), b"")
+        self.assertEqual(self.successResultOf(self.service.get_code(self.after, STORAGE)), runtime("Storage"))
+        self.assertEqual(self.successResultOf(self.service.get_storage(self.after, STORAGE, 0)), 5)
+        self.assertEqual(self.successResultOf(self.service.get_storage(self.after, STORAGE, 1)), 0)
+
+    def test_missing_state(self) -> None:
+        """
+        A header whose state is not in the store fails with L{BlockNotFoundError}.
+        """
+        missing = header_at(b"\x12" * 32)
+        failure = self.failureResultOf(self.service.get_balance(missing, ALICE), BlockNotFoundError)
+        self.assertIn("State not found for block with hash 0x", str(failure.value))
+        self.failureResultOf(self.service.get_proof(missing, ALICE, [0]), BlockNotFoundError)
+
+    def test_call_and_overrides(self) -> None:
+        """
+        A call sees the block's state, or the overridden one.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.assertEqual(self.successResultOf(self.service.call(self.after, request, StateOverrides())), word(5))
+        overrides = StateOverrides({STORAGE: AccountOverride(state={})})
+        self.assertEqual(self.successResultOf(self.service.call(self.after, request, overrides)), word(0))
+
+    def test_call_revert(self) -> None:
+        """
+        A revert fails the Deferred with L{ExecutionRevertedError}.
+        """
+        request = CallRequest(to=REVERTER, data=selector("revertWithReason()"))
+        self.failureResultOf(self.service.call(self.after, request, StateOverrides()), ExecutionRevertedError)
+
+    def test_estimate(self) -> None:
+        """
+        The estimate of a plain transfer is 21000.
+        """
+        request = CallRequest(sender=ALICE, to=NOBODY, value=1)
+        self.assertEqual(self.successResultOf(self.service.estimate_gas(self.after, request, StateOverrides())), 21000)
+
+    def test_time_limit(self) -> None:
+        """
+        A call still running at the time limit fails with L{CallTimeoutError}.
+        """
+        service = StateService(self.store, 33, lambda *args: Deferred(), self.clock, time_limit=5)
+        result = service.call(self.after, CallRequest(to=STORAGE), StateOverrides())
+        self.clock.advance(4.9)
+        self.assertNoResult(result)
+        self.clock.advance(0.1)
+        failure = self.failureResultOf(result, CallTimeoutError)
+        self.assertEqual(str(failure.value), "Execution has got timeout out.")
+        estimate = service.estimate_gas(self.after, CallRequest(to=STORAGE), StateOverrides())
+        self.clock.advance(5)
+        self.failureResultOf(estimate, CallTimeoutError)
+
+
+class ProofTests(SynchronousTestCase):
+    """
+    Tests for L{StateService.get_proof}, checked with py-trie.
+    """
+
+    def setUp(self) -> None:
+        """
+        A service over the two-state store.
+        """
+        self.store, self.before, self.after = build_store()
+        self.service = StateService(self.store, 33, maybeDeferred, Clock())
+
+    def test_existing_account_and_slots(self) -> None:
+        """
+        The account proof gives the account's RLP and each storage proof its
+        slot's value, present or absent.
+        """
+        proof = self.successResultOf(self.service.get_proof(self.after, STORAGE, [0, 7, 8]))
+        account = Account.decode(verify(self.after.state_root, STORAGE, proof.account_proof))
+        self.assertEqual(account.storage_root, proof.storage_hash)
+        self.assertEqual(account.code_hash, keccak256(runtime("Storage")))
+        self.assertEqual(proof.code_hash, account.code_hash)
+        values = [storage.value for storage in proof.storage_proofs]
+        self.assertEqual(values, [5, 2**255, 0])
+        for storage in proof.storage_proofs:
+            raw = verify(proof.storage_hash, storage.key.to_bytes(32, "big"), storage.proof)
+            self.assertEqual(rlp.decode(raw, sedes=rlp.sedes.big_endian_int) if raw else 0, storage.value)
+
+    def test_absent_account(self) -> None:
+        """
+        An absent account has a proof of absence and empty fields.
+        """
+        proof = self.successResultOf(self.service.get_proof(self.after, NOBODY, [1]))
+        self.assertEqual(verify(self.after.state_root, NOBODY, proof.account_proof), b"")
+        self.assertEqual((proof.balance, proof.nonce, proof.storage_hash), (0, 0, BLANK_ROOT))
+        self.assertEqual(proof.storage_proofs[0].value, 0)
+        self.assertEqual(proof.storage_proofs[0].proof, ())
+
+    def test_older_block(self) -> None:
+        """
+        A proof at an older block verifies against that block's root.
+        """
+        proof = self.successResultOf(self.service.get_proof(self.before, ALICE, []))
+        self.assertEqual(Account.decode(verify(self.before.state_root, ALICE, proof.account_proof)).balance, 1)
