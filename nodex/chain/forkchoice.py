@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 from nodex.chain.errors import ChainError
 from nodex.db.kv import WriteBatch
+from nodex.chain.logindex import index_block, unindex_block
 from nodex.db.schema import (
-    delete_block_bloom,
     delete_canonical_hash,
     delete_tx_lookup,
-    write_block_bloom,
     write_canonical_hash,
     write_head_hash,
     write_tx_lookup,
@@ -107,13 +106,13 @@ def write_canonical_changes(
         for transaction in block.transactions:
             delete_tx_lookup(batch, transaction.hash)
         delete_canonical_hash(batch, block.number)
-        delete_block_bloom(batch, block.number)
+        unindex_block(batch, block.header)
     for block in adopted:
         block_hash = block.hash
         for index, transaction in enumerate(block.transactions):
             write_tx_lookup(batch, transaction.hash, block_hash, index)
         write_canonical_hash(batch, block.number, block_hash)
-        write_block_bloom(batch, block.number, block.header.logs_bloom)
+        index_block(batch, block.header)
     write_head_hash(batch, adopted[-1].hash if adopted else ancestor.hash)
 
 

@@ -25,6 +25,7 @@ from zope.interface import implementer
 
 from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.forkchoice import find_reorganisation, is_heavier, write_canonical_changes
+from nodex.chain.logindex import unindex_block
 from nodex.chain.processing import (
     Ancestor,
     BlockHashes,
@@ -40,7 +41,6 @@ from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
 from nodex.db.errors import StoreError
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import (
-    delete_block_bloom,
     delete_body_rlp,
     delete_canonical_hash,
     delete_header_rlp,
@@ -435,7 +435,7 @@ class ChainService(Service):
             for transaction in block.transactions:
                 delete_tx_lookup(batch, transaction.hash)
             delete_canonical_hash(batch, height)
-            delete_block_bloom(batch, height)
+            unindex_block(batch, block.header)
             delete_header_rlp(batch, block_hash)
             delete_body_rlp(batch, block_hash)
             delete_receipts_rlp(batch, block_hash)
