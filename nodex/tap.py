@@ -13,7 +13,11 @@ from twisted.internet.interfaces import IReactorCore, IReactorTime
 from twisted.logger import Logger
 from twisted.python import usage
 
+from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
+from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
 from nodex.config import ConfigError, NodeConfig, dump_toml, load_config
+from nodex.db.rocks import RocksStore
+from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
@@ -22,10 +26,17 @@ from nodex.rpc.net import NetMethods
 from nodex.rpc.registry import MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy, RPCServer
 from nodex.rpc.web3 import Web3Methods, client_version
+from nodex.services.accounts import DevAccounts
+from nodex.services.chain import ChainService
 from nodex.services.listening import ListeningService
+from nodex.services.miner import Miner
 from nodex.services.offline import OfflinePeerNetwork
+from nodex.services.threads import ChainThreads
 
 log = Logger()
+
+CHAIN_DIRECTORY = "chaindata"
+"""The RocksDB database of the chain, under the data directory."""
 
 
 class Options(usage.Options):
@@ -120,6 +131,9 @@ def prepare_datadir(path: Path) -> None:
 class NodeService(MultiService):
     """
     The node: every service of one configuration, with the start line.
+
+    @ivar chain: the chain service (L{None} until composed).
+    @ivar miner: the block producer (L{None} until composed).
     """
 
     def __init__(self, config: NodeConfig) -> None:
@@ -128,6 +142,8 @@ class NodeService(MultiService):
         """
         super().__init__()
         self.config = config
+        self.chain: ChainService | None = None
+        self.miner: Miner | None = None
 
     def startService(self) -> None:
         """
@@ -176,12 +192,51 @@ def build_rpc_server(config: NodeConfig, clock: IReactorTime, peers: IPeerNetwor
     return RPCServer(dispatcher, policy)
 
 
+def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ChainService, Miner]:
+    """
+    Open the chain under the data directory (writing its genesis on the
+    first start), and add the chain service, the miner and, on regtest, the
+    announced dev accounts to C{node}.
+
+    The chain service runs on its own writer thread and reader pool and
+    closes the store when it stops, after the queued writes; the miner
+    stops before it (services stop in reverse order).
+
+    @raise NodexError: the store cannot be opened, holds another network or
+        genesis, or the genesis table is wrong.
+    """
+    store = RocksStore.open(str(config.datadir / CHAIN_DIRECTORY))
+    try:
+        spec = genesis_spec_from_mapping(config.genesis)
+        initialize_chain(store, config.network, spec)
+        chain = ChainService(
+            store, chain_rules(config.network, config.chain_id), reactor, threads=ChainThreads(reactor), close_store=True
+        )
+        coinbase = REGTEST_MINER_ADDRESS if config.network == "regtest" else spec.coinbase
+        miner = Miner(chain, coinbase, config.mining_mode, reactor)
+    except BaseException:
+        store.close()
+        raise
+    chain.setName("chain")
+    chain.setServiceParent(node)
+    miner.setName("miner")
+    miner.setServiceParent(node)
+    if config.network == "regtest":
+        accounts = DevAccounts.regtest(config.chain_id, announce=True)
+        accounts.setName("accounts")
+        accounts.setServiceParent(node)
+    node.chain = chain
+    node.miner = miner
+    return chain, miner
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
 
-    The chain, pool, miner, P2P and manhole services come with their issues;
-    until then the peer network is offline and only the RPC server runs.
+    The chain service and the miner come first (so that they start before
+    and stop after the edges); the P2P and manhole services come with their
+    issues, and until then the peer network is offline.
 
     @param reactor: provides L{IReactorCore}, L{IReactorTime} and the
         listening interfaces the endpoints need.
@@ -189,6 +244,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     assert IReactorCore.providedBy(reactor)
     prepare_datadir(config.datadir)
     node = NodeService(config)
+    compose_chain(config, reactor, node)
     peers = OfflinePeerNetwork()
     if config.rpc.endpoint != "none":
         server = build_rpc_server(config, reactor, peers)
@@ -207,7 +263,19 @@ def makeService(options: Options) -> NodeService:
     config = options.config
     if config is None:
         config = load_config(options["config"], options.flag_layer())
-    return compose(config, reactor)
+    try:
+        return compose(config, reactor)
+    except NodexError as exc:
+        raise SystemExit(f"nodex: cannot start: {exc}") from exc
 
 
-__all__ = ["NodeService", "Options", "build_rpc_server", "compose", "makeService", "prepare_datadir"]
+__all__ = [
+    "CHAIN_DIRECTORY",
+    "NodeService",
+    "Options",
+    "build_rpc_server",
+    "compose",
+    "compose_chain",
+    "makeService",
+    "prepare_datadir",
+]
