@@ -41,7 +41,9 @@ def header_object(
     """
     The block object of a header (the specification's members, then the
     reference's: C{mixHash}, C{minimumGasPrice}, the merged-mining fields,
-    C{hashForMergedMining}, C{paidFees}).
+    C{hashForMergedMining}, C{paidFees}), and C{baseFeePerGas}, always
+    zero on this chain (DESIGN §2), which clients read to price type 2
+    transactions.
 
     @param total_difficulty: the chain's total difficulty up to this block.
     @param size: the length of the block's RLP.
@@ -77,6 +79,7 @@ def header_object(
         "bitcoinMergedMiningMerkleProof": _data(header.bitcoin_merged_mining_merkle_proof),
         "hashForMergedMining": _data(header.hash_for_merged_mining),
         "paidFees": hex(header.paid_fees),
+        "baseFeePerGas": "0x0",
     }
 
 

@@ -2,7 +2,9 @@
 The C{eth} methods that send transactions and describe the node's own
 accounts and mining: C{eth_sendRawTransaction}, C{eth_sendTransaction},
 C{eth_pendingTransactions}, C{eth_accounts}, C{eth_coinbase},
-C{eth_mining} and C{eth_gasPrice} (reference §3.3).
+C{eth_mining} and C{eth_gasPrice} (reference §3.3), and
+C{eth_maxPriorityFeePerGas}, which web3 libraries ask before sending a
+type 2 transaction.
 
 A transaction accepted in the miner's C{auto} mode is mined before the
 answer: the pool fires only once its observers (the miner) are done.
@@ -182,6 +184,7 @@ class TransactionMethods:
             Method("eth_coinbase", self.coinbase, (), encoders.address),
             Method("eth_mining", self.mining, ()),
             Method("eth_gasPrice", self.gas_price, (), encoders.quantity),
+            Method("eth_maxPriorityFeePerGas", self.gas_price, (), encoders.quantity),
         ]
 
     async def send_raw_transaction(self, raw: bytes) -> Hash32:
@@ -231,7 +234,9 @@ class TransactionMethods:
 
     def gas_price(self) -> int:
         """
-        The head's minimum gas price times 1.1, truncated.
+        The head's minimum gas price times 1.1, truncated; also the
+        suggested priority fee (C{eth_maxPriorityFeePerGas}), since the base
+        fee is always zero.
         """
         return self._chain.head.header.minimum_gas_price * GAS_PRICE_MULTIPLIER_PERCENT // 100
 

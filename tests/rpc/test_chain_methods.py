@@ -159,7 +159,7 @@ class ChainMethodsTests(RPCFixture, SynchronousTestCase):
                 "stateRoot", "receiptsRoot", "miner", "difficulty", "cumulativeDifficulty", "totalDifficulty",
                 "extraData", "size", "gasLimit", "gasUsed", "timestamp", "transactions", "uncles", "mixHash",
                 "minimumGasPrice", "bitcoinMergedMiningHeader", "bitcoinMergedMiningCoinbaseTransaction",
-                "bitcoinMergedMiningMerkleProof", "hashForMergedMining", "paidFees",
+                "bitcoinMergedMiningMerkleProof", "hashForMergedMining", "paidFees", "baseFeePerGas",
             ],
         )
         self.assertEqual(block["hash"], hexed(self.block.hash))

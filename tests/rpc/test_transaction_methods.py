@@ -120,6 +120,7 @@ class SendRawTransactionTests(RPCFixture, SynchronousTestCase):
             (-32010, "transaction's gas price lower than block's minimum"),
         )
         self.assertEqual(self.call("eth_gasPrice"), hex(110))
+        self.assertEqual(self.call("eth_maxPriorityFeePerGas"), hex(110))
 
 
 class SendTransactionTests(RPCFixture, SynchronousTestCase):
