@@ -1,0 +1,264 @@
+"""
+Tests for L{nodex.services.filters}.
+"""
+
+from collections.abc import Callable
+
+from twisted.internet.defer import maybeDeferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface.verify import verifyObject
+
+from nodex.chain.logsearch import (
+    BlockRangeTooLargeError,
+    FilterNotFoundError,
+    LogFilter,
+    LogQueryError,
+    TooManyLogsError,
+)
+from nodex.db.memory import MemoryStore
+from nodex.interfaces import BlockNotFoundError, ChainEvent, ChainHead, IFilterService
+from nodex.primitives import Address, Hash32
+from nodex.services.filters import FILTER_EXPIRY, FilterService
+from nodex.structures.blocks import Block
+from nodex.structures.logs import Log
+from nodex.structures.receipts import Receipt
+from nodex.structures.transactions import LegacyTransaction
+from tests.chain.test_logsearch import make_block, store_block
+
+TOPIC = Hash32(b"\x0a" * 32)
+OTHER = Hash32(b"\x0b" * 32)
+EMITTER = Address(b"\x01" * 20)
+
+
+class FakeChain:
+    """
+    The parts of L{nodex.interfaces.IChainService} the filter service uses:
+    the head and the observers.
+    """
+
+    def __init__(self, head: Block) -> None:
+        """
+        Start with C{head} as the head.
+        """
+        self.head = ChainHead(head.header, 1)
+        self.observers: list[Callable[[ChainEvent], None]] = []
+
+    def add_observer(self, observer: Callable[[ChainEvent], None]) -> None:
+        """
+        Remember an observer.
+        """
+        self.observers.append(observer)
+
+    def publish(self, event: ChainEvent) -> None:
+        """
+        Move the head to the event's last adopted block and tell the observers.
+        """
+        if event.adopted:
+            self.head = ChainHead(event.adopted[-1].header, 1)
+        for observer in self.observers:
+            observer(event)
+
+
+class FakePool:
+    """
+    The observer registration of L{nodex.interfaces.ITransactionPool}.
+    """
+
+    def __init__(self) -> None:
+        """
+        No observers yet.
+        """
+        self.observers: list[Callable[[object], None]] = []
+
+    def add_observer(self, observer: Callable[[object], None]) -> None:
+        """
+        Remember an observer.
+        """
+        self.observers.append(observer)
+
+
+def topic_logs(number: int) -> list[list[Log]]:
+    """
+    One transaction with one log of TOPIC carrying the block number.
+    """
+    return [[Log(EMITTER, (TOPIC,), number.to_bytes(2, "big"))]]
+
+
+class FilterServiceTests(SynchronousTestCase):
+    """
+    Tests for L{FilterService}.
+    """
+
+    def setUp(self) -> None:
+        """
+        A stored chain of 10 blocks with a TOPIC log each, a fake chain and pool.
+        """
+        self.store = MemoryStore()
+        self.blocks: list[Block] = []
+        for number in range(10):
+            block, receipts = make_block(number, topic_logs(number))
+            store_block(self.store, block, receipts)
+            self.blocks.append(block)
+        self.chain = FakeChain(self.blocks[-1])
+        self.pool = FakePool()
+        self.clock = Clock()
+        self.ids = iter([5, 5, 7, 9, 11, 13, 15])
+        self.service = FilterService(
+            self.store, self.chain, self.pool, maybeDeferred, self.clock,  # type: ignore[arg-type]
+            max_block_range=100, max_logs=50, random_bits=lambda bits: next(self.ids),
+        )
+
+    def adopt(self, number: int, logs: list[list[Log]], salt: int = 0) -> tuple[Block, tuple[Receipt, ...]]:
+        """
+        Store and publish a new canonical block.
+        """
+        block, receipts = make_block(number, logs, salt=salt)
+        store_block(self.store, block, receipts)
+        self.chain.publish(ChainEvent((block,), adopted_receipts=(receipts,)))
+        return block, receipts
+
+    def test_interface(self) -> None:
+        """
+        The service provides L{IFilterService}.
+        """
+        self.assertTrue(verifyObject(IFilterService, self.service))
+
+    def test_get_logs_range(self) -> None:
+        """
+        C{get_logs} searches the range; open ends are the head.
+        """
+        entries = self.successResultOf(self.service.get_logs(3, 5, LogFilter(topics=((TOPIC,),))))
+        self.assertEqual([entry.block_number for entry in entries], [3, 4, 5])
+        entries = self.successResultOf(self.service.get_logs(None, None, LogFilter()))
+        self.assertEqual([entry.block_number for entry in entries], [9])
+        entries = self.successResultOf(self.service.get_logs(8, 1000, LogFilter()))
+        self.assertEqual([entry.block_number for entry in entries], [8, 9])
+        self.assertEqual(self.successResultOf(self.service.get_logs(50, 60, LogFilter())), [])
+
+    def test_get_logs_refusals(self) -> None:
+        """
+        Reversed ranges, oversized ranges and too many logs are refused.
+        """
+        failure = self.failureResultOf(self.service.get_logs(5, 3, LogFilter()), LogQueryError)
+        self.assertIn("fromBlock 5 is greater than toBlock 3", str(failure.value))
+        for number in range(10, 200):
+            block, receipts = make_block(number, topic_logs(number))
+            store_block(self.store, block, receipts)
+        self.chain.head = ChainHead(block.header, 1)
+        failure = self.failureResultOf(self.service.get_logs(0, 101, LogFilter()), BlockRangeTooLargeError)
+        self.assertEqual(str(failure.value), "Cannot query more than 100 blocks at once")
+        self.failureResultOf(self.service.get_logs(0, 100, LogFilter()), TooManyLogsError)
+
+    def test_block_hash(self) -> None:
+        """
+        C{get_block_logs} reads one block; an unknown hash is an error.
+        """
+        entries = self.successResultOf(self.service.get_block_logs(self.blocks[4].hash, LogFilter()))
+        self.assertEqual([entry.block_number for entry in entries], [4])
+        self.failureResultOf(self.service.get_block_logs(b"\x01" * 32, LogFilter()), BlockNotFoundError)
+
+    def test_ids_are_random_and_unique(self) -> None:
+        """
+        Ids come from the random source; a repeated draw is drawn again.
+        """
+        self.assertEqual(self.service.new_block_filter(), 5)
+        self.assertEqual(self.service.new_block_filter(), 7)
+
+    def test_real_ids_are_large(self) -> None:
+        """
+        Without an injected source, ids are random 128-bit numbers.
+        """
+        service = FilterService(self.store, self.chain, None, maybeDeferred, self.clock)  # type: ignore[arg-type]
+        ids = {service.new_block_filter() for _ in range(20)}
+        self.assertEqual(len(ids), 20)
+        self.assertTrue(all(0 < filter_id < 2**128 for filter_id in ids))
+        self.assertTrue(any(filter_id > 2**64 for filter_id in ids))
+
+    def test_log_filter_accumulates(self) -> None:
+        """
+        A log filter gathers the logs of every new block until polled, then starts afresh.
+        """
+        filter_id = self.service.new_log_filter(None, None, LogFilter(topics=((TOPIC,),)))
+        self.assertEqual(self.service.get_filter_changes(filter_id), [])
+        self.adopt(10, topic_logs(10))
+        self.adopt(11, [[Log(EMITTER, (OTHER,), b"")]])
+        self.adopt(12, topic_logs(12))
+        changes = self.service.get_filter_changes(filter_id)
+        self.assertEqual([entry.block_number for entry in changes], [10, 12])
+        self.assertEqual(self.service.get_filter_changes(filter_id), [])
+
+    def test_log_filter_range(self) -> None:
+        """
+        A live filter with fixed bounds takes only the blocks inside them.
+        """
+        filter_id = self.service.new_log_filter(11, 12, LogFilter())
+        for number in (10, 11, 12, 13):
+            self.adopt(number, topic_logs(number))
+        self.assertEqual([entry.block_number for entry in self.service.get_filter_changes(filter_id)], [11, 12])
+        self.assertRaises(LogQueryError, self.service.new_log_filter, 5, 4, LogFilter())
+
+    def test_removed_logs(self) -> None:
+        """
+        After a reorganisation the abandoned block's logs come again with C{removed}.
+        """
+        filter_id = self.service.new_log_filter(None, None, LogFilter())
+        old, old_receipts = self.adopt(10, topic_logs(10))
+        new, new_receipts = make_block(10, [[Log(EMITTER, (OTHER,), b"new")]], salt=1)
+        self.chain.publish(ChainEvent((new,), (old,), (new_receipts,), (old_receipts,)))
+        changes = self.service.get_filter_changes(filter_id)
+        self.assertEqual([(entry.block_hash, entry.removed) for entry in changes],
+                         [(old.hash, False), (old.hash, True), (new.hash, False)])
+
+    def test_block_filter(self) -> None:
+        """
+        A block filter gathers the hashes of adopted blocks; its logs are every hash since install.
+        """
+        filter_id = self.service.new_block_filter()
+        first, _ = self.adopt(10, [])
+        second, _ = self.adopt(11, [])
+        self.assertEqual(self.service.get_filter_changes(filter_id), [first.hash, second.hash])
+        self.assertEqual(self.service.get_filter_changes(filter_id), [])
+        self.assertEqual(self.successResultOf(self.service.get_filter_logs(filter_id)), [first.hash, second.hash])
+
+    def test_pending_filter(self) -> None:
+        """
+        A pending-transaction filter gathers the hashes the pool announces.
+        """
+        filter_id = self.service.new_pending_transaction_filter()
+        transaction = LegacyTransaction(nonce=1, gas_price=1, gas=21000, to=b"\x02" * 20, value=0, data=b"", v=27, r=1, s=1)
+        for observer in self.pool.observers:
+            observer(transaction)
+        self.assertEqual(self.service.get_filter_changes(filter_id), [transaction.hash])
+
+    def test_filter_logs(self) -> None:
+        """
+        C{get_filter_logs} of a log filter searches its range now.
+        """
+        filter_id = self.service.new_log_filter(2, 4, LogFilter())
+        entries = self.successResultOf(self.service.get_filter_logs(filter_id))
+        self.assertEqual([entry.block_number for entry in entries], [2, 3, 4])
+
+    def test_expiry(self) -> None:
+        """
+        A filter polled within five minutes lives on; five minutes without
+        a poll and it is gone.
+        """
+        filter_id = self.service.new_block_filter()
+        self.clock.advance(FILTER_EXPIRY - 1)
+        self.service.get_filter_changes(filter_id)
+        self.clock.advance(FILTER_EXPIRY - 1)
+        self.service.get_filter_changes(filter_id)
+        self.clock.advance(FILTER_EXPIRY)
+        self.assertRaises(FilterNotFoundError, self.service.get_filter_changes, filter_id)
+        self.failureResultOf(self.service.get_filter_logs(filter_id), FilterNotFoundError)
+
+    def test_uninstall(self) -> None:
+        """
+        Uninstalling answers true once, then false; the id is then unknown.
+        """
+        filter_id = self.service.new_block_filter()
+        self.assertTrue(self.service.uninstall_filter(filter_id))
+        self.assertFalse(self.service.uninstall_filter(filter_id))
+        error = self.assertRaises(FilterNotFoundError, self.service.get_filter_changes, filter_id)
+        self.assertEqual(str(error), "filter not found")
