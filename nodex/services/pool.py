@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from twisted.application.service import Service
 from twisted.internet.defer import Deferred, gatherResults, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -140,9 +141,12 @@ class _Sender:
 
 
 @implementer(ITransactionPool)
-class TransactionPool:
+class TransactionPool(Service):
     """
     Validated transactions by sender and nonce, kept in memory and in the store.
+
+    As a service it takes back the persisted transactions when it starts
+    (L{load}); start it after the chain service, whose threads it may use.
     """
 
     log = Logger()
@@ -178,6 +182,16 @@ class TransactionPool:
         self._by_hash: dict[Hash32, Transaction] = {}
         self._observers: list[PoolObserver] = []
         chain.add_observer(self._chain_changed)
+
+    def startService(self) -> None:
+        """
+        Load the transactions persisted by an earlier run (in the background).
+        """
+        super().startService()
+        self.load().addCallbacks(
+            lambda count: self.log.info("transaction pool: {count} transactions restored", count=count),
+            lambda failure: self.log.failure("cannot restore the transaction pool", failure),
+        )
 
     # Reading
 

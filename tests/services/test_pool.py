@@ -648,3 +648,14 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(len(pool), 1)
         pool.clear()
         self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 0)
+
+    def test_start_loads(self) -> None:
+        """
+        Starting the pool as a service takes back the persisted transactions.
+        """
+        pool = self.make_pool()
+        tx = legacy(0)
+        self.successResultOf(pool.add(tx))
+        restarted = TransactionPool(self.chain, self.store, in_thread)
+        restarted.startService()
+        self.assertEqual(restarted.pending(), [tx])
