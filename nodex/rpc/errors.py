@@ -23,7 +23,18 @@ from txjsonrpc_ng.jsonrpclib import (
 )
 
 from nodex.errors import NodexError
-from nodex.interfaces import BlockNotFoundError, TransactionRejectedError, UnknownAccountError
+from nodex.interfaces import (
+    BlockNotFoundError,
+    CallError,
+    CallTimeoutError,
+    ExecutionRevertedError,
+    FilterNotFoundError,
+    LogLimitError,
+    LogQueryError,
+    StateOverrideError,
+    TransactionRejectedError,
+    UnknownAccountError,
+)
 
 PARSE_ERROR = NOT_WELLFORMED_ERROR
 """-32700: the body is not JSON."""
@@ -151,6 +162,13 @@ ERROR_CODES: dict[type[Exception], int] = {
     TransactionRejectedError: -32010,
     BlockNotFoundError: -32600,
     UnknownAccountError: INVALID_METHOD_PARAMS,
+    CallError: -32000,
+    ExecutionRevertedError: -32015,
+    CallTimeoutError: LIMIT_EXCEEDED,
+    StateOverrideError: INVALID_METHOD_PARAMS,
+    LogQueryError: INVALID_METHOD_PARAMS,
+    LogLimitError: -32012,
+    FilterNotFoundError: -32000,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The
