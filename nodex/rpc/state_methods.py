@@ -1,0 +1,279 @@
+"""
+The C{eth} methods that read the world state at a block or run calls on it:
+C{eth_getBalance}, C{eth_getTransactionCount}, C{eth_getStorageAt},
+C{eth_getCode}, C{eth_call}, C{eth_estimateGas} and C{eth_getProof}.
+
+Every block parameter goes through L{nodex.rpc.blockref}: numbers, tags and
+EIP-1898 objects; C{pending} is the head, except for C{eth_getCode}, one of
+the five methods that refuse it (DESIGN §1).  A revert answers -32015 with
+the revert payload as C{data}, whatever its shape, so that web3.py and
+ethers decode reasons, custom errors and panics.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from nodex.interfaces import (
+    AccountOverride,
+    AccountProof,
+    CallRequest,
+    ExecutionRevertedError,
+    IChainService,
+    IStateService,
+    StateOverrides,
+)
+from nodex.primitives import ZERO_ADDRESS, Address
+from nodex.rpc import decoders, encoders
+from nodex.rpc.blockref import require_block, resolve_block
+from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
+from nodex.rpc.errors import RPCError
+from nodex.rpc.registry import Method, Param
+from nodex.rpc.transaction_methods import access_list
+from nodex.structures.headers import Header
+
+REVERTED = -32015
+"""The code of a call that reverted (reference §5.1)."""
+
+call_object = decoders.record(
+    {
+        "from": Field(decoders.address),
+        "to": Field(decoders.address),
+        "gas": Field(decoders.uint64),
+        "gasLimit": Field(decoders.uint64),
+        "gasPrice": Field(decoders.quantity),
+        "maxFeePerGas": Field(decoders.quantity),
+        "maxPriorityFeePerGas": Field(decoders.quantity),
+        "value": Field(decoders.quantity),
+        "data": Field(decoders.data),
+        "input": Field(decoders.data),
+        "nonce": Field(decoders.uint64),
+        "chainId": Field(decoders.quantity),
+        "accessList": Field(access_list),
+        "type": Field(decoders.uint64),
+    }
+)
+"""The call object of C{eth_call} and C{eth_estimateGas} (unknown members ignored, as the reference does)."""
+
+
+def call_request(value: Any) -> CallRequest:
+    """
+    Decode a call object into a L{CallRequest}: C{input} wins over C{data},
+    C{gas} over C{gasLimit}; with fee caps the price is the lesser of the two
+    (the base fee is always zero).
+    """
+    fields = call_object(value)
+    price = fields.get("gasPrice", 0)
+    if "maxFeePerGas" in fields or "maxPriorityFeePerGas" in fields:
+        if "gasPrice" in fields:
+            raise DecodeError("both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified")
+        max_fee = fields.get("maxFeePerGas", fields.get("maxPriorityFeePerGas", 0))
+        price = min(max_fee, fields.get("maxPriorityFeePerGas", max_fee))
+    return CallRequest(
+        sender=fields.get("from", ZERO_ADDRESS),
+        to=fields.get("to"),
+        data=fields.get("input", fields.get("data", b"")),
+        value=fields.get("value", 0),
+        gas=fields.get("gas", fields.get("gasLimit")),
+        gas_price=price,
+        access_list=fields.get("accessList", ()),
+    )
+
+
+word_key = decoders.fixed_data(32, "storage slot")
+
+
+def _slots(value: Any) -> dict[int, int]:
+    """
+    A C{state} or C{stateDiff} object: 32-byte slots to 32-byte values.
+    """
+    if not isinstance(value, dict):
+        raise DecodeError("want an object of 32-byte slots to 32-byte values")
+    slots = {}
+    for key, item in value.items():
+        try:
+            slots[int.from_bytes(word_key(key), "big")] = int.from_bytes(word_key(item), "big")
+        except DecodeError as exc:
+            raise DecodeError(f"slot {key[:80]!r}: {exc}") from None
+    return slots
+
+
+account_override = decoders.record(
+    {
+        "balance": Field(decoders.quantity),
+        "nonce": Field(decoders.uint64),
+        "code": Field(decoders.data),
+        "state": Field(_slots),
+        "stateDiff": Field(_slots),
+        "movePrecompileToAddress": Field(decoders.address),
+    },
+    allow_unknown=False,
+)
+"""One account's entry of a state override set; sizes as the specification says (balance 32 bytes, nonce 8)."""
+
+
+def state_overrides(value: Any) -> StateOverrides:
+    """
+    The state override set: addresses to L{AccountOverride}s.
+    """
+    if not isinstance(value, dict):
+        raise DecodeError("want an object of addresses to account overrides")
+    accounts = {}
+    for key, entry in value.items():
+        try:
+            address = decoders.address(key)
+            fields = account_override(entry)
+        except DecodeError as exc:
+            raise DecodeError(f"account {str(key)[:44]}: {exc}") from None
+        accounts[Address(address)] = AccountOverride(
+            balance=fields.get("balance"),
+            nonce=fields.get("nonce"),
+            code=fields.get("code"),
+            state=fields.get("state"),
+            state_diff=fields.get("stateDiff"),
+            move_precompile_to=fields.get("movePrecompileToAddress"),
+        )
+    return StateOverrides(accounts)
+
+
+def proof_object(proof: AccountProof) -> dict[str, Any]:
+    """
+    The EIP-1186 proof object.
+    """
+    return {
+        "address": encoders.data(proof.address),
+        "accountProof": [encoders.data(node) for node in proof.account_proof],
+        "balance": encoders.quantity(proof.balance),
+        "codeHash": encoders.data(proof.code_hash),
+        "nonce": encoders.quantity(proof.nonce),
+        "storageHash": encoders.data(proof.storage_hash),
+        "storageProof": [
+            {
+                "key": encoders.quantity(storage.key),
+                "value": encoders.quantity(storage.value),
+                "proof": [encoders.data(node) for node in storage.proof],
+            }
+            for storage in proof.storage_proofs
+        ],
+    }
+
+
+def reverted(exc: ExecutionRevertedError) -> RPCError:
+    """
+    The -32015 answer of a revert, with the payload as C{data}.
+    """
+    return RPCError(str(exc), data=encoders.data(exc.data), code=REVERTED)
+
+
+class StateMethods:
+    """
+    State reads and calls at any block.
+    """
+
+    def __init__(self, chain: IChainService, state: IStateService) -> None:
+        """
+        @param chain: resolves block parameters and knows the head.
+        @param state: reads the state and runs calls.
+        """
+        self._chain = chain
+        self._state = state
+
+    def rpc_methods(self) -> Iterable[Method]:
+        """
+        The state methods of the C{eth} module.
+        """
+        address = Param("address", decoders.address)
+        block = Param("block", decoders.block_selector, BlockTag.LATEST)
+        call = Param("transaction", call_request)
+        overrides = Param("stateOverrides", state_overrides, StateOverrides())
+        return [
+            Method("eth_getBalance", self.get_balance, (address, block), encoders.quantity),
+            Method("eth_getTransactionCount", self.get_transaction_count, (address, block), encoders.quantity),
+            Method(
+                "eth_getStorageAt", self.get_storage_at,
+                (address, Param("slot", decoders.quantity), block), encoders.fixed_data(32),
+            ),
+            Method("eth_getCode", self.get_code, (address, block), encoders.nullable(encoders.data)),
+            Method("eth_call", self.call, (call, block, overrides), encoders.data),
+            Method("eth_estimateGas", self.estimate_gas, (call, block, overrides), encoders.quantity),
+            Method(
+                "eth_getProof", self.get_proof,
+                (address, Param("storageKeys", decoders.array_of(decoders.quantity, 1024)), block), proof_object,
+            ),
+        ]
+
+    async def _header(self, selector: BlockSelector) -> Header:
+        """
+        The header a block parameter names; C{latest} and C{pending} are the
+        head, known without a read.
+
+        @raise nodex.interfaces.BlockNotFoundError: an unknown block.
+        """
+        if selector is BlockTag.LATEST or selector is BlockTag.PENDING:
+            return self._chain.head.header
+        return (await require_block(self._chain, selector)).header
+
+    async def get_balance(self, address: Address, selector: BlockSelector) -> int:
+        """
+        C{eth_getBalance}: the balance in wei at the block.
+        """
+        return await self._state.get_balance(await self._header(selector), address)
+
+    async def get_transaction_count(self, address: Address, selector: BlockSelector) -> int:
+        """
+        C{eth_getTransactionCount}: the account's nonce at the block.
+        """
+        return await self._state.get_nonce(await self._header(selector), address)
+
+    async def get_storage_at(self, address: Address, slot: int, selector: BlockSelector) -> bytes:
+        """
+        C{eth_getStorageAt}: the slot's 32-byte value (zero when absent).
+        """
+        value = await self._state.get_storage(await self._header(selector), address, slot)
+        return value.to_bytes(32, "big")
+
+    async def get_code(self, address: Address, selector: BlockSelector) -> bytes | None:
+        """
+        C{eth_getCode}: the code at the block, C{null} for an unknown block
+        (reference §3.3); C{pending} is refused (DESIGN §1).
+        """
+        if selector is BlockTag.LATEST:
+            header = self._chain.head.header
+        else:
+            block = await resolve_block(self._chain, selector, pending_supported=False)
+            if block is None:
+                return None
+            header = block.header
+        return await self._state.get_code(header, address)
+
+    async def call(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> bytes:
+        """
+        C{eth_call}: the return data of the call on the block's state.
+
+        @raise RPCError: -32015 with the revert payload.
+        """
+        header = await self._header(selector)
+        try:
+            return await self._state.call(header, request, overrides)
+        except ExecutionRevertedError as exc:
+            raise reverted(exc) from exc
+
+    async def estimate_gas(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> int:
+        """
+        C{eth_estimateGas}: the least gas with which the call succeeds.
+
+        @raise RPCError: -32015 with the revert payload.
+        """
+        header = await self._header(selector)
+        try:
+            return await self._state.estimate_gas(header, request, overrides)
+        except ExecutionRevertedError as exc:
+            raise reverted(exc) from exc
+
+    async def get_proof(self, address: Address, keys: list[int], selector: BlockSelector) -> AccountProof:
+        """
+        C{eth_getProof}: the EIP-1186 proof of the account and the slots.
+        """
+        return await self._state.get_proof(await self._header(selector), address, keys)
+
+
+__all__ = ["REVERTED", "StateMethods", "call_request", "proof_object", "state_overrides"]
