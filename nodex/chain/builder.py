@@ -182,6 +182,8 @@ def seal_block(block: Block, seal: Seal) -> Block:
         bitcoin_merged_mining_merkle_proof=seal.merkle_proof,
         bitcoin_merged_mining_coinbase_transaction=seal.coinbase,
     )
+    # The hash for merged mining leaves the seal out: keep the one already computed.
+    header.__dict__["hash_for_merged_mining"] = block.header.hash_for_merged_mining
     return Block(header, block.transactions, block.uncles)
 
 

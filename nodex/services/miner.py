@@ -36,10 +36,21 @@ from nodex.structures.transactions import Transaction
 
 MODES = ("auto", "interval", "manual", "off")
 
+MAX_NONCES = 2**22
+"""The most template nonces the built-in solver tries for one block (a few
+seconds of hashing): enough for regtest and devnet difficulties, not for
+main, whose blocks come from merged miners."""
+
 
 class MiningModeError(ServiceError):
     """
     A mining mode is not one of C{auto}, C{interval:SECONDS}, C{manual}, C{off}.
+    """
+
+
+class SealNotFoundError(ServiceError):
+    """
+    The built-in solver found no seal for a block within its nonce budget.
     """
 
 
@@ -115,9 +126,12 @@ class Miner(Service):
         clock: IReactorTime,
         pool: ITransactionPool | None = None,
         extra_data: bytes = b"",
+        max_nonces: int = MAX_NONCES,
     ) -> None:
         """
         @param mode: a C{mining.mode} value (C{interval:N} included).
+        @param extra_data: the extra data of every block (at most 32 bytes).
+        @param max_nonces: how many template nonces the solver tries per block.
         @raise MiningModeError: C{mode} is not a mode.
         """
         self.chain = chain
@@ -126,6 +140,7 @@ class Miner(Service):
         self.pool = pool
         self._clock = clock
         self._extra_data = extra_data
+        self._max_nonces = max_nonces
         self._enabled = self.mode in ("auto", "interval")
         self._offset = 0
         self._loop: LoopingCall | None = None
@@ -214,7 +229,8 @@ class Miner(Service):
         the offset is consumed.  Candidates that turn out invalid on the
         head state are removed from the pool.
 
-        @return: a Deferred firing with the new block.
+        @return: a Deferred firing with the new block, or failing with
+            L{SealNotFoundError} when the difficulty is beyond the built-in solver.
         """
         now = int(self._clock.seconds())
         offset, self._offset = self._offset, 0
@@ -234,8 +250,12 @@ class Miner(Service):
                 self._extra_data,
             )
             header = built.block.header
-            seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
-            assert seal is not None
+            seal = solve(header.hash_for_merged_mining, header.difficulty, range(self._max_nonces))
+            if seal is None:
+                raise SealNotFoundError(
+                    f"no seal for block {header.number} at difficulty {header.difficulty}"
+                    f" in {self._max_nonces} nonces: this network needs a merged miner"
+                )
             skipped.extend(built.skipped)
             return seal_block(built.block, seal), built.outcome
 
@@ -260,4 +280,12 @@ class Miner(Service):
         return self.chain.produce_block(produce).addCallback(mined)
 
 
-__all__ = ["MODES", "Miner", "MiningModeError", "order_candidates", "parse_mining_mode"]
+__all__ = [
+    "MAX_NONCES",
+    "MODES",
+    "Miner",
+    "MiningModeError",
+    "SealNotFoundError",
+    "order_candidates",
+    "parse_mining_mode",
+]

@@ -11,6 +11,7 @@ from nodex.chain.errors import InvalidBlockError
 from nodex.chain.pow import Seal
 from nodex.chain.processing import validate_block, validate_header
 from nodex.state.state import State
+from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from tests.chain.test_processing import (
     ADDRESSES,
@@ -138,6 +139,8 @@ class BuildBlockTests(SynchronousTestCase):
         block = self.build([]).block
         sealed = seal_block(block, Seal(b"h" * 80, b"", b"c" * 50))
         self.assertEqual(sealed.header.hash_for_merged_mining, block.header.hash_for_merged_mining)
+        decoded = Header.decode(sealed.header.encode())
+        self.assertEqual(decoded.hash_for_merged_mining, block.header.hash_for_merged_mining)
         self.assertEqual(sealed.header.bitcoin_merged_mining_header, b"h" * 80)
         self.assertEqual(sealed.header.bitcoin_merged_mining_coinbase_transaction, b"c" * 50)
 

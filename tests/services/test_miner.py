@@ -3,6 +3,7 @@ Tests for L{nodex.services.miner}.
 """
 
 import io
+from dataclasses import replace
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -12,12 +13,13 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
+from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.networks import REGTEST_MINER_ADDRESS
 from nodex.chain.processing import validate_header
 from nodex.interfaces import IMiner, ITransactionPool
 from nodex.primitives import Hash32
 from nodex.services.chain import ChainService
-from nodex.services.miner import Miner, MiningModeError, order_candidates, parse_mining_mode
+from nodex.services.miner import Miner, MiningModeError, SealNotFoundError, order_candidates, parse_mining_mode
 from nodex.structures.transactions import Transaction
 from nodex.tap import NodeService, Options, makeService
 from tests.chain.test_processing import COINBASE, fee_market_transfer, sample_rules, sample_store, transfer
@@ -221,6 +223,17 @@ class MinerTests(SynchronousTestCase):
         miner.pool = self.pool
         self.clock.advance(1)
         self.assertEqual(len(self.blocks), 1)
+
+    def test_seal_budget(self) -> None:
+        """
+        When the solver finds no seal within its nonces, mining fails clearly and nothing is stored.
+        """
+        store, genesis = sample_store(difficulty=2**40)
+        chain = ChainService(store, replace(sample_rules(), difficulty=DifficultyRules(10, 2048, 2**40, None)), self.clock)
+        miner = Miner(chain, COINBASE, "manual", self.clock, self.pool, max_nonces=3)
+        failure = self.failureResultOf(miner.mine(), SealNotFoundError)
+        self.assertIn("merged miner", failure.getErrorMessage())
+        self.assertEqual(chain.head.header, genesis)
 
     def test_no_pool(self) -> None:
         """

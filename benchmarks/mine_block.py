@@ -1,0 +1,124 @@
+"""
+Block production: the time of L{Miner.mine} for a block of one native
+transfer, the path every automined transaction takes (build on the head,
+execute once, seal, one atomic batch, head moved, observers told).
+
+The chain service runs synchronously (no writer thread) so that only the
+block's own work is timed; the store is RocksDB in a temporary directory
+(or memory with C{--memory}).  C{--profile} prints the cProfile table of the
+run.
+
+    .venv/bin/python benchmarks/mine_block.py [--blocks 2000] [--memory] [--profile]
+"""
+
+import argparse
+import cProfile
+import pstats
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from twisted.internet.task import Clock
+
+from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
+from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
+from nodex.config import load_preset
+from nodex.crypto import keccak256
+from nodex.db.memory import MemoryStore
+from nodex.db.rocks import RocksStore
+from nodex.services.chain import ChainService
+from nodex.services.miner import Miner
+from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
+
+
+class OneShotPool:
+    """
+    A pool holding the next transaction to mine, dropped once mined.
+    """
+
+    def __init__(self) -> None:
+        """
+        Start empty.
+        """
+        self.next: list[Transaction] = []
+
+    def pending(self) -> list[Transaction]:
+        """
+        The transaction to mine.
+        """
+        pending, self.next = self.next, []
+        return pending
+
+    def remove(self, tx_hashes: Iterable[bytes]) -> None:
+        """
+        Nothing to remove: every transaction is valid.
+        """
+
+
+def transfers(count: int) -> list[Transaction]:
+    """
+    C{count} signed transfers of 1 wei from the first cow account (signed in advance).
+    """
+    key = keccak256(b"cow")
+    return [
+        sign_transaction(
+            LegacyTransaction(nonce=n, gas_price=1, gas=21_000, to=bytes([0x42]) * 20, value=1, data=b""), key, 33
+        )
+        for n in range(count)
+    ]
+
+
+def run(blocks: int, memory: bool, profile: bool) -> None:
+    """
+    Mine C{blocks} one-transfer blocks and print the time per block.
+    """
+    preset = load_preset("regtest")
+    directory = tempfile.mkdtemp(prefix="nodex-mine-")
+    store = MemoryStore() if memory else RocksStore.open(str(Path(directory) / "chaindata"))
+    initialize_chain(store, "regtest", genesis_spec_from_mapping(preset["genesis"]))
+    clock = Clock()
+    clock.advance(time.time())
+    chain = ChainService(store, chain_rules("regtest", 33), clock)
+    pool = OneShotPool()
+    miner = Miner(chain, REGTEST_MINER_ADDRESS, "manual", clock, pool)  # type: ignore[arg-type]
+    signed = transfers(blocks)
+    for transaction in signed:
+        transaction.sender  # recovered when the pool admits it, not when mining
+    profiler = cProfile.Profile() if profile else None
+    start = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    for transaction in signed:
+        pool.next = [transaction]
+        miner.mine()
+    if profiler is not None:
+        profiler.disable()
+    seconds = time.perf_counter() - start
+    assert chain.head.header.number == blocks, chain.head.header.number
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"{blocks} one-transfer blocks on {'memory' if memory else 'RocksDB'}: "
+        f"{seconds * 1e6 / blocks:.0f} us per block, {blocks / seconds:.0f} blocks/s, peak RSS {peak:.0f} MiB"
+    )
+    if profiler is not None:
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(30)
+    store.close()
+
+
+def main() -> None:
+    """
+    Parse the arguments and run.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blocks", type=int, default=2000)
+    parser.add_argument("--memory", action="store_true", help="MemoryStore instead of RocksDB")
+    parser.add_argument("--profile", action="store_true", help="print the cProfile table")
+    arguments = parser.parse_args()
+    run(arguments.blocks, arguments.memory, arguments.profile)
+
+
+if __name__ == "__main__":
+    main()
