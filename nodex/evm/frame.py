@@ -1,0 +1,160 @@
+"""
+A message and the frame that executes it.
+
+A L{Message} is what a transaction or a CALL/CREATE asks for; an L{Evm} is
+the running frame: program counter, stack, memory, gas, and what it will hand
+back to its parent (output, logs, refund, accounts to delete).
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from nodex.evm.environment import BlockEnvironment, TransactionEnvironment
+from nodex.primitives import Address
+
+if TYPE_CHECKING:
+    from nodex.evm.tracing import Tracer
+    from nodex.state.state import State
+
+
+class Message:
+    """
+    A request to run code: a call, or a creation when C{is_create}.
+
+    @ivar caller: the address CALLER returns.
+    @ivar target: the called address, or L{None} for a creation.
+    @ivar current_target: the account whose storage and balance the code uses
+        (the new contract's address for a creation).
+    @ivar gas: the gas the frame starts with.
+    @ivar value: the wei transferred (or, for DELEGATECALL, CALLVALUE).
+    @ivar data: the calldata (empty for a creation).
+    @ivar code_address: the account whose code runs (a precompile is looked up by it).
+    @ivar code: the code to run (the initcode for a creation).
+    @ivar depth: 0 for the transaction's own message.
+    @ivar should_transfer_value: whether C{value} moves from caller to current_target.
+    @ivar is_static: whether state changes are forbidden.
+    """
+
+    __slots__ = (
+        "caller",
+        "target",
+        "current_target",
+        "gas",
+        "value",
+        "data",
+        "code_address",
+        "code",
+        "depth",
+        "should_transfer_value",
+        "is_static",
+    )
+
+    def __init__(
+        self,
+        caller: Address,
+        target: Address | None,
+        current_target: Address,
+        gas: int,
+        value: int,
+        data: bytes,
+        code_address: Address | None,
+        code: bytes,
+        depth: int,
+        should_transfer_value: bool = True,
+        is_static: bool = False,
+    ) -> None:
+        self.caller = caller
+        self.target = target
+        self.current_target = current_target
+        self.gas = gas
+        self.value = value
+        self.data = data
+        self.code_address = code_address
+        self.code = code
+        self.depth = depth
+        self.should_transfer_value = should_transfer_value
+        self.is_static = is_static
+
+    @property
+    def is_create(self) -> bool:
+        """
+        Whether the message creates a contract.
+        """
+        return self.target is None
+
+
+class ExecutionContext:
+    """
+    What every frame of one transaction shares.
+
+    @ivar state: the world state the frames change.
+    @ivar block: the block environment.
+    @ivar tx: the transaction environment.
+    @ivar tracer: the attached tracer, or L{None}.
+    """
+
+    __slots__ = ("state", "block", "tx", "tracer")
+
+    def __init__(
+        self,
+        state: "State",
+        block: BlockEnvironment,
+        tx: TransactionEnvironment,
+        tracer: "Tracer | None" = None,
+    ) -> None:
+        self.state = state
+        self.block = block
+        self.tx = tx
+        self.tracer = tracer
+
+
+class Evm:
+    """
+    One executing frame.
+
+    The instruction functions read and write these attributes directly; the
+    stack holds plain C{int} words (top last) and memory is a C{bytearray}
+    whose length is always a multiple of 32.
+    """
+
+    __slots__ = (
+        "pc",
+        "stack",
+        "memory",
+        "code",
+        "valid_jump_destinations",
+        "gas_left",
+        "message",
+        "context",
+        "state",
+        "output",
+        "return_data",
+        "logs",
+        "refund_counter",
+        "accounts_to_delete",
+        "error",
+        "last_gas_cost",
+    )
+
+    def __init__(
+        self,
+        message: Message,
+        context: ExecutionContext,
+        code: bytes,
+        valid_jump_destinations: frozenset[int],
+    ) -> None:
+        self.pc = 0
+        self.stack: list[int] = []
+        self.memory = bytearray()
+        self.code = code
+        self.valid_jump_destinations = valid_jump_destinations
+        self.gas_left = message.gas
+        self.message = message
+        self.context = context
+        self.state = context.state
+        self.output = b""
+        self.return_data = b""
+        self.logs: list[Any] = []
+        self.refund_counter = 0
+        self.accounts_to_delete: set[Address] = set()
+        self.error: Exception | None = None
+        self.last_gas_cost = 0

@@ -1,0 +1,268 @@
+"""
+Running messages: frames, the instruction loop, precompiles, creations.
+
+L{process_message} and L{process_create_message} run one message in a new
+frame against the state of an L{ExecutionContext}, undoing the frame's
+changes if it fails; the CALL and CREATE instructions call them recursively.
+"""
+
+import sys
+from collections.abc import Mapping
+
+from nodex.evm.errors import (
+    ExceptionalHalt,
+    Halt,
+    InvalidContractPrefixError,
+    OutOfGasError,
+    PrecompileFailedError,
+    Revert,
+    StackOverflowError,
+    StackUnderflowError,
+    Stop,
+)
+from nodex.evm.frame import Evm, ExecutionContext, Message
+from nodex.evm.gas import GAS_CODE_DEPOSIT, MAX_CODE_SIZE, STACK_LIMIT
+from nodex.evm.instructions import INSTRUCTIONS
+from nodex.evm.tracing import Tracer
+from nodex.primitives import Address
+
+PUSH1 = 0x60
+PUSH32 = 0x7F
+JUMPDEST = 0x5B
+
+# Enough zero bytes after the code that a truncated PUSH32 reads zeros and
+# the program counter running off the end finds a STOP.
+_CODE_PADDING = b"\x00" * 33
+
+_ANALYSIS_CACHE: dict[bytes, tuple[bytes, frozenset[int]]] = {}
+_ANALYSIS_CACHE_LIMIT = 4096
+
+# A frame uses about eight Python frames; 1024 nested EVM frames need room.
+_RECURSION_LIMIT = 12000
+
+_CALL_FAMILY = frozenset((0xF0, 0xF1, 0xF2, 0xF4, 0xF5, 0xFA))
+
+_precompiles: Mapping[bytes, object] | None = None
+
+
+def analyse_code(code: bytes) -> tuple[bytes, frozenset[int]]:
+    """
+    The padded code and its valid jump destinations, cached per code.
+
+    A JUMPDEST byte is a destination unless it sits inside a PUSH's immediate data.
+    """
+    cached = _ANALYSIS_CACHE.get(code)
+    if cached is not None:
+        return cached
+    destinations = []
+    position = 0
+    length = len(code)
+    while position < length:
+        op = code[position]
+        if op == JUMPDEST:
+            destinations.append(position)
+        elif PUSH1 <= op <= PUSH32:
+            position += op - PUSH1 + 1
+        position += 1
+    result = (code + _CODE_PADDING, frozenset(destinations))
+    if len(_ANALYSIS_CACHE) >= _ANALYSIS_CACHE_LIMIT:
+        _ANALYSIS_CACHE.clear()
+    _ANALYSIS_CACHE[code] = result
+    return result
+
+
+def get_precompiles() -> Mapping[bytes, object]:
+    """
+    The precompiled contracts by address, or an empty mapping while the
+    precompiles package does not provide them.
+    """
+    global _precompiles
+    if _precompiles is None:
+        try:
+            from nodex.evm.precompiles import PRECOMPILES
+        except ImportError:
+            return {}
+        _precompiles = PRECOMPILES
+    return _precompiles
+
+
+def ensure_recursion_limit() -> None:
+    """
+    Raise Python's recursion limit so that 1024 nested calls fit.
+    """
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+
+
+def process_message(message: Message, context: ExecutionContext) -> Evm:
+    """
+    Run a call message in a new frame: move the value, run the code (or the
+    precompile), and undo everything if the frame fails.
+
+    @return: the finished frame; C{error} is L{None} on success.
+    """
+    state = context.state
+    snapshot = state.snapshot()
+    state.touch(message.current_target)
+    if message.should_transfer_value and message.value:
+        state.transfer(message.caller, message.current_target, message.value)
+    evm = execute_code(message, context)
+    if evm.error is not None:
+        state.revert(snapshot)
+    return evm
+
+
+def process_create_message(message: Message, context: ExecutionContext) -> Evm:
+    """
+    Run a creation message: set up the new account, run the initcode and
+    deposit the code it returns (EIP-3541 prefix rule, 24,576-byte limit,
+    200 gas a byte).
+
+    @return: the finished frame; C{error} is L{None} on success.
+    """
+    state = context.state
+    snapshot = state.snapshot()
+    target = message.current_target
+    state.destroy_storage(target)
+    state.mark_created(target)
+    state.increment_nonce(target)
+    evm = process_message(message, context)
+    if evm.error is None:
+        code = evm.output
+        try:
+            if code[:1] == b"\xef":
+                raise InvalidContractPrefixError
+            evm.gas_left -= len(code) * GAS_CODE_DEPOSIT
+            if evm.gas_left < 0 or len(code) > MAX_CODE_SIZE:
+                raise OutOfGasError
+        except ExceptionalHalt as error:
+            state.revert(snapshot)
+            evm.gas_left = 0
+            evm.output = b""
+            evm.error = error
+        else:
+            state.set_code(target, code)
+    else:
+        state.revert(snapshot)
+    return evm
+
+
+def execute_code(message: Message, context: ExecutionContext) -> Evm:
+    """
+    Run the message's code (or its precompile) in a new frame.
+    """
+    code_address = message.code_address
+    if code_address is not None:
+        precompile = get_precompiles().get(code_address)
+        if precompile is not None:
+            return _run_precompile(message, context, precompile)
+    code, destinations = analyse_code(message.code)
+    evm = Evm(message, context, code, destinations)
+    tracer = context.tracer
+    if tracer is not None:
+        tracer.capture_enter(message)
+    if message.code:
+        try:
+            if tracer is None:
+                _run(evm)
+            else:
+                _run_traced(evm, tracer)
+        except Stop:
+            pass
+        except Revert as error:
+            evm.error = error
+        except ExceptionalHalt as error:
+            _fail(evm, error)
+        except IndexError:
+            _fail(evm, StackUnderflowError())
+    if tracer is not None:
+        tracer.capture_exit(evm)
+    return evm
+
+
+def _fail(evm: Evm, error: ExceptionalHalt) -> None:
+    """
+    End a frame with an exceptional halt: all gas consumed, no output.
+    """
+    evm.gas_left = 0
+    evm.output = b""
+    evm.error = error
+
+
+def _run(evm: Evm) -> None:
+    """
+    The instruction loop without a tracer; it ends by raising a L{Halt}.
+    """
+    code = evm.code
+    table = INSTRUCTIONS
+    while True:
+        table[code[evm.pc]](evm)
+
+
+def _run_traced(evm: Evm, tracer: Tracer) -> None:
+    """
+    The instruction loop with a tracer: gas and stack limits are checked
+    after every instruction so that each step reports its exact outcome.
+    """
+    code = evm.code
+    table = INSTRUCTIONS
+    while True:
+        pc = evm.pc
+        op = code[pc]
+        gas = evm.gas_left
+        stack = list(evm.stack)
+        memory_size = len(evm.memory)
+        if op in _CALL_FAMILY:
+            tracer.capture_step(evm, pc, op, gas, 0, stack, memory_size, None)
+        try:
+            table[op](evm)
+            if evm.gas_left < 0:
+                raise OutOfGasError
+            if len(evm.stack) > STACK_LIMIT:
+                raise StackOverflowError
+        except Halt as halt:
+            if op not in _CALL_FAMILY:
+                error = halt if isinstance(halt, ExceptionalHalt) else None
+                cost = gas - max(evm.gas_left, 0) if error is None else 0
+                tracer.capture_step(evm, pc, op, gas, cost, stack, memory_size, error)
+            raise
+        except IndexError:
+            tracer.capture_step(evm, pc, op, gas, 0, stack, memory_size, StackUnderflowError())
+            raise
+        if op not in _CALL_FAMILY:
+            tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory_size, None)
+
+
+def _run_precompile(message: Message, context: ExecutionContext, precompile: object) -> Evm:
+    """
+    Run a precompiled contract: charge its gas, then compute its output; a
+    refused input is an exceptional halt.
+    """
+    from nodex.evm.precompiles.errors import PrecompileError
+
+    evm = Evm(message, context, b"", frozenset())
+    tracer = context.tracer
+    if tracer is not None:
+        tracer.capture_enter(message)
+    try:
+        evm.gas_left -= precompile.gas(message.data)  # type: ignore[attr-defined]
+        if evm.gas_left < 0:
+            raise OutOfGasError
+        evm.output = precompile.run(message.data)  # type: ignore[attr-defined]
+    except ExceptionalHalt as error:
+        _fail(evm, error)
+    except PrecompileError as error:
+        _fail(evm, PrecompileFailedError(str(error)))
+    if tracer is not None:
+        tracer.capture_exit(evm)
+    return evm
+
+
+__all__ = [
+    "Address",
+    "analyse_code",
+    "ensure_recursion_limit",
+    "execute_code",
+    "process_create_message",
+    "process_message",
+]
