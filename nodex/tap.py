@@ -4,6 +4,7 @@ the one place where concrete objects are wired together.
 """
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,14 +24,19 @@ from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.net import NetMethods
-from nodex.rpc.registry import MethodRegistry, ModuleSettings
+from nodex.rpc.fee_methods import FeeMethods
+from nodex.rpc.filter_methods import FilterMethods
+from nodex.rpc.registry import IMethodProvider, MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy, RPCServer
+from nodex.rpc.state_methods import StateMethods
 from nodex.rpc.web3 import Web3Methods, client_version
 from nodex.services.accounts import DevAccounts
 from nodex.services.chain import ChainService
+from nodex.services.filters import FilterService
 from nodex.services.listening import ListeningService
 from nodex.services.miner import Miner
 from nodex.services.offline import OfflinePeerNetwork
+from nodex.services.state import StateService
 from nodex.services.threads import ChainThreads
 
 log = Logger()
@@ -164,9 +170,13 @@ class NodeService(MultiService):
         super().startService()
 
 
-def build_rpc_server(config: NodeConfig, clock: IReactorTime, peers: IPeerNetwork) -> RPCServer:
+def build_rpc_server(
+    config: NodeConfig, clock: IReactorTime, peers: IPeerNetwork, providers: Iterable[IMethodProvider] = ()
+) -> RPCServer:
     """
     The JSON-RPC server of a configuration, with every method that exists.
+
+    @param providers: the method providers of the node's services.
     """
     registry = MethodRegistry(
         {
@@ -177,6 +187,8 @@ def build_rpc_server(config: NodeConfig, clock: IReactorTime, peers: IPeerNetwor
     registry.add(Web3Methods(client_version()))
     registry.add(NetMethods(config.chain_id, peers))
     registry.add(EthIdentityMethods(config.chain_id, WIRE_PROTOCOL_VERSION))
+    for provider in providers:
+        registry.add(provider)
     registry.add(RPCModulesMethods(registry))
     limits = EnvelopeLimits(
         max_batch=config.rpc.max_batch,
@@ -230,6 +242,28 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     return chain, miner
 
 
+def compose_state_and_logs(
+    config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService
+) -> list[IMethodProvider]:
+    """
+    Add the state service (reads at any block, calls, estimates, proofs, on
+    its own reader pool) and the filter service to C{node}, and return the
+    RPC providers of issue 6.
+    """
+    rpc = config.rpc
+    state = StateService(
+        chain.store, config.chain_id, None, reactor,
+        call_gas_cap=rpc.call_gas_cap, time_limit=rpc.timeout, estimate_gas_cap=rpc.estimate_gas_cap,
+    )
+    state.setName("state")
+    state.setServiceParent(node)
+    filters = FilterService(
+        chain.store, chain, None, state.run_in_thread, reactor,
+        max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None,
+    )
+    return [StateMethods(chain, state), FilterMethods(filters), FeeMethods(chain)]
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
@@ -244,10 +278,11 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     assert IReactorCore.providedBy(reactor)
     prepare_datadir(config.datadir)
     node = NodeService(config)
-    compose_chain(config, reactor, node)
+    chain, _ = compose_chain(config, reactor, node)
+    providers = compose_state_and_logs(config, reactor, node, chain)
     peers = OfflinePeerNetwork()
     if config.rpc.endpoint != "none":
-        server = build_rpc_server(config, reactor, peers)
+        server = build_rpc_server(config, reactor, peers, providers)
         rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
         rpc.setName("rpc")
         rpc.setServiceParent(node)
@@ -276,6 +311,7 @@ __all__ = [
     "build_rpc_server",
     "compose",
     "compose_chain",
+    "compose_state_and_logs",
     "makeService",
     "prepare_datadir",
 ]

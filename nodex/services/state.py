@@ -13,9 +13,12 @@ is still doing, so that a long call never holds up other answers.
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from twisted.application.service import Service
 from twisted.internet.defer import Deferred, TimeoutError as DeferredTimeoutError
 from twisted.internet.interfaces import IReactorTime
+from twisted.internet.threads import deferToThreadPool
 from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from nodex.chain.calls import CallRequest, CallTimeoutError, call_environment, estimate_gas, execute_call
@@ -37,42 +40,87 @@ T = TypeVar("T")
 DEFAULT_CALL_GAS_CAP = 50_000_000
 """The regtest gas cap of a call (DESIGN §2); main and testnet use the reference's 10,000,000."""
 
+DEFAULT_READERS = 4
+"""Threads of the service's own reader pool."""
+
 DEFAULT_TIME_LIMIT = 5.0
 """Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
 
 
 @implementer(IStateService)
-class StateService:
+class StateService(Service):
     """
     State reads and calls over one store.
 
-    @ivar call_gas_cap: the most gas a call or an estimate may use.
+    @ivar call_gas_cap: the most gas a call may use.
+    @ivar estimate_gas_cap: the most gas an estimate searches up to.
     """
 
     def __init__(
         self,
         store: KeyValueStore,
         chain_id: int,
-        run_in_thread: RunInThread,
+        run_in_thread: RunInThread | None,
         clock: IReactorTime,
         call_gas_cap: int = DEFAULT_CALL_GAS_CAP,
         time_limit: float = DEFAULT_TIME_LIMIT,
+        estimate_gas_cap: int | None = None,
+        readers: int = DEFAULT_READERS,
     ) -> None:
         """
         @param store: the chain's store.
         @param chain_id: the EIP-155 chain id (CHAINID in calls).
-        @param run_in_thread: runs a function in the reader pool (tests pass
-            C{maybeDeferred}).
-        @param clock: measures the time limit.
+        @param run_in_thread: runs a function in a reader thread (tests pass
+            C{maybeDeferred}); L{None} for the service's own pool of
+            C{readers} threads, started and stopped with the service.
+        @param clock: measures the time limit; with the own pool, also the
+            reactor that delivers the results.
         @param call_gas_cap: the network's gas cap for calls.
         @param time_limit: seconds a call or an estimate may take.
+        @param estimate_gas_cap: the network's cap for estimates (the call
+            cap when L{None}).
         """
         self._store = store
         self._chain_id = chain_id
-        self._run_in_thread = run_in_thread
         self._clock = clock
+        self._pool: ThreadPool | None = None
+        if run_in_thread is None:
+            self._pool = ThreadPool(1, readers, name="state-reader")
+            run_in_thread = self._run_in_pool
+        self._run_in_thread = run_in_thread
         self.call_gas_cap = call_gas_cap
+        self.estimate_gas_cap = call_gas_cap if estimate_gas_cap is None else estimate_gas_cap
         self._time_limit = time_limit
+
+    def startService(self) -> None:
+        """
+        Start the own reader pool, if any.
+        """
+        if self._pool is not None:
+            self._pool.start()
+        super().startService()
+
+    def stopService(self) -> None:
+        """
+        Stop the own reader pool after the work queued on it.
+        """
+        if self._pool is not None:
+            self._pool.stop()
+        return super().stopService()
+
+    def _run_in_pool(self, function: Callable[..., T], *args: Any) -> "Deferred[T]":
+        """
+        Run C{function} in the service's own reader pool.
+        """
+        assert self._pool is not None
+        return deferToThreadPool(self._clock, self._pool, function, *args)  # type: ignore[arg-type]
+
+    def run_in_thread(self, function: Callable[..., T], *args: Any) -> "Deferred[T]":
+        """
+        Run C{function(*args)} where this service runs its reads (for the
+        filter service, which shares the pool).
+        """
+        return self._run_in_thread(function, *args)
 
     # Reads
 
@@ -214,7 +262,7 @@ class StateService:
         Run the search in the reader thread.
         """
         block = call_environment(header, self._chain_id, self._block_hashes)
-        upper = min(header.gas_limit, self.call_gas_cap)
+        upper = min(header.gas_limit, self.estimate_gas_cap)
         return estimate_gas(self._opener(header), block, request, overrides, upper)
 
     def _opener(self, header: Header) -> Callable[[], State]:
