@@ -2,6 +2,7 @@
 Tests for L{nodex.services.chain} and L{nodex.services.threads}.
 """
 
+import threading
 from dataclasses import replace
 from typing import Any
 
@@ -33,8 +34,6 @@ from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from tests.chain.test_processing import (
-    ADDRESSES,
-    COINBASE,
     RECIPIENT,
     build_on,
     fee_market_transfer,
@@ -420,8 +419,6 @@ class ChainThreadsTests(TestCase):
         names = []
 
         def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
-            import threading
-
             names.append(threading.current_thread().name)
             built = build_on(store, parent, [transfer(0, parent.number)])
             return built.block, built.outcome
@@ -436,11 +433,93 @@ class ChainThreadsTests(TestCase):
         self.assertIn("writer", names[0])
         block = yield chain.get_block_by_number(2)
         self.assertEqual(block, blocks[1])
-        self.assertEqual(COINBASE, blocks[0].header.coinbase)
-        self.assertEqual(len(ADDRESSES), 3)
 
     def test_needs_a_reader(self) -> None:
         """
         A reader pool of no threads is refused.
         """
         self.assertRaises(ValueError, ChainThreads, reactor, readers=0)
+
+
+_MINING_CHILD = """
+import sys
+from twisted.internet.task import Clock
+from nodex.db.rocks import RocksStore
+from nodex.services.chain import ChainService
+from nodex.services.miner import Miner
+from tests.chain.test_processing import COINBASE, sample_rules, sample_store, transfer
+
+class Pool:
+    def __init__(self):
+        self.next = []
+    def pending(self):
+        pending, self.next = self.next, []
+        return pending
+    def remove(self, hashes):
+        pass
+
+store, genesis = sample_store(store=RocksStore.open(sys.argv[1]))
+clock = Clock()
+chain = ChainService(store, sample_rules(), clock)
+pool = Pool()
+miner = Miner(chain, COINBASE, "manual", clock, pool)
+for nonce in range(100000):
+    tx = transfer(0, nonce)
+    pool.next = [tx]
+    block = miner.mine().result
+    sys.stdout.write(f"{block.number} {tx.hash.hex()}\\n")
+    sys.stdout.flush()
+"""
+
+
+class KilledWriterTests(SynchronousTestCase):
+    """
+    A process killed with SIGKILL while it mines leaves a consistent chain.
+    """
+
+    def test_sigkill_while_mining(self) -> None:
+        """
+        After a C{kill -9} in the middle of mining, the reopened chain holds
+        every block whose import was reported, its head is the last block of
+        a complete canonical index, and each reported transaction has its receipt.
+        """
+        import os
+        import signal
+        import subprocess
+        import sys
+
+        path = os.path.abspath(self.mktemp())
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        child = subprocess.Popen(
+            [sys.executable, "-c", _MINING_CHILD, path],
+            stdout=subprocess.PIPE,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": root},
+            text=True,
+        )
+        seen = []
+        assert child.stdout is not None
+        for line in child.stdout:
+            seen.append(line.split())
+            if len(seen) == 40:
+                break
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        self.assertEqual(len(seen), 40)
+        store = RocksStore.open(path)
+        self.addCleanup(store.close)
+        chain = ChainService(store, sample_rules(), Clock())
+        head = chain.head.header
+        self.assertGreaterEqual(head.number, int(seen[-1][0]))
+        self.assertEqual(read_head_hash(store), head.hash)
+        header = head
+        while header.number > 0:
+            self.assertEqual(read_canonical_hash(store, header.number), header.hash)
+            parent = self.successResultOf(chain.get_header_by_hash(header.parent_hash))
+            self.assertIsNotNone(parent)
+            header = parent
+        self.assertIsNone(read_canonical_hash(store, head.number + 1))
+        for number, tx_hash in seen:
+            receipt = self.successResultOf(chain.get_receipt(bytes.fromhex(tx_hash)))
+            self.assertEqual(receipt.location.block_number, int(number))
