@@ -18,9 +18,9 @@ zero and the state roots of the two EVMs can be compared:
 What is timed is the execution of each block: every transaction (sender
 recovery included), then the transactions, receipts and state roots and the
 writes to an in-memory database (py-evm's C{mine_all}, which also stores
-the block's header, body and receipts, about 3% of its time; nodex's
-C{apply_block}, the node's block-import path, then the write of its trie
-nodes and code).  Deployment is not timed.  The script checks that both
+the block's header, body and receipts, about 3% of its time; for nodex the
+API of C{docs/evm.md}: C{apply_transaction} over a C{State}, C{State.commit},
+C{ordered_trie_root}).  Deployment is not timed.  The script checks that both
 EVMs report the same gas for every transaction and the same state,
 transactions and receipts roots after every block, so the figures compare
 equal work.
@@ -384,16 +384,17 @@ class PyEVMRunner:
 
 class NodexRunner:
     """
-    nodex's block processing, C{nodex.chain.processing.apply_block} (the
-    import path of the node), over a C{nodex.state.State} on a
-    C{MemoryStore}; the genesis is committed the same way.
+    nodex's EVM through the API of C{docs/evm.md}: C{apply_transaction} over
+    a C{nodex.state.State} on a C{MemoryStore}, then C{State.commit} and
+    C{nodex.trie.ordered_trie_root} for the header's roots, as the node's
+    block processing does.
     """
 
     name = "nodex"
 
     def __init__(self, accounts: dict[bytes, tuple[int, bytes]]) -> None:
         from nodex.db.memory import MemoryStore
-        from nodex.state.state import State
+        from nodex.state import State
 
         self._store = MemoryStore()
         state = State.from_store(self._store)
@@ -421,47 +422,41 @@ class NodexRunner:
 
     def execute_block(self, raw_transactions: Sequence[bytes]) -> BlockResult:
         """
-        Decode the transactions (untimed), then time C{apply_block} (sender
-        recovery, execution, the state, transactions and receipts roots) and
-        the writes of its new trie nodes and code to the store.
+        Decode the transactions (untimed), then time sender recovery,
+        execution, the transactions and receipts roots, the state root and
+        the writes to the store.
         """
-        from nodex.chain.processing import apply_block
-        from nodex.db.schema import CODE, TRIE_NODES
-        from nodex.state.state import State
-        from nodex.structures.blocks import Block
-        from nodex.structures.headers import Header
+        from nodex.chain.execution import apply_transaction
+        from nodex.evm.environment import BlockEnvironment
+        from nodex.state import State
         from nodex.structures.transactions import decode_transaction
+        from nodex.trie import ordered_trie_root
 
+        transactions = [decode_transaction(raw) for raw in raw_transactions]
         self._number += 1
-        # apply_block reads the environment from the header and checks none
-        # of the roots it computes, so they are left zero here.
-        header = Header(
-            parent_hash=bytes(32), uncles_hash=bytes(32), coinbase=COINBASE,
-            state_root=bytes(32), transactions_root=bytes(32), receipts_root=bytes(32),
-            logs_bloom=bytes(256), difficulty=1, number=self._number, gas_limit=GAS_LIMIT,
-            gas_used=0, timestamp=1_700_000_000 + 12 * self._number, extra_data=b"",
-            paid_fees=0, minimum_gas_price=0, uncle_count=0,
-        )  # type: ignore[arg-type]
-        block = Block(header, tuple(decode_transaction(raw) for raw in raw_transactions))
+        block = BlockEnvironment(
+            coinbase=COINBASE,
+            number=self._number,
+            timestamp=1_700_000_000 + 12 * self._number,
+            gas_limit=GAS_LIMIT,
+            prev_randao=(1).to_bytes(32, "big"),
+            chain_id=CHAIN_ID,
+        )
         start = time.perf_counter()
         state = State.from_store(self._store, self._root)
-        outcome = apply_block(block, state, CHAIN_ID, lambda number: None)
-        batch = self._store.batch()
-        for node_hash, node in outcome.nodes.items():
-            batch.put(TRIE_NODES, node_hash, node)
-        for code_hash, code in outcome.code.items():
-            batch.put(CODE, code_hash, code)
-        self._store.write(batch)
+        block_gas, gas_used, receipts = 0, [], []
+        for transaction in transactions:
+            result = apply_transaction(state, block, transaction, transaction.sender, block_gas)
+            if result.error is not None:
+                raise RuntimeError(f"nodex: transaction failed: {result.error}")
+            block_gas += result.gas_used
+            gas_used.append(result.gas_used)
+            receipts.append(result.receipt.encode())
+        transactions_root = ordered_trie_root(list(raw_transactions))
+        receipts_root = ordered_trie_root(receipts)
+        self._root = self._commit(state)
         seconds = time.perf_counter() - start
-        self._root = outcome.state_root
-        gas_used, previous = [], 0
-        for receipt in outcome.receipts:
-            if receipt.status != 1:
-                raise RuntimeError("nodex: a transaction failed")
-            gas_used.append(receipt.cumulative_gas_used - previous)
-            previous = receipt.cumulative_gas_used
-        roots = (outcome.state_root, outcome.transactions_root, outcome.receipts_root)
-        return BlockResult(seconds, gas_used, roots)
+        return BlockResult(seconds, gas_used, (self._root, transactions_root, receipts_root))
 
 
 RUNNERS: dict[str, Callable[[dict[bytes, tuple[int, bytes]]], Runner]] = {
