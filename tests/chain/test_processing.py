@@ -133,9 +133,13 @@ def build_on(
     timestamp: int | None = None,
     uncles: Sequence[Header] = (),
     extra_data: bytes = b"",
+    block_hashes: "object | None" = None,
 ) -> BuiltBlock:
     """
     A sealed block on C{parent} (whose state is in C{store}).
+
+    @param block_hashes: the BLOCKHASH lookup; by default the store's
+        canonical index (right for a block on the canonical head).
     """
     rules = sample_rules() if rules is None else rules
     state = State.from_store(store, parent.state_root)
@@ -146,7 +150,7 @@ def build_on(
         COINBASE,
         parent.timestamp + 1 if timestamp is None else timestamp,
         rules,
-        canonical_hashes(store, parent),
+        canonical_hashes(store, parent) if block_hashes is None else block_hashes,  # type: ignore[arg-type]
         extra_data,
         uncles,
     )

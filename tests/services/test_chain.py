@@ -15,6 +15,7 @@ from zope.interface.verify import verifyObject
 from nodex.chain.builder import BuiltBlock
 from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.errors import InvalidBlockError
+from nodex.chain.genesis import GenesisAllocation, initialize_chain
 from nodex.chain.processing import BlockHashes, BlockOutcome
 from nodex.db.kv import KeyValueStore
 from nodex.db.memory import MemoryStore
@@ -27,16 +28,19 @@ from nodex.db.schema import (
     read_tx_lookup,
 )
 from nodex.interfaces import ChainEvent, IChainService, ImportResult
-from nodex.primitives import Hash32
+from nodex.primitives import Address, Hash32
 from nodex.services.chain import ChainNotInitializedError, ChainService
 from nodex.services.threads import ChainThreads
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
+from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from tests.chain.test_processing import (
+    KEYS,
     RECIPIENT,
     build_on,
     fee_market_transfer,
+    sample_genesis,
     sample_rules,
     sample_store,
     transfer,
@@ -348,6 +352,17 @@ class ChainServiceMixin:
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)  # type: ignore[attr-defined]
 
 
+CONTRACT = Address(b"\xc0" * 20)
+
+
+def call(key: int, nonce: int) -> Transaction:
+    """
+    A signed call of the BLOCKHASH contract at L{CONTRACT}.
+    """
+    unsigned = LegacyTransaction(nonce=nonce, gas_price=1, gas=100_000, to=CONTRACT, value=0, data=b"")
+    return sign_transaction(unsigned, KEYS[key], 33)
+
+
 class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
     """
     L{ChainService} over a L{MemoryStore}.
@@ -358,6 +373,36 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         A memory store.
         """
         return MemoryStore()
+
+    def test_blockhash_follows_own_chain(self) -> None:
+        """
+        BLOCKHASH sees the block's own ancestry: the canonical parent for a
+        block on the head, the side-chain parent for a block on a side chain.
+        """
+        store = MemoryStore()
+        spec = sample_genesis()
+        # PUSH1 1, NUMBER, SUB, BLOCKHASH, PUSH1 0, SSTORE, STOP: slot 0 = hash of the parent.
+        code = bytes.fromhex("600143034060005500")
+        spec = replace(spec, alloc={**spec.alloc, CONTRACT: GenesisAllocation(0, code=code)})
+        genesis = initialize_chain(store, "regtest", spec)
+        chain = ChainService(store, sample_rules(), self.clock)
+        a1 = build_on(store, genesis, extra_data=b"a").block
+        b1 = build_on(store, genesis, extra_data=b"b").block
+        self.successResultOf(chain.import_block(a1))
+        self.successResultOf(chain.import_block(b1))
+        a2 = build_on(store, a1.header, [call(0, 0)]).block
+        side = {0: genesis.hash, 1: b1.hash}
+        b2 = build_on(store, b1.header, [call(0, 0)], block_hashes=side.get).block
+        self.assertEqual(self.successResultOf(chain.import_block(a2)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(chain.import_block(b2)), ImportResult.IMPORTED_NOT_BEST)
+
+        def slot(state_root: bytes) -> int:
+            return self.successResultOf(
+                chain.run_with_state(lambda state: state.get_storage(CONTRACT, 0), state_root)
+            )
+
+        self.assertEqual(slot(a2.header.state_root), int.from_bytes(a1.hash, "big"))
+        self.assertEqual(slot(b2.header.state_root), int.from_bytes(b1.hash, "big"))
 
     def test_uninitialized_store(self) -> None:
         """
