@@ -4,11 +4,12 @@ transfer, the path every automined transaction takes (build on the head,
 execute once, seal, one atomic batch, head moved, observers told).
 
 The chain service runs synchronously (no writer thread) so that only the
-block's own work is timed; the store is RocksDB in a temporary directory
-(or memory with C{--memory}).  C{--profile} prints the cProfile table of the
-run.
+block's own work is timed, or with C{--threads} on its writer thread under a
+running reactor, one block after another, as automining does (the thread
+hand-offs included); the store is RocksDB in a temporary directory (or
+memory with C{--memory}).  C{--profile} prints the cProfile table of the run.
 
-    .venv/bin/python benchmarks/mine_block.py [--blocks 2000] [--memory] [--profile]
+    .venv/bin/python benchmarks/mine_block.py [--blocks 2000] [--memory] [--threads] [--profile]
 """
 
 import argparse
@@ -20,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from twisted.internet.task import Clock
 
@@ -31,6 +33,7 @@ from nodex.db.memory import MemoryStore
 from nodex.db.rocks import RocksStore
 from nodex.services.chain import ChainService
 from nodex.services.miner import Miner
+from nodex.services.threads import ChainThreads
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 
 
@@ -71,7 +74,27 @@ def transfers(count: int) -> list[Transaction]:
     ]
 
 
-def run(blocks: int, memory: bool, profile: bool) -> None:
+def mine_threaded(miner: Miner, pool: OneShotPool, signed: list[Transaction]) -> None:
+    """
+    Run the reactor and mine one block per transaction, each after the last.
+    """
+    from twisted.internet import reactor
+    from twisted.internet.defer import ensureDeferred
+
+    async def mine_all() -> None:
+        for transaction in signed:
+            pool.next = [transaction]
+            await miner.mine()
+
+    def done(result: object) -> object:
+        reactor.stop()  # type: ignore[attr-defined]
+        return result
+
+    reactor.callWhenRunning(lambda: ensureDeferred(mine_all()).addBoth(done))  # type: ignore[attr-defined]
+    reactor.run()  # type: ignore[attr-defined]
+
+
+def run(blocks: int, memory: bool, profile: bool, threads: bool = False) -> None:
     """
     Mine C{blocks} one-transfer blocks and print the time per block.
     """
@@ -79,9 +102,16 @@ def run(blocks: int, memory: bool, profile: bool) -> None:
     directory = tempfile.mkdtemp(prefix="nodex-mine-")
     store = MemoryStore() if memory else RocksStore.open(str(Path(directory) / "chaindata"))
     initialize_chain(store, "regtest", genesis_spec_from_mapping(preset["genesis"]))
-    clock = Clock()
+    clock: Any = Clock()
     clock.advance(time.time())
-    chain = ChainService(store, chain_rules("regtest", 33), clock)
+    chain_threads = None
+    if threads:
+        from twisted.internet import reactor
+
+        clock = reactor
+        chain_threads = ChainThreads(reactor)
+        chain_threads.start()
+    chain = ChainService(store, chain_rules("regtest", 33), clock, threads=chain_threads)
     pool = OneShotPool()
     miner = Miner(chain, REGTEST_MINER_ADDRESS, "manual", clock, pool)  # type: ignore[arg-type]
     signed = transfers(blocks)
@@ -91,16 +121,22 @@ def run(blocks: int, memory: bool, profile: bool) -> None:
     start = time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    for transaction in signed:
-        pool.next = [transaction]
-        miner.mine()
+    if threads:
+        mine_threaded(miner, pool, signed)
+    else:
+        for transaction in signed:
+            pool.next = [transaction]
+            miner.mine()
     if profiler is not None:
         profiler.disable()
     seconds = time.perf_counter() - start
+    if chain_threads is not None:
+        chain_threads.stop()
     assert chain.head.header.number == blocks, chain.head.header.number
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"{blocks} one-transfer blocks on {'memory' if memory else 'RocksDB'}: "
+        f"{blocks} one-transfer blocks on {'memory' if memory else 'RocksDB'}"
+        f"{' through the writer thread' if threads else ''}: "
         f"{seconds * 1e6 / blocks:.0f} us per block, {blocks / seconds:.0f} blocks/s, peak RSS {peak:.0f} MiB"
     )
     if profiler is not None:
@@ -115,9 +151,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=int, default=2000)
     parser.add_argument("--memory", action="store_true", help="MemoryStore instead of RocksDB")
+    parser.add_argument("--threads", action="store_true", help="the writer thread under a running reactor")
     parser.add_argument("--profile", action="store_true", help="print the cProfile table")
     arguments = parser.parse_args()
-    run(arguments.blocks, arguments.memory, arguments.profile)
+    run(arguments.blocks, arguments.memory, arguments.profile, arguments.threads)
 
 
 if __name__ == "__main__":
