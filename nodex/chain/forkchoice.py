@@ -60,6 +60,11 @@ class Reorganisation:
 
 
 def _parent(read_header: HeaderReader, header: Header) -> Header:
+    """
+    The parent of C{header}.
+
+    @raise MissingAncestorError: it is not stored.
+    """
     parent = read_header(header.parent_hash)
     if parent is None:
         raise MissingAncestorError(

@@ -280,6 +280,9 @@ class ChainService(Service):
         return self._write(self._thd_rewind, number)
 
     def _thd_import_block(self, block: Block) -> _Change:
+        """
+        Import a block from any source (writer thread).
+        """
         header = block.header
         if read_header_rlp(self.store, header.hash) is not None:
             return _Change(ImportResult.EXIST)
@@ -305,6 +308,9 @@ class ChainService(Service):
         return self._thd_store(block, outcome, parent_total_difficulty, state if on_tip else None)
 
     def _thd_import_built_block(self, block: Block, outcome: BlockOutcome) -> _Change:
+        """
+        Store a block whose outcome is known (writer thread).
+        """
         header = block.header
         if read_header_rlp(self.store, header.hash) is not None:
             return _Change(ImportResult.EXIST)
@@ -328,6 +334,9 @@ class ChainService(Service):
         return self._thd_store(block, outcome, parent_total_difficulty, None)
 
     def _thd_produce_block(self, producer: BlockProducer) -> _Change:
+        """
+        Have C{producer} build on the tip and store its block (writer thread).
+        """
         tip = self._tip.header
         state = self._thd_state_for(tip)
         self._tip_state = None
@@ -412,6 +421,9 @@ class ChainService(Service):
         self._tip_state_age += 1
 
     def _thd_rewind(self, number: int) -> _Change:
+        """
+        Delete the canonical blocks above C{number} and move the head there (writer thread).
+        """
         tip = self._tip
         if number < 0:
             raise ChainError(f"cannot rewind to the negative block number {number}")
@@ -518,6 +530,9 @@ class ChainService(Service):
     # Reads (any thread)
 
     def _thd_header(self, block_hash: bytes) -> Header | None:
+        """
+        A stored header by hash, or L{None}.
+        """
         with self._recent_lock:
             recent = self._recent.get(block_hash)
         if recent is not None:
@@ -526,6 +541,9 @@ class ChainService(Service):
         return None if raw is None else Header.decode(raw)
 
     def _thd_block(self, block_hash: bytes) -> Block | None:
+        """
+        A stored block by hash, or L{None}.
+        """
         with self._recent_lock:
             recent = self._recent.get(block_hash)
         if recent is not None:
@@ -539,6 +557,9 @@ class ChainService(Service):
         return Block.from_body(header, body)
 
     def _thd_receipts(self, block_hash: bytes) -> tuple[Receipt, ...] | None:
+        """
+        A stored block's receipts, or L{None}.
+        """
         with self._recent_lock:
             recent = self._recent.get(block_hash)
         if recent is not None:
@@ -547,18 +568,31 @@ class ChainService(Service):
         return None if raw is None else decode_receipts(raw)
 
     def _thd_stored_block(self, block_hash: bytes) -> Block:
+        """
+        A block that must be stored.
+
+        @raise ChainError: it is not.
+        """
         block = self._thd_block(block_hash)
         if block is None:
             raise ChainError(f"the store has no block 0x{block_hash.hex()}")
         return block
 
     def _thd_stored_receipts(self, block_hash: bytes) -> tuple[Receipt, ...]:
+        """
+        The receipts of a block that must be stored.
+
+        @raise ChainError: they are not.
+        """
         receipts = self._thd_receipts(block_hash)
         if receipts is None:
             raise ChainError(f"the store has no receipts for block 0x{block_hash.hex()}")
         return receipts
 
     def _thd_canonical_block(self, number: int) -> Block | None:
+        """
+        The canonical block at C{number}, or L{None}.
+        """
         if number < 0:
             return None
         try:
@@ -568,10 +602,16 @@ class ChainService(Service):
         return None if block_hash is None else self._thd_block(block_hash)
 
     def _thd_is_canonical(self, block_hash: bytes) -> bool:
+        """
+        Whether a stored block is the canonical one at its height.
+        """
         header = self._thd_header(block_hash)
         return header is not None and read_canonical_hash(self.store, header.number) == block_hash
 
     def _thd_transaction(self, tx_hash: bytes) -> TransactionLocation | None:
+        """
+        A canonical transaction and its place, or L{None}.
+        """
         found = read_tx_lookup(self.store, tx_hash)
         if found is None:
             return None
@@ -582,6 +622,9 @@ class ChainService(Service):
         return TransactionLocation(block.transactions[index], Hash32(block_hash), block.number, index)
 
     def _thd_receipt(self, tx_hash: bytes) -> ReceiptView | None:
+        """
+        The receipt view of a canonical transaction, or L{None}.
+        """
         found = read_tx_lookup(self.store, tx_hash)
         if found is None:
             return None
@@ -589,6 +632,9 @@ class ChainService(Service):
         return views[0] if views else None
 
     def _thd_block_receipts(self, block_hash: bytes, only: int | None = None) -> list[ReceiptView] | None:
+        """
+        The receipt views of a stored block (only the one at index C{only}, if given), or L{None}.
+        """
         block = self._thd_block(block_hash)
         receipts = self._thd_receipts(block_hash)
         if block is None or receipts is None:
