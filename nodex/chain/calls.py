@@ -4,9 +4,11 @@ C{eth_estimateGas}.
 
 A call runs on a fresh L{State} opened at the block's state root, with the
 client's state overrides applied, and is thrown away afterwards.  A revert
-becomes L{ExecutionRevertedError}, whose message is worded as DESIGN §1 says
-(so that web3.py and ethers recognise the revert) and whose C{data} is the
-revert payload, whatever its shape.  The estimate is the least gas with
+becomes L{ExecutionRevertedError}, whose message is the specification's
+prefix followed by C{execution reverted} and the reason, if the payload is
+an C{Error(string)} (so that web3.py and ethers recognise the revert; see
+C{docs/state-and-logs.md}), and whose C{data} is the revert payload,
+whatever its shape.  The estimate is the least gas with
 which the call succeeds, found by binary search.
 """
 
@@ -69,8 +71,11 @@ class ExecutionRevertedError(CallError):
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.reason = decode_revert_reason(data)
+        # "execution reverted" is what web3.py looks for in the message of a
+        # revert that does not carry geth's code 3; ethers looks for "revert"
+        # and a hex payload in data.  Both then decode the payload.
         if self.reason is not None:
-            message = f"{REVERT_PREFIX}revert {self.reason}"
+            message = f"{REVERT_PREFIX}execution reverted: {self.reason}"
         else:
             message = f"{REVERT_PREFIX}execution reverted"
         super().__init__(message)

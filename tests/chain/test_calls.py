@@ -132,7 +132,7 @@ class ExecuteCallTests(SynchronousTestCase):
         C{Error(string)} gives the reason in the message and the payload as data.
         """
         error = self.reverted(selector("revertWithReason()"))
-        self.assertEqual(str(error), "VM Exception while processing transaction: revert Reverter: always fails")
+        self.assertEqual(str(error), "VM Exception while processing transaction: execution reverted: Reverter: always fails")
         self.assertEqual(error.data[:4], ERROR_SELECTOR)
         self.assertEqual(error.reason, "Reverter: always fails")
 

@@ -246,7 +246,7 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         """
         reason = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithReason()"))})
         self.assertEqual(reason["code"], -32015)
-        self.assertEqual(reason["message"], "VM Exception while processing transaction: revert Reverter: always fails")
+        self.assertEqual(reason["message"], "VM Exception while processing transaction: execution reverted: Reverter: always fails")
         self.assertTrue(reason["data"].startswith("0x08c379a0"))
         bare = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithoutReason()"))})
         self.assertEqual((bare["message"], bare["data"]), ("VM Exception while processing transaction: execution reverted", "0x"))
