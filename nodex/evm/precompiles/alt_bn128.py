@@ -14,6 +14,7 @@ from nodex.evm.precompiles.bn254 import (
     G2Point,
     g2_in_subgroup,
     g2_is_on_curve,
+    naf_digits,
     pairing_product_is_one,
 )
 from nodex.evm.precompiles.errors import PrecompileError
@@ -154,28 +155,6 @@ def to_affine(point: JacobianPoint) -> tuple[int, int] | None:
 _WINDOW = 5
 
 
-def naf_digits(scalar: int, window: int = _WINDOW) -> list[int]:
-    """
-    The width-C{window} non-adjacent form of a positive C{scalar}, most
-    significant digit first: odd digits below 2^(window-1) in absolute
-    value, each followed by at least C{window - 1} zeros.
-    """
-    digits = []
-    modulus = 1 << window
-    while scalar:
-        if scalar & 1:
-            digit = scalar % modulus
-            if digit >= modulus >> 1:
-                digit -= modulus
-            scalar -= digit
-        else:
-            digit = 0
-        digits.append(digit)
-        scalar >>= 1
-    digits.reverse()
-    return digits
-
-
 def multiply(point: JacobianPoint, scalar: int) -> JacobianPoint:
     """
     C{scalar}·C{point}: a double per bit and a mixed addition of a
@@ -195,7 +174,7 @@ def multiply(point: JacobianPoint, scalar: int) -> JacobianPoint:
         odd_multiples.append(to_affine(current))  # type: ignore[arg-type]
     p = FIELD_MODULUS
     result = INFINITY
-    for digit in naf_digits(scalar):
+    for digit in naf_digits(scalar, _WINDOW):
         result = double(result)
         if digit > 0:
             x, y = odd_multiples[digit >> 1]

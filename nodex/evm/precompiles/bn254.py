@@ -339,16 +339,54 @@ def g2_add(first: G2Point, second: G2Point) -> G2Point:
     return (x3, y3)
 
 
+def naf_digits(scalar: int, window: int = 5) -> list[int]:
+    """
+    The width-C{window} non-adjacent form of a positive C{scalar}, most
+    significant digit first: odd digits below 2^(window-1) in absolute
+    value, each followed by at least C{window - 1} zeros.
+    """
+    digits = []
+    modulus = 1 << window
+    while scalar:
+        if scalar & 1:
+            digit = scalar % modulus
+            if digit >= modulus >> 1:
+                digit -= modulus
+            scalar -= digit
+        else:
+            digit = 0
+        digits.append(digit)
+        scalar >>= 1
+    digits.reverse()
+    return digits
+
+
+def g2_negate(point: G2Point) -> G2Point:
+    """
+    The opposite of C{point} on the twist.
+    """
+    return None if point is None else (point[0], fp2_neg(point[1]))
+
+
 def g2_multiply(point: G2Point, scalar: int) -> G2Point:
     """
-    scalar·point on the twist, by double-and-add (no reduction of the
-    scalar: the point may lie outside the order-n subgroup).
+    scalar·point on the twist (no reduction of the scalar: the point may lie
+    outside the order-n subgroup), with a width-4 NAF of the scalar and the
+    precomputed odd multiples P, 3P, 5P, 7P.
     """
+    if point is None or scalar == 0:
+        return None
+    twice = g2_add(point, point)
+    odd_multiples = [point]
+    for _ in range(3):
+        odd_multiples.append(g2_add(odd_multiples[-1], twice))
     result: G2Point = None
-    for bit in bin(scalar)[2:]:
+    for digit in naf_digits(scalar, 4):
         result = g2_add(result, result)
-        if bit == "1":
-            result = g2_add(result, point)
+        if digit > 0:
+            result = g2_add(result, odd_multiples[digit >> 1])
+        elif digit < 0:
+            result = g2_add(result, g2_negate(odd_multiples[(-digit) >> 1]))
     return result
 
 
@@ -399,22 +437,34 @@ def miller_loop(q: tuple[Fp2, Fp2], p: tuple[int, int]) -> Fp12:
     """
     The Miller loop of the optimal ate pairing for G2 point C{q} and G1 point
     C{p}, both finite, without the final exponentiation.
+    """
+    return multi_miller_loop([(p, q)])
+
+
+def multi_miller_loop(pairs: list[tuple[tuple[int, int], tuple[Fp2, Fp2]]]) -> Fp12:
+    """
+    The product of the Miller loops of the (finite) pairs (P_i, Q_i), run
+    side by side so that the accumulator is squared once per step for all
+    of them.
 
     After the loop over 6u + 2 come the two lines of the optimal ate
     pairing: through T = [6u+2]Q and pi(Q), then through T + pi(Q) and
     -pi^2(Q), where pi is the p-power Frobenius.
     """
     f = FP12_ONE
-    t = q
+    points = [q for _, q in pairs]
     for bit in bin(ATE_LOOP_COUNT)[3:]:
         f = fp12_square(f)
-        f, t = _line_step(f, t, None, p)
-        if bit == "1":
-            f, t = _line_step(f, t, q, p)
-    q1 = g2_frobenius(q)
-    f, t = _line_step(f, t, q1, p)
-    q2 = g2_frobenius(q1)
-    f, _ = _line_step(f, t, (q2[0], fp2_neg(q2[1])), p)
+        for index, (p, q) in enumerate(pairs):
+            f, t = _line_step(f, points[index], None, p)
+            if bit == "1":
+                f, t = _line_step(f, t, q, p)
+            points[index] = t
+    for index, (p, q) in enumerate(pairs):
+        q1 = g2_frobenius(q)
+        f, t = _line_step(f, points[index], q1, p)
+        q2 = g2_frobenius(q1)
+        f, _ = _line_step(f, t, (q2[0], fp2_neg(q2[1])), p)
     return f
 
 
@@ -461,10 +511,7 @@ def pairing_product_is_one(pairs: list[tuple[tuple[int, int], tuple[Fp2, Fp2]]])
     Whether the product of e(P_i, Q_i) over the (finite, validated) pairs is
     one; the empty product is.
     """
-    f = FP12_ONE
-    for p, q in pairs:
-        f = fp12_mul(f, miller_loop(q, p))
-    return final_exponentiation(f) == FP12_ONE
+    return final_exponentiation(multi_miller_loop(pairs)) == FP12_ONE
 
 
 __all__ = [
@@ -488,6 +535,9 @@ __all__ = [
     "g2_in_subgroup",
     "g2_is_on_curve",
     "g2_multiply",
+    "g2_negate",
     "miller_loop",
+    "naf_digits",
+    "multi_miller_loop",
     "pairing_product_is_one",
 ]

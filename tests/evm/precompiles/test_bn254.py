@@ -25,7 +25,9 @@ from nodex.evm.precompiles.bn254 import (
     g2_in_subgroup,
     g2_is_on_curve,
     g2_multiply,
+    g2_negate,
     miller_loop,
+    multi_miller_loop,
     pairing_product_is_one,
 )
 
@@ -125,6 +127,22 @@ class G2Tests(SynchronousTestCase):
         self.assertIsNone(g2_add(G2, opposite))
         self.assertEqual(g2_add(None, G2), G2)
 
+    def test_multiply_matches_double_and_add(self) -> None:
+        """
+        The windowed multiplication agrees with plain double-and-add, and
+        multiplying by n - 1 gives the opposite point.
+        """
+        for scalar in (3, 0x1F, 0xFEDCBA9876543210FEDCBA98765, 2**130 + 2**64 - 1):
+            expected = None
+            for bit in bin(scalar)[2:]:
+                expected = g2_add(expected, expected)
+                if bit == "1":
+                    expected = g2_add(expected, G2)
+            self.assertEqual(g2_multiply(G2, scalar), expected, hex(scalar))
+        self.assertEqual(g2_multiply(G2, N - 1), g2_negate(G2))
+        self.assertIsNone(g2_multiply(G2, 0))
+        self.assertIsNone(g2_multiply(None, 5))
+
     def test_double_is_add(self) -> None:
         """
         2·G2 by multiplication equals G2 + G2, and stays on the curve.
@@ -177,6 +195,16 @@ class PairingTests(SynchronousTestCase):
         easy = fp12_mul(fp12_conjugate(SAMPLE), fp12_inverse(SAMPLE))
         easy = fp12_mul(fp12_frobenius(easy, 2), easy)
         self.assertEqual(final_exponentiation(SAMPLE), fp12_pow(easy, HARD_EXPONENT))
+
+    def test_multi_miller_loop_is_product(self) -> None:
+        """
+        Running the Miller loops side by side gives exactly the product of
+        the separate loops.
+        """
+        first = (g1_multiple(5), G2)
+        second = (G1, g2_multiply(G2, 7))
+        expected = fp12_mul(miller_loop(first[1], first[0]), miller_loop(second[1], second[0]))
+        self.assertEqual(multi_miller_loop([first, second]), expected)  # type: ignore[list-item]
 
     def test_empty_product(self) -> None:
         """
