@@ -99,6 +99,9 @@ def parse_int(value: Any, what: str) -> int:
         return value
     if not isinstance(value, str):
         raise StateTestError(f"{what}: expected a number, got {value!r}")
+    if value.startswith("0x:bigint "):
+        # The fillers' notation for a number too big for 256 bits.
+        value = value[len("0x:bigint ") :]
     try:
         return int(value, 16) if value.lower().startswith("0x") else int(value or "0")
     except ValueError as exc:

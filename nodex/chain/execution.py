@@ -19,7 +19,7 @@ from nodex.evm.gas import GAS_PER_BLOB, MAX_BLOB_GAS_PER_BLOCK, MAX_INIT_CODE_SI
 from nodex.evm.instructions.system import compute_contract_address
 from nodex.evm.interpreter import ensure_recursion_limit, process_create_message, process_message
 from nodex.evm.tracing import Tracer
-from nodex.primitives import UINT64_CEILING, Address, Hash32
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
 from nodex.state.state import State
 from nodex.structures.errors import IntrinsicGasTooLowError, InvalidTransactionError
 from nodex.structures.logs import Log
@@ -121,6 +121,8 @@ def check_transaction(
     @raise InvalidTransactionError: a rule is broken (too little gas,
         nonce, fees below the base fee, balance, sender with code, blobs).
     """
+    if tx.value >= UINT256_CEILING or tx.max_fee_per_gas >= UINT256_CEILING or tx.gas >= UINT64_CEILING:
+        raise InvalidTransactionError("a value, fee or gas limit is out of range")
     intrinsic = intrinsic_gas(tx)
     if intrinsic > tx.gas:
         raise IntrinsicGasTooLowError(f"intrinsic gas too low: have {tx.gas}, want {intrinsic}")

@@ -112,16 +112,17 @@ def calldatasize(evm: Evm) -> None:
     push_value(evm, len(evm.message.data), GAS_BASE)
 
 
-def copy_to_memory(evm: Evm, source: bytes) -> None:
+def copy_to_memory(evm: Evm, source: bytes, base_gas: int = GAS_VERY_LOW) -> None:
     """
     The shared body of CALLDATACOPY, CODECOPY and EXTCODECOPY's copy: pop
-    memory offset, source offset and size; write the source range, zero-padded.
+    memory offset, source offset and size; write the source range,
+    zero-padded, charging C{base_gas} plus 3 a word plus the expansion.
     """
     stack = evm.stack
     memory_start = stack.pop()
     data_start = stack.pop()
     size = stack.pop()
-    evm.gas_left -= GAS_VERY_LOW + copy_cost(size)
+    evm.gas_left -= base_gas + copy_cost(size)
     if size:
         expand_memory(evm, memory_start, size)
         chunk = source[data_start : data_start + size] if data_start < len(source) else b""
@@ -172,8 +173,7 @@ def extcodecopy(evm: Evm) -> None:
     EXTCODECOPY: copy an account's code into memory.
     """
     target = to_address(evm.stack.pop())
-    evm.gas_left -= access_cost(evm, target)
-    copy_to_memory(evm, evm.state.get_code(target))
+    copy_to_memory(evm, evm.state.get_code(target), access_cost(evm, target))
 
 
 def returndatasize(evm: Evm) -> None:
