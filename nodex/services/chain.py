@@ -111,6 +111,7 @@ class _Change:
     result: Any
     head: ChainHead | None = None
     event: ChainEvent | None = None
+    reason: str | None = None
 
 
 @implementer(IChainService)
@@ -250,6 +251,18 @@ class ChainService(Service):
         """
         return self._write(self._thd_import_block, block)
 
+    def import_block_explained(self, block: Block) -> Deferred[tuple[str, str | None]]:
+        """
+        Like L{import_block}, with the reason an invalid block was refused
+        (for merged-mining submissions and peer scoring).
+
+        @return: a Deferred firing with the L{ImportResult} name and, for
+            C{INVALID_BLOCK}, the broken rule (else L{None}).
+        """
+        return self._run_writer(self._thd_import_block, block).addCallback(
+            lambda change: (self._publish(change), change.reason)
+        )
+
     def import_built_block(self, block: Block, outcome: BlockOutcome) -> Deferred[str]:
         """
         Store a block whose execution outcome is already known (built by this
@@ -304,7 +317,7 @@ class ChainService(Service):
             self.log.warn(
                 "invalid block {number} 0x{hash}: {reason}", number=header.number, hash=header.hash.hex(), reason=exc
             )
-            return _Change(ImportResult.INVALID_BLOCK)
+            return _Change(ImportResult.INVALID_BLOCK, reason=str(exc))
         return self._thd_store(block, outcome, parent_total_difficulty, state if on_tip else None)
 
     def _thd_import_built_block(self, block: Block, outcome: BlockOutcome) -> _Change:

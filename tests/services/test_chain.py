@@ -40,6 +40,7 @@ from tests.chain.test_processing import (
     RECIPIENT,
     build_on,
     fee_market_transfer,
+    reseal,
     sample_genesis,
     sample_rules,
     sample_store,
@@ -143,6 +144,19 @@ class ChainServiceMixin:
         self.assertEqual(self.chain.head.header, self.genesis)  # type: ignore[attr-defined]
         self.assertEqual(self.events, [])
         self.assertEqual(self.imported(built.block), ImportResult.IMPORTED_BEST)
+
+    def test_import_explained(self) -> None:
+        """
+        The explained import gives the broken rule of an invalid block, and no reason otherwise.
+        """
+        built = self.build(self.genesis)
+        bad = Block(reseal(replace(built.block.header, gas_used=7)))
+        result, reason = self.successResultOf(self.chain.import_block_explained(bad))  # type: ignore[attr-defined]
+        self.assertEqual(result, ImportResult.INVALID_BLOCK)
+        self.assertIn("gas used 7", reason)
+        explained = self.successResultOf(self.chain.import_block_explained(built.block))  # type: ignore[attr-defined]
+        self.assertEqual(explained, (ImportResult.IMPORTED_BEST, None))
+        self.assertEqual(len(self.events), 1)
 
     def test_import_future_block(self) -> None:
         """
