@@ -31,12 +31,15 @@ CONTRACTS = REPOSITORY / "tests" / "data" / "contracts"
 COW = "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826"
 
 NODE_SCRIPT = """
-import sys
+import json, sys
 from twisted.internet import reactor
 from twisted.internet.endpoints import serverFromString
 import nodex.tap as tap
 from nodex.config import load_config
-config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1"}})
+layer = json.loads(sys.argv[2])
+layer["datadir"] = sys.argv[1]
+layer.setdefault("rpc", {})["endpoint"] = "tcp:0:interface=127.0.0.1"
+config = load_config(None, layer)
 if hasattr(tap, "TransactionMethods"):
     node = tap.compose(config, reactor)
 else:
@@ -73,13 +76,15 @@ class NodeProcess:
     A regtest node in a child process, and JSON-RPC requests to it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, layer: dict[str, Any] | None = None) -> None:
         """
         Start the node and wait until it listens.
+
+        @param layer: a configuration layer over the regtest preset.
         """
         self.datadir = tempfile.mkdtemp(prefix="nodex-e2e-")
         self.process = subprocess.Popen(
-            [sys.executable, "-c", NODE_SCRIPT, self.datadir],
+            [sys.executable, "-c", NODE_SCRIPT, self.datadir, json.dumps(layer or {})],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPOSITORY,
             env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
         )
@@ -133,14 +138,16 @@ class NodeProcess:
 _nodes: dict[str, NodeProcess] = {}
 
 
-def shared_node(name: str) -> NodeProcess:
+def shared_node(name: str, layer: dict[str, Any] | None = None) -> NodeProcess:
     """
     The node of one test module, started on first use; skip the test if it
     cannot deploy contracts.
+
+    @param layer: a configuration layer over the regtest preset.
     """
     node = _nodes.get(name)
     if node is None:
-        node = _nodes[name] = NodeProcess()
+        node = _nodes[name] = NodeProcess(layer)
     probe = node.request("eth_sendTransaction", {})
     if probe.get("error", {}).get("code") == -32601:
         raise SkipTest("the node does not serve eth_sendTransaction yet (issue-5 providers not wired in nodex.tap)")
