@@ -135,6 +135,41 @@ class NodeProcess:
         return response["error"]
 
 
+ETHERS_SCRIPT = """
+const { ethers } = require("ethers");
+const [url, address, abi] = process.argv.slice(1);
+(async () => {
+  const provider = new ethers.JsonRpcProvider(url, 33, { staticNetwork: true });
+  const contract = new ethers.Contract(address, JSON.parse(abi), provider);
+  const out = {};
+  const calls = [["revertWithReason", []], ["revertWithoutReason", []], ["revertWithCustomError", []], ["divide", [1, 0]]];
+  for (const [name, args] of calls) {
+    try {
+      await contract[name].staticCall(...args);
+      out[name] = "no error";
+    } catch (error) {
+      out[name] = {
+        code: error.code,
+        reason: error.reason === undefined ? null : error.reason,
+        revert: error.revert ? { name: error.revert.name, args: error.revert.args.map(String) } : null,
+      };
+    }
+  }
+  try {
+    await contract.requirePositive.estimateGas(0);
+  } catch (error) {
+    out.estimate = { code: error.code, reason: error.reason };
+  }
+  console.log(JSON.stringify(out));
+})();
+"""
+"""
+A check that ethers v6 decodes nodex's reverts: run by C{node} with the npm
+package C{ethers} installed outside the repository (C{NODEX_ETHERS_PATH},
+default C{/tmp/node_modules}).
+"""
+
+
 _nodes: dict[str, NodeProcess] = {}
 
 
@@ -353,3 +388,35 @@ class StateEndToEndTests(SynchronousTestCase):
         missing = self.node.call("eth_getProof", nobody, ["0x1"], block["number"])
         self.assertEqual(verify_proof(root, bytes.fromhex(nobody[2:]), missing["accountProof"]), b"")
         self.assertEqual((missing["balance"], missing["nonce"]), ("0x0", "0x0"))
+
+
+class EthersTests(SynchronousTestCase):
+    """
+    ethers v6 raises its CALL_EXCEPTION with the decoded reason, custom error and panic.
+    """
+
+    def test_ethers_decodes_reverts(self) -> None:
+        """
+        Each kind of revert reaches ethers decoded.
+        """
+        node_binary = shutil.which("node")
+        modules = os.environ.get("NODEX_ETHERS_PATH", "/tmp/node_modules")
+        if node_binary is None or not (Path(modules) / "ethers").is_dir():
+            raise SkipTest(f"node and the npm package ethers (in {modules}) are needed")
+        node = shared_node(__name__)
+        reverter = deploy(web3_for(node), "Reverter")
+        result = subprocess.run(
+            [node_binary, "-e", ETHERS_SCRIPT, node.url, reverter.address, json.dumps(compiled("Reverter")["abi"])],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "NODE_PATH": modules},
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = json.loads(result.stdout)
+        self.assertEqual(out["revertWithReason"]["code"], "CALL_EXCEPTION")
+        self.assertEqual(out["revertWithReason"]["reason"], "Reverter: always fails")
+        self.assertEqual(out["revertWithoutReason"]["code"], "CALL_EXCEPTION")
+        custom = out["revertWithCustomError"]
+        self.assertEqual((custom["code"], custom["revert"]["name"]), ("CALL_EXCEPTION", "Unauthorized"))
+        self.assertEqual(custom["revert"]["args"][1:], ["42", "not the owner"])
+        panic = out["divide"]
+        self.assertEqual((panic["code"], panic["revert"]["name"], panic["revert"]["args"]), ("CALL_EXCEPTION", "Panic", ["18"]))
+        self.assertEqual(out["estimate"], {"code": "CALL_EXCEPTION", "reason": "value must be positive"})
