@@ -18,6 +18,7 @@ from nodex.chain.processing import (
     BlockHashes,
     BlockOutcome,
     block_environment,
+    checked_sender,
     execute_transaction,
     finish_block,
     uncles_hash,
@@ -41,8 +42,8 @@ class SkippedTransaction:
     @ivar transaction: the candidate.
     @ivar reason: why it cannot be included on this state.
     @ivar invalid: C{True} when it can never be included on this chain as
-        it stands (bad signature, used nonce, too little balance, price
-        below the block minimum); C{False} when it may fit a later block
+        it stands (bad signature, another chain's id, used nonce, too little
+        balance, price below the block minimum); C{False} when it may fit a later block
         (too much gas for the space left, a nonce gap, an earlier
         transaction of its sender left out).
     """
@@ -134,7 +135,7 @@ def build_block(
         if gas_limit - gas_used < TX_BASE_COST:
             break
         try:
-            sender = transaction.sender
+            sender = checked_sender(transaction, rules.chain_id)
         except InvalidTransactionError as exc:
             skipped.append(SkippedTransaction(transaction, str(exc), True))
             continue

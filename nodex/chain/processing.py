@@ -34,6 +34,7 @@ from nodex.structures.errors import InvalidTransactionError
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
 from nodex.structures.rlpcodec import encode_list_of_encoded
+from nodex.structures.transaction_rules import validate_transaction
 from nodex.structures.transactions import Transaction
 from nodex.trie.ordered import ordered_trie_root
 
@@ -124,14 +125,25 @@ def cumulative_difficulty(block: Block) -> int:
     return block.header.difficulty + sum(uncle.difficulty for uncle in block.uncles)
 
 
-def sender_of(transaction: Transaction, index: int) -> Address:
+def checked_sender(transaction: Transaction, chain_id: int) -> Address:
     """
-    The sender of a block's transaction.
+    The sender of a transaction that may run on chain C{chain_id}.
 
-    @raise InvalidBlockError: its signature does not give one.
+    @raise InvalidTransactionError: the signature gives no sender, the
+        transaction names another chain, or breaks a static rule.
+    """
+    validate_transaction(transaction, chain_id)
+    return transaction.sender
+
+
+def sender_of(transaction: Transaction, index: int, chain_id: int) -> Address:
+    """
+    The sender of a block's transaction (see L{checked_sender}).
+
+    @raise InvalidBlockError: the transaction cannot run on this chain.
     """
     try:
-        return transaction.sender
+        return checked_sender(transaction, chain_id)
     except InvalidTransactionError as exc:
         raise InvalidBlockError(f"transaction {index} (0x{transaction.hash.hex()}): {exc}") from exc
 
@@ -193,7 +205,8 @@ def apply_block(block: Block, state: State, chain_id: int, block_hashes: BlockHa
 
     @param block_hashes: the lookup of the block's ancestors for BLOCKHASH.
     @raise InvalidBlockError: a transaction cannot be included (bad
-        signature, nonce, balance, gas, price below the block's minimum).
+        signature, another chain's id, nonce, balance, gas, price below the
+        block's minimum).
     """
     header = block.header
     environment = block_environment(header, chain_id, block_hashes)
@@ -201,7 +214,7 @@ def apply_block(block: Block, state: State, chain_id: int, block_hashes: BlockHa
     gas_used = 0
     paid_fees = 0
     for index, transaction in enumerate(block.transactions):
-        sender = sender_of(transaction, index)
+        sender = sender_of(transaction, index, chain_id)
         try:
             receipt, gas, fee = execute_transaction(
                 state, environment, transaction, sender, gas_used, header.minimum_gas_price
@@ -370,6 +383,7 @@ __all__ = [
     "MINIMUM_GAS_PRICE_DIVISOR",
     "apply_block",
     "block_environment",
+    "checked_sender",
     "cumulative_difficulty",
     "effective_gas_price",
     "execute_transaction",

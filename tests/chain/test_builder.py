@@ -97,6 +97,17 @@ class BuildBlockTests(SynchronousTestCase):
         built = self.build([forged])
         self.assertEqual((built.block.transactions, built.skipped[0].invalid), ((), True))
 
+    def test_other_chain_invalid(self) -> None:
+        """
+        A candidate signed for another chain is reported as invalid.
+        """
+        foreign = sign_transaction(
+            LegacyTransaction(nonce=0, gas_price=1, gas=21_000, to=b"\x01" * 20, value=0, data=b""), KEYS[0], 31
+        )
+        built = self.build([foreign])
+        self.assertEqual((built.block.transactions, built.skipped[0].invalid), ((), True))
+        self.assertIn("chain id", built.skipped[0].reason)
+
     def test_full_block(self) -> None:
         """
         A candidate that needs more gas than is left waits for a later block.

@@ -239,6 +239,27 @@ class ApplyBlockTests(SynchronousTestCase):
         error = self.assertRaises(InvalidBlockError, execute, store, genesis, Block(header, (transfer(0, 0, gas_price=9),)))
         self.assertIn("minimum gas price 10", str(error))
 
+    def test_other_chain_is_invalid_block(self) -> None:
+        """
+        A transaction signed for another chain id makes the block invalid.
+        """
+        store, genesis = sample_store()
+        built = build_on(store, genesis)
+        unsigned = LegacyTransaction(nonce=0, gas_price=1, gas=21_000, to=RECIPIENT, value=1, data=b"")
+        foreign = sign_transaction(unsigned, KEYS[0], 30)
+        error = self.assertRaises(InvalidBlockError, execute, store, genesis, Block(built.block.header, (foreign,)))
+        self.assertIn("chain id 30", str(error))
+
+    def test_unprotected_legacy_accepted(self) -> None:
+        """
+        A legacy transaction signed without a chain id (before EIP-155) runs on any chain.
+        """
+        store, genesis = sample_store()
+        unsigned = LegacyTransaction(nonce=0, gas_price=1, gas=21_000, to=RECIPIENT, value=1, data=b"")
+        built = build_on(store, genesis, [sign_transaction(unsigned, KEYS[0], None)])
+        self.assertEqual(len(built.block.transactions), 1)
+        validate_block(built.block, execute(store, genesis, built.block))
+
     def test_bad_signature_is_invalid_block(self) -> None:
         """
         A transaction whose signature gives no sender makes the block invalid.
