@@ -1,0 +1,305 @@
+"""
+Tests for L{nodex.state.state}: caches, the journal, per-transaction marks
+and commits.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.crypto import EMPTY_KECCAK, keccak256
+from nodex.primitives import Address
+from nodex.state.errors import StateError
+from nodex.state.state import RIPEMD160_ADDRESS, State, decode_storage_value, encode_storage_value
+from nodex.structures.accounts import EMPTY_TRIE_ROOT
+from nodex.trie import BLANK_ROOT
+
+ALICE = Address(b"\xaa" * 20)
+BOB = Address(b"\xbb" * 20)
+
+
+def memory_state() -> tuple[State, dict[bytes, bytes], dict[bytes, bytes]]:
+    """
+    An empty state over two dictionaries (trie nodes, code) that commits write into.
+    """
+    nodes: dict[bytes, bytes] = {}
+    codes: dict[bytes, bytes] = {}
+    return State(nodes.get, codes.get), nodes, codes
+
+
+def persist(state: State, nodes: dict[bytes, bytes], codes: dict[bytes, bytes]) -> bytes:
+    """
+    Commit C{state} into the dictionaries and return the root.
+    """
+    root, new_nodes = state.commit()
+    nodes.update(new_nodes)
+    codes.update(state.new_codes)
+    return root
+
+
+class AccountTests(SynchronousTestCase):
+    """
+    Tests for account reads and writes.
+    """
+
+    def test_missing_account(self) -> None:
+        """
+        An address without an account reads as zero balance, nonce and code.
+        """
+        state, _, _ = memory_state()
+        self.assertIsNone(state.get_account(ALICE))
+        self.assertEqual((state.get_balance(ALICE), state.get_nonce(ALICE), state.get_code(ALICE)), (0, 0, b""))
+        self.assertEqual(state.get_code_hash(ALICE), EMPTY_KECCAK)
+        self.assertFalse(state.account_exists(ALICE))
+
+    def test_transfer(self) -> None:
+        """
+        L{State.transfer} moves wei and creates the recipient.
+        """
+        state, _, _ = memory_state()
+        state.set_balance(ALICE, 100)
+        state.transfer(ALICE, BOB, 30)
+        self.assertEqual((state.get_balance(ALICE), state.get_balance(BOB)), (70, 30))
+
+    def test_zero_transfer_creates_nothing(self) -> None:
+        """
+        Moving zero wei does not create the recipient.
+        """
+        state, _, _ = memory_state()
+        state.transfer(ALICE, BOB, 0)
+        self.assertFalse(state.account_exists(BOB))
+
+    def test_empty_state_root(self) -> None:
+        """
+        Committing an empty state gives the root of the empty trie.
+        """
+        state, _, _ = memory_state()
+        self.assertEqual(state.commit()[0], BLANK_ROOT)
+
+    def test_commit_and_reload(self) -> None:
+        """
+        A state reopened at a committed root reads what was committed.
+        """
+        state, nodes, codes = memory_state()
+        state.set_balance(ALICE, 5)
+        state.set_nonce(ALICE, 2)
+        state.set_code(ALICE, b"\x60\x00")
+        state.set_storage(ALICE, 1, 0x1234)
+        root = persist(state, nodes, codes)
+        reopened = State(nodes.get, codes.get, root)
+        self.assertEqual(reopened.get_balance(ALICE), 5)
+        self.assertEqual(reopened.get_nonce(ALICE), 2)
+        self.assertEqual(reopened.get_code(ALICE), b"\x60\x00")
+        self.assertEqual(reopened.get_storage(ALICE, 1), 0x1234)
+        self.assertNotEqual(reopened.get_account(ALICE).storage_root, EMPTY_TRIE_ROOT)
+
+    def test_account_encoding(self) -> None:
+        """
+        An account with balance 1 is stored as C{rlp([0, 1, empty root, empty code hash])}.
+        """
+        state, _, _ = memory_state()
+        state.set_balance(ALICE, 1)
+        state.commit()
+        expected = bytes.fromhex(
+            "f8448001a056e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421"
+            "a0c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"
+        )
+        self.assertEqual(state.get_account(ALICE).encode(), expected)
+
+    def test_missing_code(self) -> None:
+        """
+        Code that the store lacks is a L{StateError}, not a crash.
+        """
+        state, nodes, codes = memory_state()
+        state.set_code(ALICE, b"\x00")
+        root = persist(state, nodes, codes)
+        codes.clear()
+        self.assertRaises(StateError, State(nodes.get, codes.get, root).get_code, ALICE)
+
+    def test_missing_trie_node(self) -> None:
+        """
+        A root whose nodes the store lacks is a L{StateError}.
+        """
+        state = State({}.get, {}.get, keccak256(b"nothing"))
+        self.assertRaises(StateError, state.get_balance, ALICE)
+
+    def test_storage_values(self) -> None:
+        """
+        Storage words encode as minimal RLP strings and decode back.
+        """
+        for value in (1, 0x7F, 0x80, 2**256 - 1):
+            self.assertEqual(decode_storage_value(encode_storage_value(value)), value)
+        self.assertRaises(StateError, decode_storage_value, b"\x85\x01")
+
+
+class JournalTests(SynchronousTestCase):
+    """
+    Tests for snapshots and reverts.
+    """
+
+    def test_revert_restores_everything(self) -> None:
+        """
+        Reverting to a snapshot undoes balances, storage, code, transient
+        storage and warm marks made after it.
+        """
+        state, _, _ = memory_state()
+        state.set_balance(ALICE, 10)
+        snapshot = state.snapshot()
+        state.set_balance(ALICE, 20)
+        state.set_storage(ALICE, 7, 8)
+        state.set_code(ALICE, b"\x01")
+        state.set_transient_storage(ALICE, 1, 2)
+        state.mark_warm_address(BOB)
+        state.mark_warm_slot(BOB, 3)
+        state.revert(snapshot)
+        self.assertEqual(state.get_balance(ALICE), 10)
+        self.assertEqual(state.get_storage(ALICE, 7), 0)
+        self.assertEqual(state.get_code(ALICE), b"")
+        self.assertEqual(state.get_transient_storage(ALICE, 1), 0)
+        self.assertFalse(state.is_warm_address(BOB))
+        self.assertFalse(state.is_warm_slot(BOB, 3))
+
+    def test_nested_snapshots(self) -> None:
+        """
+        Reverting an inner snapshot keeps the changes made before it.
+        """
+        state, _, _ = memory_state()
+        outer = state.snapshot()
+        state.set_storage(ALICE, 1, 1)
+        inner = state.snapshot()
+        state.set_storage(ALICE, 1, 2)
+        state.set_storage(ALICE, 2, 2)
+        state.revert(inner)
+        self.assertEqual((state.get_storage(ALICE, 1), state.get_storage(ALICE, 2)), (1, 0))
+        state.revert(outer)
+        self.assertEqual(state.get_storage(ALICE, 1), 0)
+
+    def test_revert_account_deletion(self) -> None:
+        """
+        Reverting a deletion brings back the account and its storage.
+        """
+        state, nodes, codes = memory_state()
+        state.set_balance(ALICE, 1)
+        state.set_storage(ALICE, 1, 9)
+        root = persist(state, nodes, codes)
+        state = State(nodes.get, codes.get, root)
+        snapshot = state.snapshot()
+        state.destroy_account(ALICE)
+        self.assertEqual(state.get_storage(ALICE, 1), 0)
+        state.revert(snapshot)
+        self.assertEqual(state.get_storage(ALICE, 1), 9)
+        self.assertEqual(state.get_balance(ALICE), 1)
+
+
+class TransactionMarksTests(SynchronousTestCase):
+    """
+    Tests for what lasts one transaction.
+    """
+
+    def test_warm_marks_report_cold(self) -> None:
+        """
+        Warming reports whether the address or slot was cold.
+        """
+        state, _, _ = memory_state()
+        self.assertTrue(state.mark_warm_address(ALICE))
+        self.assertFalse(state.mark_warm_address(ALICE))
+        self.assertTrue(state.mark_warm_slot(ALICE, 1))
+        self.assertFalse(state.mark_warm_slot(ALICE, 1))
+
+    def test_begin_transaction_clears(self) -> None:
+        """
+        A new transaction starts cold, with empty transient storage.
+        """
+        state, _, _ = memory_state()
+        state.mark_warm_address(ALICE)
+        state.set_transient_storage(ALICE, 1, 1)
+        state.begin_transaction()
+        self.assertFalse(state.is_warm_address(ALICE))
+        self.assertEqual(state.get_transient_storage(ALICE, 1), 0)
+
+    def test_original_storage(self) -> None:
+        """
+        The original value of a slot is the one it had when the transaction began.
+        """
+        state, _, _ = memory_state()
+        state.set_storage(ALICE, 1, 5)
+        state.begin_transaction()
+        state.set_storage(ALICE, 1, 6)
+        state.set_storage(ALICE, 1, 7)
+        self.assertEqual(state.get_original_storage(ALICE, 1), 5)
+        state.begin_transaction()
+        self.assertEqual(state.get_original_storage(ALICE, 1), 7)
+
+    def test_touched_empty_accounts_removed(self) -> None:
+        """
+        A touched account that is empty at the end of the transaction is deleted (EIP-161).
+        """
+        state, nodes, codes = memory_state()
+        state.set_nonce(BOB, 0)
+        state.set_balance(ALICE, 1)
+        root = persist(state, nodes, codes)
+        state = State(nodes.get, codes.get, root)
+        self.assertTrue(state.account_exists(BOB))
+        state.touch(BOB)
+        state.touch(ALICE)
+        state.finalize_transaction()
+        self.assertFalse(state.account_exists(BOB))
+        self.assertTrue(state.account_exists(ALICE))
+
+    def test_reverted_touch(self) -> None:
+        """
+        A touch that is reverted does not delete the account.
+        """
+        state, _, _ = memory_state()
+        state.set_nonce(BOB, 0)
+        snapshot = state.snapshot()
+        state.touch(BOB)
+        state.revert(snapshot)
+        state.finalize_transaction()
+        self.assertTrue(state.account_exists(BOB))
+
+    def test_ripemd_touch_survives_revert(self) -> None:
+        """
+        Touching the RIPEMD-160 precompile's account is never reverted.
+        """
+        state, _, _ = memory_state()
+        state.set_nonce(RIPEMD160_ADDRESS, 0)
+        snapshot = state.snapshot()
+        state.touch(RIPEMD160_ADDRESS)
+        state.revert(snapshot)
+        state.finalize_transaction()
+        self.assertFalse(state.account_exists(RIPEMD160_ADDRESS))
+
+    def test_delete_listed_accounts(self) -> None:
+        """
+        The accounts handed to L{State.finalize_transaction} are deleted with their storage.
+        """
+        state, _, _ = memory_state()
+        state.set_balance(ALICE, 1)
+        state.set_storage(ALICE, 1, 1)
+        state.finalize_transaction([ALICE])
+        self.assertFalse(state.account_exists(ALICE))
+        self.assertEqual(state.get_storage(ALICE, 1), 0)
+        self.assertEqual(state.commit()[0], BLANK_ROOT)
+
+    def test_created_marks(self) -> None:
+        """
+        Accounts marked created are remembered until the transaction ends.
+        """
+        state, _, _ = memory_state()
+        state.mark_created(ALICE)
+        self.assertTrue(state.is_created(ALICE))
+        state.finalize_transaction()
+        self.assertFalse(state.is_created(ALICE))
+
+    def test_storage_collision(self) -> None:
+        """
+        An account with storage but no code or nonce still counts as having storage.
+        """
+        state, nodes, codes = memory_state()
+        state.set_balance(ALICE, 1)
+        state.set_storage(ALICE, 1, 1)
+        root = persist(state, nodes, codes)
+        state = State(nodes.get, codes.get, root)
+        self.assertFalse(state.has_code_or_nonce(ALICE))
+        self.assertTrue(state.has_storage(ALICE))
+        state.destroy_storage(ALICE)
+        self.assertFalse(state.has_storage(ALICE))
