@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from twisted.internet import reactor
-from twisted.internet.defer import inlineCallbacks
+from twisted.internet.defer import inlineCallbacks, maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
@@ -30,6 +30,7 @@ from nodex.db.schema import (
 from nodex.interfaces import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
 from nodex.services.chain import ChainNotInitializedError, ChainService
+from nodex.services.pool import TransactionPool
 from nodex.services.threads import ChainThreads
 from nodex.state.state import State
 from nodex.structures.blocks import Block
@@ -417,6 +418,26 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
 
         self.assertEqual(slot(a2.header.state_root), int.from_bytes(a1.hash, "big"))
         self.assertEqual(slot(b2.header.state_root), int.from_bytes(b1.hash, "big"))
+
+    def test_reorganisation_returns_transactions_to_pool(self) -> None:
+        """
+        With the real pool observing the chain, a reorganisation puts the
+        abandoned block's transactions that the new chain lacks back into
+        the pool, and keeps out those the new chain includes.
+        """
+        store, genesis = sample_store()
+        chain = ChainService(store, sample_rules(), self.clock)
+        pool = TransactionPool(chain, store, maybeDeferred)
+        lost = transfer(0, 0)
+        kept = transfer(1, 0)
+        a1 = build_on(store, genesis, [lost, kept], extra_data=b"a").block
+        self.assertEqual(self.successResultOf(chain.import_block(a1)), ImportResult.IMPORTED_BEST)
+        b1 = build_on(store, genesis, [kept], extra_data=b"b").block
+        self.successResultOf(chain.import_block(b1))
+        b2 = build_on(store, b1.header, block_hashes={0: genesis.hash, 1: b1.hash}.get).block
+        self.assertEqual(self.successResultOf(chain.import_block(b2)), ImportResult.IMPORTED_BEST)
+        self.assertEqual([tx.hash for tx in pool.pending()], [lost.hash])
+        self.assertIsNone(pool.get(kept.hash))
 
     def test_uninitialized_store(self) -> None:
         """
