@@ -27,6 +27,7 @@ from nodex.rpc.errors import (
     RPCError,
     rpc_error_for,
 )
+from nodex.rpc.nesting import too_deep
 from nodex.rpc.registry import Method, MethodRegistry
 
 log = Logger()
@@ -110,6 +111,8 @@ class Dispatcher:
             notifications only).  It never fails: every problem is a
             JSON-RPC error inside the body.
         """
+        if too_deep(body):
+            return succeed(_dumps(_error(InvalidRequestError("the request is nested too deeply"))))
         try:
             payload = json.loads(body, parse_constant=_reject_constant)
         except RecursionError:
