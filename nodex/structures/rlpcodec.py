@@ -52,7 +52,32 @@ def decode_rlp(data: bytes) -> RLPItem:
         raise RLPError(f"malformed RLP: {exc.args[0]}") from exc
     except RecursionError as exc:
         raise RLPError("malformed RLP: lists nested too deeply") from exc
+    if isinstance(item, list) and _depth(item) > MAX_NESTING:
+        raise RLPError(f"malformed RLP: lists nested deeper than {MAX_NESTING}")
     return item
+
+
+MAX_NESTING = 16
+"""
+No structure of the chain nests deeper than a block's access-list keys (5);
+the EVM raises the interpreter's recursion limit, so the decoder's own
+recursion no longer bounds the depth and this limit does.
+"""
+
+
+def _depth(item: list) -> int:
+    """
+    How deeply lists nest in a decoded item, measured without recursion.
+    """
+    deepest = 0
+    pending = [(item, 1)]
+    while pending:
+        current, depth = pending.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        pending.extend((child, depth + 1) for child in current if isinstance(child, list))
+    return deepest
 
 
 def encode_list_of_encoded(encoded_items: Iterable[bytes]) -> bytes:
