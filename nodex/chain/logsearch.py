@@ -12,9 +12,11 @@ an empty list matches any address.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from nodex.chain.errors import ChainError
-from nodex.chain.logindex import candidate_blocks, value_mask
+from nodex.chain.logindex import bloom_matches, candidate_blocks, value_mask
+from nodex.crypto import keccak256
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_body_rlp, read_canonical_hash, read_receipts_rlp
 from nodex.primitives import Address, Hash32
@@ -98,6 +100,13 @@ class LogFilter:
                 return False
         return True
 
+    @cached_property
+    def groups(self) -> list[list[int]]:
+        """
+        L{bloom_groups}, computed once.
+        """
+        return self.bloom_groups()
+
     def bloom_groups(self) -> list[list[int]]:
         """
         The criteria as bloom masks, for L{nodex.chain.logindex.candidate_blocks}.
@@ -170,19 +179,130 @@ def stored_block_log_entries(
 ) -> list[LogEntry]:
     """
     The selected logs of a stored block, canonical or not.
+
+    The stored RLP is walked rather than decoded: only the logs are built,
+    and a transaction's hash is the Keccak-256 of its bytes as the body
+    holds them, computed only for the transactions that have a selected
+    log.  Stored data that does not walk as expected is decoded the strict
+    way, which raises L{nodex.structures.errors.RLPError} for what is
+    really malformed.
     """
     receipts_rlp = read_receipts_rlp(store, block_hash)
     if receipts_rlp is None:
         return []
-    receipts = decode_receipts(receipts_rlp)
-    if not any(log_filter.matches(log) for receipt in receipts for log in receipt.logs):
+    try:
+        receipt_logs = _walk_receipt_logs(receipts_rlp, log_filter.groups)
+    except (IndexError, ValueError):
+        receipt_logs = [receipt.logs for receipt in decode_receipts(receipts_rlp)]
+    selected = []
+    log_index = 0
+    for index, logs in enumerate(receipt_logs):
+        for log in logs:
+            if log is not None and log_filter.matches(log):
+                selected.append((index, log_index, log))
+            log_index += 1
+    if not selected:
         return []
     body_rlp = read_body_rlp(store, block_hash)
     if body_rlp is None:
         return []
-    transactions, _ = decode_body(body_rlp)
-    hashes = [transaction.hash for transaction in transactions]
-    return block_log_entries(block_hash, number, hashes, receipts, log_filter, removed)
+    try:
+        hashes = _walk_transaction_hashes(body_rlp)
+    except (IndexError, ValueError):
+        hashes = [transaction.hash for transaction in decode_body(body_rlp)[0]]
+    return [
+        LogEntry(log, block_hash, number, hashes[index], index, log_index, removed)
+        for index, log_index, log in selected
+    ]
+
+
+def _rlp_item(data: bytes, position: int) -> tuple[int, int, bool]:
+    """
+    The payload bounds of the RLP item at C{position} and whether it is a list.
+
+    @return: C{(payload start, payload end, is list)}.
+    @raise ValueError: the item runs past the end of C{data}.
+    """
+    prefix = data[position]
+    if prefix < 0x80:
+        start, end, is_list = position, position + 1, False
+    elif prefix < 0xB8:
+        start, end, is_list = position + 1, position + 1 + prefix - 0x80, False
+    elif prefix < 0xC0:
+        size = prefix - 0xB7
+        start = position + 1 + size
+        end, is_list = start + int.from_bytes(data[position + 1:start], "big"), False
+    elif prefix < 0xF8:
+        start, end, is_list = position + 1, position + 1 + prefix - 0xC0, True
+    else:
+        size = prefix - 0xF7
+        start = position + 1 + size
+        end, is_list = start + int.from_bytes(data[position + 1:start], "big"), True
+    if end > len(data):
+        raise ValueError("an RLP item runs past the end of its data")
+    return start, end, is_list
+
+
+def _rlp_list(data: bytes, start: int, end: int) -> list[tuple[int, int, int, bool]]:
+    """
+    The items of a list payload: C{(item start, payload start, payload end, is list)} each.
+    """
+    items = []
+    position = start
+    while position < end:
+        payload_start, payload_end, is_list = _rlp_item(data, position)
+        items.append((position, payload_start, payload_end, is_list))
+        position = payload_end
+    if position != end:
+        raise ValueError("an RLP list's items overrun it")
+    return items
+
+
+def _walk_receipt_logs(raw: bytes, groups: list[list[int]]) -> list[tuple[Log | None, ...]]:
+    """
+    The logs of each receipt of a stored receipts list; the logs of a
+    receipt whose bloom cannot match C{groups} are counted but not built
+    (L{None} stands for each).
+    """
+    start, end, is_list = _rlp_item(raw, 0)
+    if not is_list:
+        raise ValueError("receipts are not a list")
+    all_logs = []
+    for _, payload_start, payload_end, receipt_is_list in _rlp_list(raw, start, end):
+        if not receipt_is_list:
+            # A typed receipt: the type byte, then the receipt's list.
+            payload_start, payload_end, receipt_is_list = _rlp_item(raw, payload_start + 1)
+        fields = _rlp_list(raw, payload_start, payload_end)
+        if len(fields) != 4 or not fields[3][3]:
+            raise ValueError("a receipt is not [status, gas, bloom, logs]")
+        log_items = _rlp_list(raw, fields[3][1], fields[3][2])
+        if groups and not bloom_matches(raw[fields[2][1]:fields[2][2]], groups):
+            all_logs.append((None,) * len(log_items))
+            continue
+        logs: list[Log | None] = []
+        for _, log_start, log_end, _ in log_items:
+            (_, a_start, a_end, _), (_, t_start, t_end, _), (_, d_start, d_end, _) = _rlp_list(raw, log_start, log_end)
+            topics = tuple(Hash32(raw[s:e]) for _, s, e, _ in _rlp_list(raw, t_start, t_end))
+            logs.append(Log(Address(raw[a_start:a_end]), topics, raw[d_start:d_end]))
+        all_logs.append(tuple(logs))
+    return all_logs
+
+
+def _walk_transaction_hashes(raw: bytes) -> list[Hash32]:
+    """
+    The hashes of the transactions of a stored body: Keccak-256 of a legacy
+    transaction's list, or of a typed transaction's bytes.
+    """
+    start, end, is_list = _rlp_item(raw, 0)
+    if not is_list:
+        raise ValueError("a body is not a list")
+    transactions = _rlp_list(raw, start, end)[0]
+    if not transactions[3]:
+        raise ValueError("a body's transactions are not a list")
+    hashes = []
+    for item_start, payload_start, payload_end, is_list in _rlp_list(raw, transactions[1], transactions[2]):
+        hashes.append(Hash32(keccak256(raw[item_start:payload_end] if is_list else raw[payload_start:payload_end])))
+    return hashes
 
 
 def search_logs(
@@ -195,7 +315,7 @@ def search_logs(
     @raise TooManyLogsError: more logs than C{max_logs} matched.
     """
     found: list[LogEntry] = []
-    for number in candidate_blocks(store, first, last, log_filter.bloom_groups()):
+    for number in candidate_blocks(store, first, last, log_filter.groups):
         found.extend(read_block_log_entries(store, number, log_filter))
         if max_logs is not None and len(found) > max_logs:
             raise TooManyLogsError(max_logs)
