@@ -11,8 +11,10 @@ from nodex.chain.logsearch import (
     LogFilter,
     LogQueryError,
     TooManyLogsError,
+    block_log_entries,
     read_block_log_entries,
     search_logs,
+    stored_block_log_entries,
 )
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import write_body_rlp, write_canonical_hash, write_header_rlp, write_receipts_rlp
@@ -22,7 +24,8 @@ from nodex.structures.bloom import merge_blooms
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
 from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt, encode_receipts
-from nodex.structures.transactions import LegacyTransaction
+from nodex.structures.errors import RLPError
+from nodex.structures.transactions import AccessListTransaction, FeeMarketTransaction, LegacyTransaction
 
 A = Hash32(b"\x0a" * 32)
 B = Hash32(b"\x0b" * 32)
@@ -195,3 +198,45 @@ class SearchTests(SynchronousTestCase):
         """
         self.assertEqual(search_logs(self.store, 3000, 9000, LogFilter()), [])
         self.assertEqual(read_block_log_entries(self.store, 5000, LogFilter()), [])
+
+
+class StoredWalkTests(SynchronousTestCase):
+    """
+    Tests for the walk of stored receipts and bodies in L{stored_block_log_entries}.
+    """
+
+    def test_typed_transactions_and_receipts(self) -> None:
+        """
+        Typed receipts and transactions give the same entries as decoding the structures.
+        """
+        store = MemoryStore()
+        transactions = (
+            LegacyTransaction(nonce=0, gas_price=1, gas=21000, to=b"\x03" * 20, value=0, data=b"", v=27, r=1, s=1),
+            FeeMarketTransaction(33, 1, 1, 2, 50000, b"\x04" * 20, 0, b"\x01\x02", (), 1, 5, 6),
+            AccessListTransaction(33, 2, 1, 50000, b"", 0, b"\x60\x00", (), 0, 7, 8),
+        )
+        receipts = (
+            Receipt.from_logs(0, 1, 21000, [Log(ONE, (A,), b"a")]),
+            Receipt.from_logs(2, 1, 40000, [Log(TWO, (), b""), Log(ONE, (A, B, C), b"b" * 100)]),
+            Receipt.from_logs(1, 0, 60000, []),
+        )
+        block, _ = make_block(3, [[], [], []])
+        block = Block(block.header, transactions)
+        store_block(store, block, receipts)
+        for log_filter in (LogFilter(), LogFilter(addresses=(ONE,)), LogFilter(topics=(None, (B,)))):
+            walked = stored_block_log_entries(store, block.hash, 3, log_filter)
+            expected = block_log_entries(block.hash, 3, [tx.hash for tx in transactions], receipts, log_filter)
+            self.assertEqual(walked, expected)
+            self.assertTrue(walked)
+
+    def test_malformed_receipts(self) -> None:
+        """
+        Stored receipts that do not walk are decoded strictly, which refuses them.
+        """
+        store = MemoryStore()
+        block, receipts = make_block(1, [[Log(ONE, (A,), b"")]])
+        store_block(store, block, receipts)
+        batch = store.batch()
+        write_receipts_rlp(batch, block.hash, b"\xc3\x01\x02")
+        store.write(batch)
+        self.assertRaises(RLPError, stored_block_log_entries, store, block.hash, 1, LogFilter())
