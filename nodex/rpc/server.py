@@ -249,9 +249,14 @@ class RPCServer:
         The HTTP answer to a dispatched body: 200, JSON, or empty when
         there is nothing to answer (notifications only).
         """
+        # An explicit length keeps the answer out of chunked encoding (one
+        # write instead of three, and fewer bytes) when it is written after
+        # the route returned.
         if body is None:
+            request.setHeader(b"content-length", b"0")
             return b""
         request.setHeader(b"content-type", b"application/json")
+        request.setHeader(b"content-length", b"%d" % len(body))
         return body
 
 

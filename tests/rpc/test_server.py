@@ -55,6 +55,16 @@ class RPCServerTests(SynchronousTestCase):
         self.assertEqual(json.loads(body), {"jsonrpc": "2.0", "id": 1, "result": "0x21"})
         self.assertEqual(headers.getRawHeaders("content-type"), ["application/json"])
 
+    def test_content_length(self) -> None:
+        """
+        Answers carry their length (not chunked encoding), empty ones included.
+        """
+        _, headers, body = self.request()
+        self.assertEqual(headers.getRawHeaders("content-length"), [str(len(body))])
+        self.assertIsNone(headers.getRawHeaders("transfer-encoding"))
+        _, headers, body = self.request(body=b'{"jsonrpc":"2.0","method":"eth_chainId"}')
+        self.assertEqual(headers.getRawHeaders("content-length"), ["0"])
+
     def test_errors_are_200(self) -> None:
         """
         JSON-RPC errors, parse errors included, still come with HTTP 200.
