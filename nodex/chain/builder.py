@@ -64,13 +64,14 @@ class BuiltBlock:
     skipped: tuple[SkippedTransaction, ...]
 
 
-def _fits_later(state: State, transaction: Transaction, sender: Address, gas_left: int) -> str | None:
+def _fits_later(transaction: Transaction, nonce: int, gas_left: int) -> str | None:
     """
     Why a candidate cannot be included now but might be later, or L{None}.
+
+    @param nonce: its sender's nonce in the block's state so far.
     """
     if transaction.gas > gas_left:
         return f"gas {transaction.gas} exceeds the {gas_left} left in the block"
-    nonce = state.get_nonce(sender)
     if transaction.nonce > nonce:
         return f"nonce {transaction.nonce} is ahead of the sender's nonce {nonce}"
     return None
@@ -139,10 +140,18 @@ def build_block(
         except InvalidTransactionError as exc:
             skipped.append(SkippedTransaction(transaction, str(exc), True))
             continue
+        nonce = state.get_nonce(sender)
+        if transaction.nonce < nonce:
+            # Already mined (a template taken before the previous block was
+            # stored): drop it without holding up the sender's next ones.
+            skipped.append(
+                SkippedTransaction(transaction, f"nonce {transaction.nonce} is below the sender's nonce {nonce}", True)
+            )
+            continue
         if sender in blocked_senders:
             skipped.append(SkippedTransaction(transaction, "an earlier transaction of its sender was left out", False))
             continue
-        later = _fits_later(state, transaction, sender, gas_limit - gas_used)
+        later = _fits_later(transaction, nonce, gas_limit - gas_used)
         if later is not None:
             blocked_senders.add(sender)
             skipped.append(SkippedTransaction(transaction, later, False))

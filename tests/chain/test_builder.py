@@ -10,6 +10,7 @@ from nodex.chain.builder import build_block, seal_block
 from nodex.chain.errors import InvalidBlockError
 from nodex.chain.pow import Seal
 from nodex.chain.processing import validate_block, validate_header
+from nodex.db.schema import write_trie_nodes
 from nodex.state.state import State
 from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
@@ -79,6 +80,24 @@ class BuildBlockTests(SynchronousTestCase):
         self.assertEqual([(s.transaction.hash, s.invalid) for s in built.skipped], [(used.hash, True), (poor.hash, True)])
         self.assertIn("nonce", built.skipped[0].reason)
         self.assertIn("insufficient funds", built.skipped[1].reason)
+
+    def test_mined_candidate_does_not_block_sender(self) -> None:
+        """
+        A candidate whose nonce is already used (taken before the previous
+        block was stored) is dropped, and its sender's next one still goes in.
+        """
+        store, genesis = self.store, self.genesis
+        first = build_on(store, genesis, [transfer(0, 0)])
+        batch = store.batch()
+        write_trie_nodes(batch, first.outcome.nodes)
+        store.write(batch)
+        state = State.from_store(store, first.block.header.state_root)
+        built = build_block(
+            first.block.header, state, [transfer(0, 0), transfer(0, 1)], COINBASE, 2, self.rules,
+            canonical_hashes(store, first.block.header),
+        )
+        self.assertEqual(built.block.transactions, (transfer(0, 1),))
+        self.assertEqual([(s.transaction, s.invalid) for s in built.skipped], [(transfer(0, 0), True)])
 
     def test_nonce_gap_not_invalid(self) -> None:
         """
