@@ -7,7 +7,7 @@ from dataclasses import replace
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from twisted.internet.defer import Deferred, inlineCallbacks, succeed
+from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred, succeed
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface import implementer
@@ -241,6 +241,81 @@ class MinerTests(SynchronousTestCase):
         """
         miner = Miner(self.chain, COINBASE, "manual", self.clock)
         self.assertEqual(self.successResultOf(miner.mine()).transactions, ())
+
+
+class QueuedWriter:
+    """
+    Stands in for L{nodex.services.threads.ChainThreads}: writes wait in a
+    queue until L{flush}, as they would behind a busy writer thread; reads
+    run at once.
+    """
+
+    def __init__(self) -> None:
+        """
+        Start with an empty queue.
+        """
+        self.queue: list[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]] = []
+
+    def start(self) -> None:
+        """
+        Nothing to start.
+        """
+
+    def stop(self) -> None:
+        """
+        Nothing to stop.
+        """
+
+    def run_writer(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
+        """
+        Queue a write.
+        """
+        deferred: Deferred[Any] = Deferred()
+        self.queue.append((deferred, function, args))
+        return deferred
+
+    def run_reader(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
+        """
+        Run a read now.
+        """
+        return maybeDeferred(function, *args)
+
+    def flush(self) -> None:
+        """
+        Run the queued writes in order, each delivering its result.
+        """
+        while self.queue:
+            deferred, function, args = self.queue.pop(0)
+            deferred.callback(function(*args))
+
+
+class ConcurrentMiningTests(SynchronousTestCase):
+    """
+    Blocks asked for while an earlier one is still being produced (auto
+    mining of transactions sent in parallel).
+    """
+
+    def test_overlapping_templates(self) -> None:
+        """
+        A second block whose candidates were taken before the first was
+        stored skips the transaction the first mined and still mines the
+        sender's next one.
+        """
+        clock = Clock()
+        store, genesis = sample_store()
+        writer = QueuedWriter()
+        chain = ChainService(store, sample_rules(), clock, threads=writer)  # type: ignore[arg-type]
+        pool = FakePool([transfer(0, 0)])
+        miner = Miner(chain, COINBASE, "auto", clock, pool)
+        first = miner.mine()
+        pool.transactions.append(transfer(0, 1))
+        second = miner.mine()
+        self.assertNoResult(first)
+        writer.flush()
+        block1, block2 = self.successResultOf(first), self.successResultOf(second)
+        self.assertEqual((block1.number, block1.transactions), (1, (transfer(0, 0),)))
+        self.assertEqual((block2.number, block2.transactions), (2, (transfer(0, 1),)))
+        self.assertEqual(pool.removed, [transfer(0, 0).hash])
 
 
 class ModeTests(SynchronousTestCase):
