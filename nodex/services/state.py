@@ -10,11 +10,12 @@ limit, after which the answer is L{CallTimeoutError} whatever the thread
 is still doing, so that a long call never holds up other answers.
 """
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, TimeoutError as DeferredTimeoutError
+from twisted.internet.defer import Deferred, TimeoutError as DeferredTimeoutError, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.failure import Failure
@@ -42,6 +43,9 @@ DEFAULT_CALL_GAS_CAP = 50_000_000
 
 DEFAULT_READERS = 4
 """Threads of the service's own reader pool."""
+
+ACCOUNT_CACHE_SIZE = 4096
+"""Accounts kept by (state root, address) for reads on the reactor thread."""
 
 DEFAULT_TIME_LIMIT = 5.0
 """Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
@@ -91,6 +95,7 @@ class StateService(Service):
         self.call_gas_cap = call_gas_cap
         self.estimate_gas_cap = call_gas_cap if estimate_gas_cap is None else estimate_gas_cap
         self._time_limit = time_limit
+        self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
 
     def startService(self) -> None:
         """
@@ -142,19 +147,41 @@ class StateService(Service):
         except (StateError, TrieError) as exc:
             raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
+    def _account(self, header: Header, address: bytes) -> "Deferred[Account | None]":
+        """
+        The account of C{address} after block C{header}.
+
+        A state root never changes what it holds, so accounts read once are
+        kept by (state root, address), on the reactor thread, and answered
+        again without a trip to the reader pool.
+        """
+        key = (header.state_root, bytes(address))
+        cache = self._accounts
+        if key in cache:
+            cache.move_to_end(key)
+            return succeed(cache[key])
+
+        def remember(account: Account | None) -> Account | None:
+            cache[key] = account
+            if len(cache) > ACCOUNT_CACHE_SIZE:
+                cache.popitem(last=False)
+            return account
+
+        return self._read(header, lambda state: state.get_account(Address(address))).addCallback(remember)
+
     def get_balance(self, header: Header, address: bytes) -> "Deferred[int]":
         """
         The balance of C{address} after block C{header}.
 
         @return: a Deferred firing with the balance in wei.
         """
-        return self._read(header, lambda state: state.get_balance(Address(address)))
+        return self._account(header, address).addCallback(lambda account: 0 if account is None else account.balance)
 
     def get_nonce(self, header: Header, address: bytes) -> "Deferred[int]":
         """
         The nonce of C{address} after block C{header}.
         """
-        return self._read(header, lambda state: state.get_nonce(Address(address)))
+        return self._account(header, address).addCallback(lambda account: 0 if account is None else account.nonce)
 
     def get_storage(self, header: Header, address: bytes, slot: int) -> "Deferred[int]":
         """
@@ -274,4 +301,4 @@ class StateService(Service):
         return lambda: State.from_store(store, root)
 
 
-__all__ = ["DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]
+__all__ = ["ACCOUNT_CACHE_SIZE", "DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]

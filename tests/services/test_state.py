@@ -194,3 +194,41 @@ class ProofTests(SynchronousTestCase):
         """
         proof = self.successResultOf(self.service.get_proof(self.before, ALICE, []))
         self.assertEqual(Account.decode(verify(self.before.state_root, ALICE, proof.account_proof)).balance, 1)
+
+
+class AccountCacheTests(SynchronousTestCase):
+    """
+    Tests for the account cache of L{StateService}.
+    """
+
+    def test_cached_by_root(self) -> None:
+        """
+        A second read of an account at the same root needs no thread; another root reads again.
+        """
+        store, before, after = build_store()
+        calls: list[object] = []
+
+        def counting(function: object, *args: object) -> Deferred[object]:
+            calls.append(function)
+            return maybeDeferred(function, *args)  # type: ignore[arg-type]
+
+        service = StateService(store, 33, counting, Clock())
+        self.assertEqual(self.successResultOf(service.get_balance(after, ALICE)), 10**18)
+        self.assertEqual(self.successResultOf(service.get_nonce(after, ALICE)), 3)
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(self.successResultOf(service.get_balance(before, ALICE)), 1)
+        self.assertEqual(self.successResultOf(service.get_balance(after, NOBODY)), 0)
+        self.assertEqual(len(calls), 3)
+
+    def test_bounded(self) -> None:
+        """
+        The cache keeps at most its size, forgetting the least recently used.
+        """
+        from nodex.services import state as module
+
+        store, before, after = build_store()
+        self.patch(module, "ACCOUNT_CACHE_SIZE", 2)
+        service = StateService(store, 33, maybeDeferred, Clock())
+        for index in range(5):
+            service.get_balance(after, bytes([index]) * 20)
+        self.assertEqual(len(service._accounts), 2)
