@@ -318,7 +318,15 @@ class ChainService(Service):
                 "invalid block {number} 0x{hash}: {reason}", number=header.number, hash=header.hash.hex(), reason=exc
             )
             return _Change(ImportResult.INVALID_BLOCK, reason=str(exc))
-        return self._thd_store(block, outcome, parent_total_difficulty, state if on_tip else None)
+        change = self._thd_store(block, outcome, parent_total_difficulty, state if on_tip else None)
+        if change.result == ImportResult.IMPORTED_BEST:
+            self.log.info(
+                "imported block {number} 0x{hash} with {count} transactions",
+                number=header.number,
+                hash=header.hash.hex(),
+                count=len(block.transactions),
+            )
+        return change
 
     def _thd_import_built_block(self, block: Block, outcome: BlockOutcome) -> _Change:
         """
