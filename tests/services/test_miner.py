@@ -3,8 +3,10 @@ Tests for L{nodex.services.miner}.
 """
 
 import io
+import json
 from dataclasses import replace
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred, succeed
@@ -16,13 +18,14 @@ from zope.interface.verify import verifyObject
 from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.networks import REGTEST_MINER_ADDRESS
 from nodex.chain.processing import validate_header
-from nodex.interfaces import IMiner, ITransactionPool
+from nodex.crypto import keccak256
+from nodex.interfaces import IMiner, ImportResult, ITransactionPool
 from nodex.primitives import Hash32
 from nodex.services.chain import ChainService
 from nodex.services.miner import Miner, MiningModeError, SealNotFoundError, order_candidates, parse_mining_mode
-from nodex.structures.transactions import Transaction
+from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from nodex.tap import NodeService, Options, makeService
-from tests.chain.test_processing import COINBASE, fee_market_transfer, sample_rules, sample_store, transfer
+from tests.chain.test_processing import COINBASE, KEYS, fee_market_transfer, sample_rules, sample_store, transfer
 
 
 @implementer(ITransactionPool)
@@ -316,6 +319,76 @@ class ConcurrentMiningTests(SynchronousTestCase):
         self.assertEqual((block1.number, block1.transactions), (1, (transfer(0, 0),)))
         self.assertEqual((block2.number, block2.transactions), (2, (transfer(0, 1),)))
         self.assertEqual(pool.removed, [transfer(0, 0).hash])
+
+
+CONTRACTS = Path(__file__).resolve().parent.parent / "data" / "contracts"
+
+
+def contract_call(key: int, nonce: int, to: bytes, data: bytes, gas: int = 1_000_000) -> Transaction:
+    """
+    A signed legacy transaction of sample key C{key} with C{data} (a creation when C{to} is empty).
+    """
+    unsigned = LegacyTransaction(nonce=nonce, gas_price=1, gas=gas, to=to, value=0, data=data)
+    return sign_transaction(unsigned, KEYS[key], 33)
+
+
+def selector(signature: str) -> bytes:
+    """
+    The 4-byte ABI selector of a function signature.
+    """
+    return keccak256(signature.encode())[:4]
+
+
+class TwoNodeTests(SynchronousTestCase):
+    """
+    Blocks one node mines, with contracts and logs, import on another node
+    to the same chain (the miner's outcome equals a re-execution).
+    """
+
+    def test_mined_blocks_import_elsewhere(self) -> None:
+        """
+        Contract deployments, calls with logs and a transfer, mined on node
+        A, are each the best block on node B, with the same state and receipts.
+        """
+        clock = Clock()
+        clock.advance(1000)
+        store_a, _ = sample_store()
+        store_b, _ = sample_store()
+        chain_a = ChainService(store_a, sample_rules(), clock)
+        chain_b = ChainService(store_b, sample_rules(), clock)
+        pool = FakePool()
+        miner = Miner(chain_a, COINBASE, "manual", clock, pool)
+        storage_code = bytes.fromhex(json.loads((CONTRACTS / "Storage.json").read_text())["bytecode"][2:])
+        events_code = bytes.fromhex(json.loads((CONTRACTS / "Events.json").read_text())["bytecode"][2:])
+        deploy_storage = contract_call(0, 0, b"", storage_code + (7).to_bytes(32, "big"))
+        deploy_events = contract_call(1, 0, b"", events_code)
+        pool.transactions = [deploy_storage, deploy_events]
+        first = self.successResultOf(miner.mine())
+        deployed = self.successResultOf(chain_a.get_block_receipts(first.hash))
+        self.assertEqual([view.receipt.status for view in deployed], [1, 1])
+        storage, events = (view.contract_address for view in deployed)
+        assert storage is not None and events is not None
+        pool.transactions = [
+            contract_call(0, 1, storage, selector("set(uint256)") + (99).to_bytes(32, "big")),
+            contract_call(1, 1, events, selector("emitMany(uint256)") + (3).to_bytes(32, "big")),
+            transfer(2, 0),
+        ]
+        second = self.successResultOf(miner.mine())
+        pool.transactions = []
+        third = self.successResultOf(miner.mine())
+        self.assertEqual(len(second.transactions), 3)
+        for block in (first, second, third):
+            self.assertEqual(self.successResultOf(chain_b.import_block(block)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(chain_b.head, chain_a.head)
+        receipts_a = self.successResultOf(chain_a.get_block_receipts(second.hash))
+        receipts_b = self.successResultOf(chain_b.get_block_receipts(second.hash))
+        self.assertEqual([view.receipt for view in receipts_b], [view.receipt for view in receipts_a])
+        self.assertEqual([len(view.receipt.logs) for view in receipts_b], [1, 5, 0])
+        self.assertEqual([view.first_log_index for view in receipts_b], [0, 1, 6])
+        value = self.successResultOf(
+            chain_b.run_with_state(lambda state: state.get_storage(storage, 0), third.header.state_root)
+        )
+        self.assertEqual(value, 99)
 
 
 class ModeTests(SynchronousTestCase):
