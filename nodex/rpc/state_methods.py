@@ -10,8 +10,10 @@ the revert payload as C{data}, whatever its shape, so that web3.py and
 ethers decode reasons, custom errors and panics.
 """
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from twisted.internet.defer import Deferred
 
 from nodex.interfaces import (
     AccountOverride,
@@ -30,6 +32,8 @@ from nodex.rpc.errors import RPCError
 from nodex.rpc.registry import Method, Param
 from nodex.rpc.transaction_methods import access_list
 from nodex.structures.headers import Header
+
+T = TypeVar("T")
 
 REVERTED = -32015
 """The code of a call that reverted (reference §5.1)."""
@@ -212,24 +216,38 @@ class StateMethods:
             return self._chain.head.header
         return (await require_block(self._chain, selector)).header
 
-    async def get_balance(self, address: Address, selector: BlockSelector) -> int:
+    def _at(self, selector: BlockSelector, read: Callable[[Header], "Deferred[T]"]) -> "Deferred[T]":
+        """
+        Apply C{read} to the header a block parameter names; for the head,
+        at once (the hot path of wallets and dapps: no coroutine, no read).
+        """
+        if selector is BlockTag.LATEST or selector is BlockTag.PENDING:
+            return read(self._chain.head.header)
+
+        async def resolved() -> T:
+            return await read(await self._header(selector))
+
+        return Deferred.fromCoroutine(resolved())
+
+    def get_balance(self, address: Address, selector: BlockSelector) -> "Deferred[int]":
         """
         C{eth_getBalance}: the balance in wei at the block.
         """
-        return await self._state.get_balance(await self._header(selector), address)
+        return self._at(selector, lambda header: self._state.get_balance(header, address))
 
-    async def get_transaction_count(self, address: Address, selector: BlockSelector) -> int:
+    def get_transaction_count(self, address: Address, selector: BlockSelector) -> "Deferred[int]":
         """
         C{eth_getTransactionCount}: the account's nonce at the block.
         """
-        return await self._state.get_nonce(await self._header(selector), address)
+        return self._at(selector, lambda header: self._state.get_nonce(header, address))
 
-    async def get_storage_at(self, address: Address, slot: int, selector: BlockSelector) -> bytes:
+    def get_storage_at(self, address: Address, slot: int, selector: BlockSelector) -> "Deferred[bytes]":
         """
         C{eth_getStorageAt}: the slot's 32-byte value (zero when absent).
         """
-        value = await self._state.get_storage(await self._header(selector), address, slot)
-        return value.to_bytes(32, "big")
+        return self._at(selector, lambda header: self._state.get_storage(header, address, slot)).addCallback(
+            lambda value: value.to_bytes(32, "big")
+        )
 
     async def get_code(self, address: Address, selector: BlockSelector) -> bytes | None:
         """
