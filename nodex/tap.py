@@ -19,7 +19,7 @@ from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
 from nodex.config import ConfigError, NodeConfig, dump_toml, load_config
 from nodex.db.rocks import RocksStore
 from nodex.errors import NodexError
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork
+from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, ITransactionPool
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.introspection import RPCModulesMethods
@@ -243,12 +243,15 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
 
 
 def compose_state_and_logs(
-    config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService
+    config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService, pool: ITransactionPool | None = None
 ) -> list[IMethodProvider]:
     """
     Add the state service (reads at any block, calls, estimates, proofs, on
     its own reader pool) and the filter service to C{node}, and return the
     RPC providers of issue 6.
+
+    @param pool: the transaction pool, whose new pending transactions the
+        pending-transaction filters gather (none without it).
     """
     rpc = config.rpc
     state = StateService(
@@ -258,7 +261,7 @@ def compose_state_and_logs(
     state.setName("state")
     state.setServiceParent(node)
     filters = FilterService(
-        chain.store, chain, None, state.run_in_thread, reactor,
+        chain.store, chain, pool, state.run_in_thread, reactor,
         max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None,
     )
     return [StateMethods(chain, state), FilterMethods(filters), FeeMethods(chain)]

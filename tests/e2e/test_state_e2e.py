@@ -52,10 +52,11 @@ else:
     from nodex.services.pool import TransactionPool
     tap.prepare_datadir(config.datadir)
     node = tap.NodeService(config)
+    from twisted.internet.threads import deferToThread
     chain, miner = tap.compose_chain(config, reactor, node)
-    providers = tap.compose_state_and_logs(config, reactor, node, chain)
-    pool = TransactionPool(chain, chain.store, node.getServiceNamed("state").run_in_thread)
+    pool = TransactionPool(chain, chain.store, deferToThread)
     pool.setServiceParent(node)
+    providers = tap.compose_state_and_logs(config, reactor, node, chain, pool)
     miner.pool = pool
     pool.add_observer(lambda tx: miner.mine() if miner.is_mining and miner.mode == "auto" else None)
     accounts = node.getServiceNamed("accounts")
