@@ -160,6 +160,11 @@ class IChainService(Interface):
         The canonical block at C{number}, or L{None} above the head.
         """
 
+    def get_header_by_hash(block_hash: bytes) -> "Deferred[Header | None]":
+        """
+        Any stored header (canonical or not) by hash, or L{None}.
+        """
+
     def get_total_difficulty(block_hash: bytes) -> "Deferred[int | None]":
         """
         The total difficulty up to a stored block, or L{None}.
@@ -191,6 +196,15 @@ class IChainService(Interface):
         chain is the heaviest.
 
         @return: a Deferred firing with an L{ImportResult} name.
+        """
+
+    def import_block_explained(block: Block) -> "Deferred[tuple[str, str | None]]":
+        """
+        Like L{import_block}, with the broken rule of an invalid block.
+
+        @return: a Deferred firing with the L{ImportResult} name and, for
+            C{INVALID_BLOCK}, the reason (else L{None}); for merged-mining
+            submissions and peer scoring.
         """
 
     def add_observer(observer: "Callable[[ChainEvent], None]") -> None:
