@@ -132,7 +132,7 @@ class Evm:
         "refund_counter",
         "accounts_to_delete",
         "error",
-        "last_gas_cost",
+        "push_values",
     )
 
     def __init__(
@@ -157,4 +157,4 @@ class Evm:
         self.refund_counter = 0
         self.accounts_to_delete: set[Address] = set()
         self.error: Exception | None = None
-        self.last_gas_cost = 0
+        self.push_values: list[int | None] = []
