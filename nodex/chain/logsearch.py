@@ -10,9 +10,11 @@ position asks for does not match.  The addresses are alternatives too, and
 an empty list matches any address.
 """
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from threading import Lock
 
 from nodex.chain.errors import ChainError
 from nodex.chain.logindex import bloom_matches, candidate_blocks, value_mask
@@ -164,18 +166,97 @@ def block_log_entries(
     return entries
 
 
-def read_block_log_entries(store: KeyValueStore, number: int, log_filter: LogFilter) -> list[LogEntry]:
+BlockLogs = tuple[list[tuple[Log | None, ...]], list[Hash32] | None]
+"""A block's logs per receipt and its transaction hashes (L{None} if not read)."""
+
+
+class BlockLogCache:
+    """
+    The logs and transaction hashes of recently searched blocks, by block
+    hash (what a stored block holds never changes), shared by the reader
+    threads.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        """
+        @param size: the most blocks kept; the least recently used go first.
+        """
+        self._size = size
+        self._entries: OrderedDict[bytes, BlockLogs] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, block_hash: bytes) -> BlockLogs | None:
+        """
+        The cached logs and hashes of a block, or L{None}.
+        """
+        with self._lock:
+            value = self._entries.get(block_hash)
+            if value is not None:
+                self._entries.move_to_end(block_hash)
+            return value
+
+    def put(self, block_hash: bytes, value: BlockLogs) -> None:
+        """
+        Keep a block's logs and hashes.
+        """
+        with self._lock:
+            self._entries[block_hash] = value
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        """
+        The number of blocks kept.
+        """
+        return len(self._entries)
+
+
+def read_block_log_entries(
+    store: KeyValueStore, number: int, log_filter: LogFilter, cache: BlockLogCache | None = None
+) -> list[LogEntry]:
     """
     The selected logs of the canonical block at C{number} (none if there is no such block).
     """
     block_hash = read_canonical_hash(store, number)
     if block_hash is None:
         return []
-    return stored_block_log_entries(store, Hash32(block_hash), number, log_filter)
+    return stored_block_log_entries(store, Hash32(block_hash), number, log_filter, cache=cache)
+
+
+def _read_block_logs(store: KeyValueStore, block_hash: Hash32, groups: list[list[int]], with_hashes: bool) -> BlockLogs | None:
+    """
+    Walk a stored block's receipts (and, if asked, its body); L{None} if they are not stored.
+    """
+    receipts_rlp = read_receipts_rlp(store, block_hash)
+    if receipts_rlp is None:
+        return None
+    try:
+        receipt_logs = _walk_receipt_logs(receipts_rlp, groups)
+    except (IndexError, ValueError):
+        receipt_logs = [receipt.logs for receipt in decode_receipts(receipts_rlp)]
+    return receipt_logs, _read_hashes(store, block_hash) if with_hashes else None
+
+
+def _read_hashes(store: KeyValueStore, block_hash: Hash32) -> list[Hash32] | None:
+    """
+    The transaction hashes of a stored block, or L{None} without a body.
+    """
+    body_rlp = read_body_rlp(store, block_hash)
+    if body_rlp is None:
+        return None
+    try:
+        return _walk_transaction_hashes(body_rlp)
+    except (IndexError, ValueError):
+        return [transaction.hash for transaction in decode_body(body_rlp)[0]]
 
 
 def stored_block_log_entries(
-    store: KeyValueStore, block_hash: Hash32, number: int, log_filter: LogFilter, removed: bool = False
+    store: KeyValueStore,
+    block_hash: Hash32,
+    number: int,
+    log_filter: LogFilter,
+    removed: bool = False,
+    cache: BlockLogCache | None = None,
 ) -> list[LogEntry]:
     """
     The selected logs of a stored block, canonical or not.
@@ -186,14 +267,19 @@ def stored_block_log_entries(
     log.  Stored data that does not walk as expected is decoded the strict
     way, which raises L{nodex.structures.errors.RLPError} for what is
     really malformed.
+
+    @param cache: where the walked logs and hashes of whole blocks are kept
+        for later searches; without one, only the receipts whose blooms may
+        match are walked.
     """
-    receipts_rlp = read_receipts_rlp(store, block_hash)
-    if receipts_rlp is None:
-        return []
-    try:
-        receipt_logs = _walk_receipt_logs(receipts_rlp, log_filter.groups)
-    except (IndexError, ValueError):
-        receipt_logs = [receipt.logs for receipt in decode_receipts(receipts_rlp)]
+    block_logs = cache.get(block_hash) if cache is not None else None
+    if block_logs is None:
+        block_logs = _read_block_logs(store, block_hash, [] if cache is not None else log_filter.groups, cache is not None)
+        if block_logs is None:
+            return []
+        if cache is not None and block_logs[1] is not None:
+            cache.put(block_hash, block_logs)
+    receipt_logs, hashes = block_logs
     selected = []
     log_index = 0
     for index, logs in enumerate(receipt_logs):
@@ -203,13 +289,10 @@ def stored_block_log_entries(
             log_index += 1
     if not selected:
         return []
-    body_rlp = read_body_rlp(store, block_hash)
-    if body_rlp is None:
-        return []
-    try:
-        hashes = _walk_transaction_hashes(body_rlp)
-    except (IndexError, ValueError):
-        hashes = [transaction.hash for transaction in decode_body(body_rlp)[0]]
+    if hashes is None:
+        hashes = _read_hashes(store, block_hash)
+        if hashes is None:
+            return []
     return [
         LogEntry(log, block_hash, number, hashes[index], index, log_index, removed)
         for index, log_index, log in selected
@@ -306,23 +389,31 @@ def _walk_transaction_hashes(raw: bytes) -> list[Hash32]:
 
 
 def search_logs(
-    store: KeyValueStore, first: int, last: int, log_filter: LogFilter, max_logs: int | None = None
+    store: KeyValueStore,
+    first: int,
+    last: int,
+    log_filter: LogFilter,
+    max_logs: int | None = None,
+    cache: BlockLogCache | None = None,
 ) -> list[LogEntry]:
     """
     The selected logs of the canonical blocks C{first} to C{last}, in chain order.
 
     @param max_logs: the most logs returned, or L{None} for no limit.
+    @param cache: keeps the walked blocks for later searches.
     @raise TooManyLogsError: more logs than C{max_logs} matched.
     """
     found: list[LogEntry] = []
     for number in candidate_blocks(store, first, last, log_filter.groups):
-        found.extend(read_block_log_entries(store, number, log_filter))
+        found.extend(read_block_log_entries(store, number, log_filter, cache))
         if max_logs is not None and len(found) > max_logs:
             raise TooManyLogsError(max_logs)
     return found
 
 
 __all__ = [
+    "BlockLogCache",
+    "BlockLogs",
     "BlockRangeTooLargeError",
     "FilterNotFoundError",
     "LogEntry",

@@ -21,6 +21,7 @@ from twisted.internet.interfaces import IReactorTime
 from zope.interface import implementer
 
 from nodex.chain.logsearch import (
+    BlockLogCache,
     BlockRangeTooLargeError,
     FilterNotFoundError,
     LogEntry,
@@ -113,6 +114,7 @@ class FilterService:
         self._max_logs = max_logs
         self._random_bits = random_bits
         self._filters: dict[int, _Filter] = {}
+        self._cache = BlockLogCache()
         chain.add_observer(self._chain_changed)
         if pool is not None:
             pool.add_observer(self._transaction_pending)
@@ -151,7 +153,7 @@ class FilterService:
             return fail(exc)
         if first > last:
             return succeed([])
-        return self._run_in_thread(search_logs, self._store, first, last, log_filter, self._max_logs)
+        return self._run_in_thread(search_logs, self._store, first, last, log_filter, self._max_logs, self._cache)
 
     def get_block_logs(self, block_hash: bytes, log_filter: LogFilter) -> Deferred[list[LogEntry]]:
         """
@@ -170,7 +172,7 @@ class FilterService:
         if header_rlp is None:
             raise BlockNotFoundError(f"Block with hash 0x{block_hash.hex()} not found")
         number = Header.decode(header_rlp).number
-        return stored_block_log_entries(self._store, block_hash, number, log_filter)
+        return stored_block_log_entries(self._store, block_hash, number, log_filter, cache=self._cache)
 
     # Installing and polling
 

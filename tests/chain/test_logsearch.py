@@ -8,6 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.logindex import index_block
 from nodex.chain.logsearch import (
+    BlockLogCache,
     LogFilter,
     LogQueryError,
     TooManyLogsError,
@@ -192,6 +193,17 @@ class SearchTests(SynchronousTestCase):
         self.assertEqual(str(error), "Filter returned more than 100 logs.")
         self.assertEqual(len(search_logs(self.store, 0, 97, LogFilter(), 100)), 100)
 
+    def test_cache(self) -> None:
+        """
+        A search with a cache keeps the blocks it walked and answers the same the next time.
+        """
+        cache = BlockLogCache(size=50)
+        log_filter = LogFilter(topics=((A,),))
+        first = search_logs(self.store, 0, 99, log_filter, cache=cache)
+        self.assertEqual(len(cache), 50)
+        self.assertEqual(search_logs(self.store, 0, 99, log_filter, cache=cache), first)
+        self.assertEqual(first, search_logs(self.store, 0, 99, log_filter))
+
     def test_unknown_heights(self) -> None:
         """
         Heights above the chain give nothing.
@@ -223,11 +235,14 @@ class StoredWalkTests(SynchronousTestCase):
         block, _ = make_block(3, [[], [], []])
         block = Block(block.header, transactions)
         store_block(store, block, receipts)
+        cache = BlockLogCache()
         for log_filter in (LogFilter(), LogFilter(addresses=(ONE,)), LogFilter(topics=(None, (B,)))):
             walked = stored_block_log_entries(store, block.hash, 3, log_filter)
             expected = block_log_entries(block.hash, 3, [tx.hash for tx in transactions], receipts, log_filter)
             self.assertEqual(walked, expected)
             self.assertTrue(walked)
+            self.assertEqual(stored_block_log_entries(store, block.hash, 3, log_filter, cache=cache), expected)
+        self.assertEqual(len(cache), 1)
 
     def test_malformed_receipts(self) -> None:
         """
