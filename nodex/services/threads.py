@@ -8,11 +8,14 @@ Services take the two I{run} functions rather than the pools, so that unit
 tests pass L{twisted.internet.defer.maybeDeferred} and run synchronously.
 """
 
+import threading
 from collections.abc import Callable
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
+from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
 T = TypeVar("T")
@@ -21,11 +24,77 @@ RunInThread = Callable[..., "Deferred[Any]"]
 """Calls C{function(*args, **kwargs)} somewhere and returns a Deferred of its result."""
 
 
+class SerialThread:
+    """
+    One thread that runs the functions given to it one after another, in
+    arrival order, delivering each result on the reactor thread.
+
+    It does the one job of a C{ThreadPool(1, 1)} with one queue and no
+    coordinator, which saves some tens of microseconds per job: the writer
+    runs a job for every automined transaction.
+    """
+
+    def __init__(self, reactor: Any, name: str) -> None:
+        """
+        @param reactor: delivers the results (C{callFromThread}).
+        @param name: the thread's name.
+        """
+        self._reactor = reactor
+        self._name = name
+        self._queue: SimpleQueue[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
+        self._queue = SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """
+        Start the thread; jobs queued before run now.
+        """
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """
+        Let the queued jobs run, then end the thread and wait for it.
+        """
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> "Deferred[T]":
+        """
+        Queue C{function(*args, **kwargs)}.
+
+        @return: a Deferred that fires on the reactor thread with its result
+            or its exception.
+        """
+        deferred: Deferred[T] = Deferred()
+        self._queue.put((deferred, function, args, kwargs))
+        return deferred
+
+    def _work(self) -> None:
+        """
+        The thread: run each job and hand its outcome to the reactor.
+        """
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            deferred, function, args, kwargs = job
+            try:
+                result = function(*args, **kwargs)
+            except BaseException:
+                self._reactor.callFromThread(deferred.errback, Failure())
+            else:
+                self._reactor.callFromThread(deferred.callback, result)
+
+
 class ChainThreads:
     """
     The writer thread and the reader pool of the chain service.
 
-    @ivar writer: the one-thread pool that runs every write.
+    @ivar writer: the one thread that runs every write.
     @ivar readers: the pool that runs reads and calls.
     """
 
@@ -38,7 +107,7 @@ class ChainThreads:
         if readers < 1:
             raise ValueError(f"the reader pool needs at least one thread, not {readers}")
         self._reactor = reactor
-        self.writer = ThreadPool(1, 1, name=f"{name}-writer")
+        self.writer = SerialThread(reactor, f"{name}-writer")
         self.readers = ThreadPool(1, readers, name=f"{name}-reader")
 
     def start(self) -> None:
@@ -59,7 +128,7 @@ class ChainThreads:
         """
         Run C{function} on the writer thread, after every write queued before it.
         """
-        return deferToThreadPool(self._reactor, self.writer, function, *args, **kwargs)
+        return self.writer.run(function, *args, **kwargs)
 
     def run_reader(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> "Deferred[T]":
         """
@@ -68,4 +137,4 @@ class ChainThreads:
         return deferToThreadPool(self._reactor, self.readers, function, *args, **kwargs)
 
 
-__all__ = ["ChainThreads", "RunInThread"]
+__all__ = ["ChainThreads", "RunInThread", "SerialThread"]

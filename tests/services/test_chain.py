@@ -31,7 +31,7 @@ from nodex.interfaces import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
 from nodex.services.chain import ChainNotInitializedError, ChainService
 from nodex.services.pool import TransactionPool
-from nodex.services.threads import ChainThreads
+from nodex.services.threads import ChainThreads, SerialThread
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -513,6 +513,33 @@ class ChainThreadsTests(TestCase):
         self.assertIn("writer", names[0])
         block = yield chain.get_block_by_number(2)
         self.assertEqual(block, blocks[1])
+
+    @inlineCallbacks
+    def test_serial_thread_failure(self) -> Any:
+        """
+        An exception in a job fails its Deferred; later jobs still run, in order.
+        """
+        serial = SerialThread(reactor, "test-serial")
+        order: list[int] = []
+        failing = serial.run(lambda: 1 // 0)
+        later = serial.run(order.append, 1)
+        serial.start()
+        self.addCleanup(serial.stop)
+        yield self.assertFailure(failing, ZeroDivisionError)
+        yield later
+        self.assertEqual(order, [1])
+
+    def test_serial_thread_stop_drains(self) -> None:
+        """
+        Stopping runs the jobs already queued before the thread ends.
+        """
+        serial = SerialThread(reactor, "test-serial")
+        done: list[int] = []
+        serial.run(done.append, 1)
+        serial.run(done.append, 2)
+        serial.start()
+        serial.stop()
+        self.assertEqual(done, [1, 2])
 
     def test_needs_a_reader(self) -> None:
         """
