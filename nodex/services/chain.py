@@ -12,13 +12,13 @@ then.  Reads run on the reader pool against what the store holds.
 """
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from threading import Lock
 from typing import Any, TypeVar
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from zope.interface import implementer
@@ -150,6 +150,7 @@ class ChainService(Service):
         self._run_reader: Callable[..., Deferred[Any]] = threads.run_reader if threads else maybeDeferred
         self._observers: list[Callable[[ChainEvent], None]] = []
         self._recent: OrderedDict[bytes, tuple[Block, tuple[Receipt, ...]]] = OrderedDict()
+        self._recent_lookup: dict[bytes, tuple[bytes, int]] = {}
         self._recent_lock = Lock()
         self._tip = self._read_head()
         self._head = self._tip
@@ -423,7 +424,7 @@ class ChainService(Service):
                 adopted=len(adopted),
             )
         self.store.write(batch)
-        self._remember(block, outcome.receipts)
+        self._remember(block, outcome.receipts, adopted, abandoned)
         head = ChainHead(header, total_difficulty)
         self._tip = head
         self._keep_tip_state(state)
@@ -477,6 +478,7 @@ class ChainService(Service):
         self.store.write(batch)
         with self._recent_lock:
             for block in abandoned:
+                self._forget_lookups(block)
                 self._recent.pop(block.hash, None)
         head = ChainHead(target, total_difficulty)
         self._tip = head
@@ -539,14 +541,54 @@ class ChainService(Service):
 
         return walk
 
-    def _remember(self, block: Block, receipts: tuple[Receipt, ...]) -> None:
+    def _remember(
+        self,
+        block: Block,
+        receipts: tuple[Receipt, ...],
+        adopted: tuple[Block, ...] = (),
+        abandoned: tuple[Block, ...] = (),
+    ) -> None:
         """
-        Keep a just-written block and its receipts decoded for reads.
+        Keep a just-written block and its receipts decoded for reads, and
+        the canonical transactions of the kept blocks by hash, so that a
+        recent transaction or receipt is answered without a thread.
+
+        @param adopted: the blocks that became canonical with this write.
+        @param abandoned: the blocks that left the canonical chain.
         """
         with self._recent_lock:
             self._recent[block.hash] = (block, receipts)
+            for old in abandoned:
+                self._forget_lookups(old)
+            for new in adopted:
+                if new.hash in self._recent:
+                    for index, transaction in enumerate(new.transactions):
+                        self._recent_lookup[transaction.hash] = (new.hash, index)
             while len(self._recent) > RECENT_BLOCKS:
-                self._recent.popitem(last=False)
+                _, (evicted, _receipts) = self._recent.popitem(last=False)
+                self._forget_lookups(evicted)
+
+    def _forget_lookups(self, block: Block) -> None:
+        """
+        Drop the kept lookups of C{block}'s transactions (with the lock held).
+        """
+        block_hash = block.hash
+        for transaction in block.transactions:
+            found = self._recent_lookup.get(transaction.hash)
+            if found is not None and found[0] == block_hash:
+                del self._recent_lookup[transaction.hash]
+
+    def _recent_location(self, tx_hash: bytes) -> tuple[Block, tuple[Receipt, ...], int] | None:
+        """
+        A canonical transaction of a kept block: the block, its receipts and
+        the index, or L{None} when it is not kept.
+        """
+        with self._recent_lock:
+            found = self._recent_lookup.get(tx_hash)
+            recent = None if found is None else self._recent.get(found[0])
+        if recent is None or found is None:
+            return None
+        return recent[0], recent[1], found[1]
 
     # Reads (any thread)
 
@@ -660,27 +702,7 @@ class ChainService(Service):
         receipts = self._thd_receipts(block_hash)
         if block is None or receipts is None:
             return None
-        views = []
-        previous_gas = 0
-        log_index = 0
-        for index, (transaction, receipt) in enumerate(zip(block.transactions, receipts)):
-            if only is None or index == only:
-                contract: Address | None = None
-                if transaction.to == b"" and receipt.status == 1:
-                    contract = compute_contract_address(transaction.sender, transaction.nonce)
-                views.append(
-                    ReceiptView(
-                        receipt=receipt,
-                        location=TransactionLocation(transaction, Hash32(block.hash), block.number, index),
-                        gas_used=receipt.cumulative_gas_used - previous_gas,
-                        first_log_index=log_index,
-                        contract_address=contract,
-                        effective_gas_price=effective_gas_price(transaction),
-                    )
-                )
-            previous_gas = receipt.cumulative_gas_used
-            log_index += len(receipt.logs)
-        return views
+        return receipt_views(block, receipts, only)
 
     # Public reads
 
@@ -716,14 +738,24 @@ class ChainService(Service):
 
     def get_transaction(self, tx_hash: bytes) -> Deferred[TransactionLocation | None]:
         """
-        A transaction of the canonical chain by hash, or L{None}.
+        A transaction of the canonical chain by hash, or L{None}; one of the
+        recently written blocks is answered at once, others in a reader thread.
         """
+        recent = self._recent_location(tx_hash)
+        if recent is not None:
+            block, _receipts, index = recent
+            return succeed(TransactionLocation(block.transactions[index], Hash32(block.hash), block.number, index))
         return self._run_reader(self._thd_transaction, tx_hash)
 
     def get_receipt(self, tx_hash: bytes) -> Deferred[ReceiptView | None]:
         """
-        The receipt of a canonical transaction, or L{None}.
+        The receipt of a canonical transaction, or L{None}; one of the
+        recently written blocks is answered at once, others in a reader thread.
         """
+        recent = self._recent_location(tx_hash)
+        if recent is not None:
+            block, receipts, index = recent
+            return succeed(receipt_views(block, receipts, index)[0])
         return self._run_reader(self._thd_receipt, tx_hash)
 
     def get_block_receipts(self, block_hash: bytes) -> Deferred[list[ReceiptView] | None]:
@@ -754,4 +786,33 @@ class ChainService(Service):
         return self._run_reader(lambda: [self._thd_block(block_hash) for block_hash in hashes])
 
 
-__all__ = ["BlockProducer", "ChainNotInitializedError", "ChainService"]
+def receipt_views(block: Block, receipts: Sequence[Receipt], only: int | None = None) -> list[ReceiptView]:
+    """
+    The receipt views of a block's transactions (only the one at index
+    C{only}, if given): each receipt with its transaction's place, own gas,
+    first log index, created contract and effective gas price.
+    """
+    views = []
+    previous_gas = 0
+    log_index = 0
+    for index, (transaction, receipt) in enumerate(zip(block.transactions, receipts)):
+        if only is None or index == only:
+            contract: Address | None = None
+            if transaction.to == b"" and receipt.status == 1:
+                contract = compute_contract_address(transaction.sender, transaction.nonce)
+            views.append(
+                ReceiptView(
+                    receipt=receipt,
+                    location=TransactionLocation(transaction, Hash32(block.hash), block.number, index),
+                    gas_used=receipt.cumulative_gas_used - previous_gas,
+                    first_log_index=log_index,
+                    contract_address=contract,
+                    effective_gas_price=effective_gas_price(transaction),
+                )
+            )
+        previous_gas = receipt.cumulative_gas_used
+        log_index += len(receipt.logs)
+    return views
+
+
+__all__ = ["BlockProducer", "ChainNotInitializedError", "ChainService", "receipt_views"]

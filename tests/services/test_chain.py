@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from twisted.internet import reactor
-from twisted.internet.defer import inlineCallbacks, maybeDeferred
+from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
@@ -29,7 +29,7 @@ from nodex.db.schema import (
 )
 from nodex.interfaces import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
-from nodex.services.chain import ChainNotInitializedError, ChainService
+from nodex.services.chain import RECENT_BLOCKS, ChainNotInitializedError, ChainService
 from nodex.services.pool import TransactionPool
 from nodex.services.threads import ChainThreads, SerialThread
 from nodex.state.state import State
@@ -331,6 +331,8 @@ class ChainServiceMixin:
         self.assertIsNone(read_header_rlp(self.store, b2.hash))
         self.assertIsNone(self.successResultOf(self.chain.get_block_by_hash(b2.hash)))  # type: ignore[attr-defined]
         self.assertEqual(read_head_hash(self.store), b1.hash)
+        self.assertIsNone(self.successResultOf(self.chain.get_transaction(tx.hash)))  # type: ignore[attr-defined]
+        self.assertIsNone(self.successResultOf(self.chain.get_receipt(tx.hash)))  # type: ignore[attr-defined]
         event = self.events[-1]
         self.assertEqual((event.abandoned, event.adopted, event.rewound), ((b2,), (), True))
         self.assertEqual(self.imported(b2), ImportResult.IMPORTED_BEST)
@@ -478,6 +480,117 @@ class RocksChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         self.assertEqual(again.head.header, block.header)
         location = self.successResultOf(again.get_transaction(block.transactions[0].hash))
         self.assertEqual(location.block_hash, block.hash)
+
+
+class HeldReads:
+    """
+    Threads whose writes run at once and whose reads wait until L{release}:
+    shows which reads need a thread.
+    """
+
+    def __init__(self) -> None:
+        """
+        No read waits yet.
+        """
+        self.reads: list[tuple[Deferred[Any], Any, tuple[Any, ...]]] = []
+
+    def start(self) -> None:
+        """
+        Nothing to start.
+        """
+
+    def stop(self) -> None:
+        """
+        Nothing to stop.
+        """
+
+    def run_writer(self, function: Any, *args: Any) -> Deferred[Any]:
+        """
+        Write now.
+        """
+        return maybeDeferred(function, *args)
+
+    def run_reader(self, function: Any, *args: Any) -> Deferred[Any]:
+        """
+        Hold the read.
+        """
+        deferred: Deferred[Any] = Deferred()
+        self.reads.append((deferred, function, args))
+        return deferred
+
+    def release(self) -> None:
+        """
+        Run the held reads.
+        """
+        reads, self.reads = self.reads, []
+        for deferred, function, args in reads:
+            deferred.callback(function(*args))
+
+
+class RecentReadsTests(SynchronousTestCase):
+    """
+    Transactions and receipts of recently written canonical blocks are
+    answered without a thread; older ones, side blocks and unknown hashes
+    are read in the reader pool.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain whose reads are held.
+        """
+        self.store, self.genesis = sample_store()
+        self.threads = HeldReads()
+        clock = Clock()
+        clock.advance(10**6)
+        self.chain = ChainService(self.store, sample_rules(), clock, threads=self.threads)  # type: ignore[arg-type]
+
+    def test_recent_at_once(self) -> None:
+        """
+        A transaction of the head block and its receipt come at once.
+        """
+        tx = transfer(0, 0, gas_price=5)
+        block = build_on(self.store, self.genesis, [tx]).block
+        self.successResultOf(self.chain.import_block(block))
+        location = self.successResultOf(self.chain.get_transaction(tx.hash))
+        self.assertEqual((location.block_hash, location.index, location.transaction), (block.hash, 0, tx))
+        receipt = self.successResultOf(self.chain.get_receipt(tx.hash))
+        self.assertEqual((receipt.gas_used, receipt.effective_gas_price), (21_000, 5))
+        self.assertEqual(self.threads.reads, [])
+
+    def test_unknown_and_side_in_thread(self) -> None:
+        """
+        An unknown hash and a transaction of a side block go to the reader
+        pool, which answers L{None} for both.
+        """
+        first = build_on(self.store, self.genesis, extra_data=b"a").block
+        self.successResultOf(self.chain.import_block(first))
+        side_tx = transfer(1, 0)
+        side = build_on(self.store, self.genesis, [side_tx], extra_data=b"b").block
+        self.successResultOf(self.chain.import_block(side))
+        unknown = self.chain.get_receipt(b"\x07" * 32)
+        on_side = self.chain.get_transaction(side_tx.hash)
+        self.assertNoResult(unknown)
+        self.assertNoResult(on_side)
+        self.threads.release()
+        self.assertIsNone(self.successResultOf(unknown))
+        self.assertIsNone(self.successResultOf(on_side))
+
+    def test_old_in_thread(self) -> None:
+        """
+        Once its block is no longer among the recent ones, a transaction is
+        read in the reader pool, with the same answer.
+        """
+        tx = transfer(0, 0)
+        parent = build_on(self.store, self.genesis, [tx]).block
+        self.successResultOf(self.chain.import_block(parent))
+        for _ in range(RECENT_BLOCKS):
+            child = build_on(self.store, parent.header).block
+            self.assertEqual(self.successResultOf(self.chain.import_block(child)), ImportResult.IMPORTED_BEST)
+            parent = child
+        receipt = self.chain.get_receipt(tx.hash)
+        self.assertNoResult(receipt)
+        self.threads.release()
+        self.assertEqual(self.successResultOf(receipt).location.block_number, 1)
 
 
 class ChainThreadsTests(TestCase):
