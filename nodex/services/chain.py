@@ -706,22 +706,42 @@ class ChainService(Service):
 
     # Public reads
 
+    def _recent_block(self, block_hash: bytes) -> tuple[Block, tuple[Receipt, ...]] | None:
+        """
+        A recently written block and its receipts, if they are kept.
+        """
+        with self._recent_lock:
+            return self._recent.get(block_hash)
+
     def get_block_by_hash(self, block_hash: bytes) -> Deferred[Block | None]:
         """
-        Any stored block (canonical or not) by hash, or L{None}.
+        Any stored block (canonical or not) by hash, or L{None}; a recent
+        one at once, others in a reader thread.
         """
+        recent = self._recent_block(block_hash)
+        if recent is not None:
+            return succeed(recent[0])
         return self._run_reader(self._thd_block, block_hash)
 
     def get_block_by_number(self, number: int) -> Deferred[Block | None]:
         """
-        The canonical block at C{number}, or L{None} above the head.
+        The canonical block at C{number}, or L{None} above the head; the
+        head block at once, others in a reader thread.
         """
+        head = self._head.header
+        if number == head.number:
+            recent = self._recent_block(head.hash)
+            if recent is not None:
+                return succeed(recent[0])
         return self._run_reader(self._thd_canonical_block, number)
 
     def get_header_by_hash(self, block_hash: bytes) -> Deferred[Header | None]:
         """
-        Any stored header by hash, or L{None}.
+        Any stored header by hash, or L{None}; a recent one at once.
         """
+        recent = self._recent_block(block_hash)
+        if recent is not None:
+            return succeed(recent[0].header)
         return self._run_reader(self._thd_header, block_hash)
 
     def get_total_difficulty(self, block_hash: bytes) -> Deferred[int | None]:
@@ -760,8 +780,12 @@ class ChainService(Service):
 
     def get_block_receipts(self, block_hash: bytes) -> Deferred[list[ReceiptView] | None]:
         """
-        The receipts of a stored block in transaction order, or L{None}.
+        The receipts of a stored block in transaction order, or L{None}; a
+        recent block's at once.
         """
+        recent = self._recent_block(block_hash)
+        if recent is not None:
+            return succeed(receipt_views(recent[0], recent[1]))
         return self._run_reader(self._thd_block_receipts, block_hash)
 
     def run_with_state(self, function: Callable[[State], T], state_root: bytes | None = None) -> Deferred[T]:

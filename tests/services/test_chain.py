@@ -555,6 +555,11 @@ class RecentReadsTests(SynchronousTestCase):
         self.assertEqual((location.block_hash, location.index, location.transaction), (block.hash, 0, tx))
         receipt = self.successResultOf(self.chain.get_receipt(tx.hash))
         self.assertEqual((receipt.gas_used, receipt.effective_gas_price), (21_000, 5))
+        self.assertEqual(self.successResultOf(self.chain.get_block_by_number(1)), block)
+        self.assertEqual(self.successResultOf(self.chain.get_block_by_hash(block.hash)), block)
+        self.assertEqual(self.successResultOf(self.chain.get_header_by_hash(block.hash)), block.header)
+        [view] = self.successResultOf(self.chain.get_block_receipts(block.hash))
+        self.assertEqual(view.receipt, receipt.receipt)
         self.assertEqual(self.threads.reads, [])
 
     def test_unknown_and_side_in_thread(self) -> None:
@@ -569,11 +574,14 @@ class RecentReadsTests(SynchronousTestCase):
         self.successResultOf(self.chain.import_block(side))
         unknown = self.chain.get_receipt(b"\x07" * 32)
         on_side = self.chain.get_transaction(side_tx.hash)
+        below_head = self.chain.get_block_by_number(0)
         self.assertNoResult(unknown)
         self.assertNoResult(on_side)
+        self.assertNoResult(below_head)
         self.threads.release()
         self.assertIsNone(self.successResultOf(unknown))
         self.assertIsNone(self.successResultOf(on_side))
+        self.assertEqual(self.successResultOf(below_head).header, self.genesis)
 
     def test_old_in_thread(self) -> None:
         """
