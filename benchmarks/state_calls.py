@@ -287,9 +287,15 @@ def log_benchmarks(big: bool) -> None:
         """
 
         def __init__(self, header: Any) -> None:
+            """
+            Make C{header} the head.
+            """
             self.head = ChainHead(header, 1)
 
         def add_observer(self, observer: Any) -> None:
+            """
+            Nothing changes, so nothing is told.
+            """
             pass
 
     sizes = [(10_000, set(range(8_000, 10_000, 10)))]

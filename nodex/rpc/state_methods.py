@@ -225,6 +225,9 @@ class StateMethods:
             return read(self._chain.head.header)
 
         async def resolved() -> T:
+            """
+            Resolve the block, then read.
+            """
             return await read(await self._header(selector))
 
         return Deferred.fromCoroutine(resolved())

@@ -162,6 +162,9 @@ class StateService(Service):
             return succeed(cache[key])
 
         def remember(account: Account | None) -> Account | None:
+            """
+            Keep the account read, forgetting the least recently used beyond the size.
+            """
             cache[key] = account
             if len(cache) > ACCOUNT_CACHE_SIZE:
                 cache.popitem(last=False)
@@ -250,6 +253,9 @@ class StateService(Service):
         """
 
         def timed_out(failure: Failure) -> Any:
+            """
+            Turn the Deferred's own timeout into the RPC's.
+            """
             failure.trap(DeferredTimeoutError)
             raise CallTimeoutError()
 

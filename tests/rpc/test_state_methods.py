@@ -310,6 +310,10 @@ def _view(price: int, gas: int) -> Any:
     An object with what L{rewards} reads of a receipt view.
     """
     class View:
+        """
+        A receipt view's price and gas.
+        """
+
         effective_gas_price = price
         gas_used = gas
     return View()

@@ -209,6 +209,9 @@ class AccountCacheTests(SynchronousTestCase):
         calls: list[object] = []
 
         def counting(function: object, *args: object) -> Deferred[object]:
+            """
+            Run synchronously, counting the calls.
+            """
             calls.append(function)
             return maybeDeferred(function, *args)  # type: ignore[arg-type]
 
