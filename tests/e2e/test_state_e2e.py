@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -389,6 +390,47 @@ class StateEndToEndTests(SynchronousTestCase):
         missing = self.node.call("eth_getProof", nobody, ["0x1"], block["number"])
         self.assertEqual(verify_proof(root, bytes.fromhex(nobody[2:]), missing["accountProof"]), b"")
         self.assertEqual((missing["balance"], missing["nonce"]), ("0x0", "0x0"))
+
+
+class LongCallTests(SynchronousTestCase):
+    """
+    A long call runs in the reader pool: the node answers others meanwhile.
+    """
+
+    def test_other_requests_answered_during_a_long_call(self) -> None:
+        """
+        While a call of 50,000,000 gas of hashing runs (seconds), eth_blockNumber
+        is answered, and the call is still running when it is; the call then
+        ends with its output or the time limit (-32011), never with a hang.
+        """
+        import threading
+
+        node = shared_node(__name__)
+        # JUMPDEST, PUSH0, PUSH1 32, KECCAK256, POP, PUSH0, JUMP: hash forever, until out of gas.
+        loop = "0x5b5f60202050" + "5f56"
+        target = "0x" + "48" * 20
+        outcome: list[dict[str, Any]] = []
+        started = threading.Event()
+
+        def long_call() -> None:
+            """
+            Make the long call, keeping its answer.
+            """
+            started.set()
+            outcome.append(node.request("eth_call", {"to": target, "gas": hex(50_000_000)}, "latest", {target: {"code": loop}}))
+
+        worker = threading.Thread(target=long_call)
+        worker.start()
+        started.wait()
+        time.sleep(0.5)  # let the request reach the node; the call itself lasts seconds
+        answered = node.call("eth_blockNumber")
+        still_running = worker.is_alive()
+        worker.join(60)
+        self.assertTrue(answered.startswith("0x"))
+        self.assertTrue(still_running, "the long call ended before eth_blockNumber was answered")
+        self.assertEqual(len(outcome), 1)
+        answer = outcome[0]
+        self.assertTrue(answer.get("result") == "0x" or answer["error"]["code"] == -32011, answer)
 
 
 class EthersTests(SynchronousTestCase):
