@@ -26,6 +26,7 @@ from nodex.chain.logsearch import (
     FilterNotFoundError,
     LogEntry,
     LogFilter,
+    LogLimitError,
     LogQueryError,
     block_log_entries,
     search_logs,
@@ -43,6 +44,9 @@ from nodex.structures.transactions import Transaction
 
 FILTER_EXPIRY = 300.0
 """Seconds without a poll after which a filter is forgotten (DESIGN §1)."""
+
+MAX_FILTERS = 10_000
+"""The most filters installed at once (each holds memory until it expires)."""
 
 MAX_HISTORY = 10_000
 """The most hashes a block or pending-transaction filter keeps for C{eth_getFilterLogs}."""
@@ -179,8 +183,12 @@ class FilterService:
     def _install(self, new: _Filter) -> int:
         """
         Keep C{new} under a fresh random id and return the id.
+
+        @raise LogLimitError: L{MAX_FILTERS} filters are installed.
         """
         self._sweep()
+        if len(self._filters) >= MAX_FILTERS:
+            raise LogLimitError(f"too many filters installed (at most {MAX_FILTERS}); uninstall some or let them expire")
         while True:
             filter_id = self._random_bits(128)
             if filter_id and filter_id not in self._filters:
@@ -321,4 +329,4 @@ def _receipts(receipts: tuple[tuple[Receipt, ...], ...], index: int) -> tuple[Re
     return receipts[index] if index < len(receipts) else ()
 
 
-__all__ = ["FILTER_EXPIRY", "MAX_HISTORY", "FilterService"]
+__all__ = ["FILTER_EXPIRY", "MAX_FILTERS", "MAX_HISTORY", "FilterService"]

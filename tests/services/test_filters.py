@@ -13,6 +13,7 @@ from nodex.chain.logsearch import (
     BlockRangeTooLargeError,
     FilterNotFoundError,
     LogFilter,
+    LogLimitError,
     LogQueryError,
     TooManyLogsError,
 )
@@ -252,6 +253,21 @@ class FilterServiceTests(SynchronousTestCase):
         self.clock.advance(FILTER_EXPIRY)
         self.assertRaises(FilterNotFoundError, self.service.get_filter_changes, filter_id)
         self.failureResultOf(self.service.get_filter_logs(filter_id), FilterNotFoundError)
+
+    def test_filter_limit(self) -> None:
+        """
+        Installing beyond the limit is refused until a filter goes.
+        """
+        from nodex.services import filters as module
+
+        self.patch(module, "MAX_FILTERS", 2)
+        service = FilterService(self.store, self.chain, None, maybeDeferred, self.clock)  # type: ignore[arg-type]
+        first = service.new_block_filter()
+        service.new_pending_transaction_filter()
+        error = self.assertRaises(LogLimitError, service.new_log_filter, None, None, LogFilter())
+        self.assertIn("too many filters", str(error))
+        service.uninstall_filter(first)
+        service.new_block_filter()
 
     def test_uninstall(self) -> None:
         """
