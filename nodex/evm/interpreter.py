@@ -13,6 +13,7 @@ from nodex.evm.errors import (
     ExceptionalHalt,
     Halt,
     InvalidContractPrefixError,
+    InvalidJumpDestError,
     OutOfGasError,
     PrecompileFailedError,
     Revert,
@@ -21,7 +22,16 @@ from nodex.evm.errors import (
     Stop,
 )
 from nodex.evm.frame import Evm, ExecutionContext, Message
-from nodex.evm.gas import GAS_CODE_DEPOSIT, GAS_VERY_LOW, MAX_CODE_SIZE, STACK_LIMIT
+from nodex.evm.gas import (
+    GAS_BASE,
+    GAS_CODE_DEPOSIT,
+    GAS_HIGH,
+    GAS_JUMPDEST,
+    GAS_MID,
+    GAS_VERY_LOW,
+    MAX_CODE_SIZE,
+    STACK_LIMIT,
+)
 from nodex.evm.instructions import INSTRUCTIONS
 from nodex.evm.tracing import Tracer
 from nodex.primitives import Address
@@ -29,6 +39,10 @@ from nodex.primitives import Address
 PUSH1 = 0x60
 PUSH32 = 0x7F
 JUMPDEST = 0x5B
+POP = 0x50
+JUMP = 0x56
+JUMPI = 0x57
+_INLINE_CONTROL = frozenset((POP, JUMP, JUMPI, JUMPDEST))
 
 # Enough zero bytes after the code that a truncated PUSH32 reads zeros and
 # the program counter running off the end finds a STOP.
@@ -201,9 +215,10 @@ def _run(evm: Evm) -> None:
     """
     The instruction loop without a tracer; it ends by raising a L{Halt}.
 
-    PUSH, DUP and SWAP, about half of all instructions executed, are done
-    here rather than through the table: the same steps as
-    L{nodex.evm.instructions.stack}, without a function call.
+    PUSH, DUP, SWAP, POP, JUMPDEST, JUMP and JUMPI, about two thirds of the
+    instructions compiled code executes, are done here rather than through
+    the table: the same steps as L{nodex.evm.instructions.stack} and
+    L{nodex.evm.instructions.control_flow}, without a function call.
     """
     code = evm.code
     table = INSTRUCTIONS
@@ -235,6 +250,31 @@ def _run(evm: Evm) -> None:
             evm.gas_left -= GAS_VERY_LOW
             stack[-1], stack[index] = stack[index], stack[-1]
             evm.pc = pc + 1
+        elif kind == 5 and op in _INLINE_CONTROL:
+            if op == JUMPDEST:
+                evm.gas_left -= GAS_JUMPDEST
+                evm.pc = pc + 1
+            elif op == POP:
+                stack.pop()
+                evm.gas_left -= GAS_BASE
+                evm.pc = pc + 1
+            else:
+                # JUMP and JUMPI: where the lazily taken gas is checked.
+                destination = stack.pop()
+                if op == JUMP:
+                    evm.gas_left -= GAS_MID
+                    condition = 1
+                else:
+                    condition = stack.pop()
+                    evm.gas_left -= GAS_HIGH
+                if evm.gas_left < 0:
+                    raise OutOfGasError
+                if not condition:
+                    evm.pc = pc + 1
+                elif destination in evm.valid_jump_destinations:
+                    evm.pc = destination
+                else:
+                    raise InvalidJumpDestError
         else:
             table[op](evm)
 
