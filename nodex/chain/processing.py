@@ -306,12 +306,13 @@ class Ancestor:
     uncle_hashes: frozenset[bytes]
 
 
-def validate_uncles(block: Block, ancestry: Sequence[Ancestor]) -> None:
+def validate_uncles(block: Block, ancestry: Sequence[Ancestor], rules: ChainRules) -> None:
     """
     Check a block's uncles: the uncles hash and count, at most
-    L{MAX_UNCLES}, each a valid sealed child of one of the
-    L{MAX_UNCLE_DEPTH} most recent ancestors, none of them an ancestor,
-    included twice, or already included by an ancestor.
+    L{MAX_UNCLES}, each a child of one of the L{MAX_UNCLE_DEPTH} most recent
+    ancestors whose header passes L{validate_header} against it (seal
+    included), none of them an ancestor, included twice, or already
+    included by an ancestor.
 
     @param ancestry: the parent first, then its ancestors, at least
         L{MAX_UNCLE_DEPTH} of them (fewer near genesis).
@@ -344,7 +345,7 @@ def validate_uncles(block: Block, ancestry: Sequence[Ancestor]) -> None:
             raise InvalidBlockError(
                 f"uncle 0x{uncle_hash.hex()} is not the child of one of the {MAX_UNCLE_DEPTH} latest ancestors"
             )
-        validate_seal(uncle)
+        validate_header(uncle_parent, uncle, rules)
 
 
 def validate_block(block: Block, outcome: BlockOutcome) -> None:

@@ -309,7 +309,7 @@ class ChainService(Service):
         on_tip = parent.hash == self._tip.header.hash
         try:
             validate_header(parent, header, self.rules, now=int(self._clock.seconds()))
-            validate_uncles(block, self._thd_ancestry(parent) if block.uncles else [])
+            validate_uncles(block, self._thd_ancestry(parent) if block.uncles else [], self.rules)
             state = self._thd_state_for(parent)
             self._tip_state = None
             outcome = apply_block(block, state, self.rules.chain_id, self._thd_block_hashes(parent))

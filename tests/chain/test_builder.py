@@ -77,7 +77,8 @@ class BuildBlockTests(SynchronousTestCase):
         poor = transfer(1, 0, value=10**31)
         built = self.build([used, used, poor, transfer(2, 0)])
         self.assertEqual([tx.hash for tx in built.block.transactions], [used.hash, transfer(2, 0).hash])
-        self.assertEqual([(s.transaction.hash, s.invalid) for s in built.skipped], [(used.hash, True), (poor.hash, True)])
+        skipped = [(entry.transaction.hash, entry.invalid) for entry in built.skipped]
+        self.assertEqual(skipped, [(used.hash, True), (poor.hash, True)])
         self.assertIn("nonce", built.skipped[0].reason)
         self.assertIn("insufficient funds", built.skipped[1].reason)
 

@@ -87,7 +87,8 @@ class ReorganisationTests(SynchronousTestCase):
         A header whose parent cannot be read is reported.
         """
         del self.headers[self.b[0].hash]
-        self.assertRaises(MissingAncestorError, find_reorganisation, self.headers.get, self.a[1].header, self.b[2].header)
+        old, new = self.a[1].header, self.b[2].header
+        self.assertRaises(MissingAncestorError, find_reorganisation, self.headers.get, old, new)
 
     def test_write_changes(self) -> None:
         """

@@ -63,6 +63,9 @@ def sample_rules(minimum_difficulty: int = 1) -> ChainRules:
     )
 
 
+RULES = sample_rules()
+
+
 def sample_genesis(difficulty: int = 1) -> GenesisSpec:
     """
     A genesis that funds the sample keys with 10^30 wei each.
@@ -236,7 +239,8 @@ class ApplyBlockTests(SynchronousTestCase):
         store, genesis = sample_store()
         built = build_on(store, genesis)
         header = replace(built.block.header, minimum_gas_price=10)
-        error = self.assertRaises(InvalidBlockError, execute, store, genesis, Block(header, (transfer(0, 0, gas_price=9),)))
+        cheap = Block(header, (transfer(0, 0, gas_price=9),))
+        error = self.assertRaises(InvalidBlockError, execute, store, genesis, cheap)
         self.assertIn("minimum gas price 10", str(error))
 
     def test_other_chain_is_invalid_block(self) -> None:
@@ -489,7 +493,7 @@ class UncleTests(SynchronousTestCase):
         A sealed sibling of the parent is a valid uncle and adds its difficulty.
         """
         block = self.with_uncles([self.b.header])
-        validate_uncles(block, self.ancestry)
+        validate_uncles(block, self.ancestry, RULES)
         self.assertEqual(cumulative_difficulty(block), block.header.difficulty + self.b.header.difficulty)
 
     def test_uncles_hash(self) -> None:
@@ -497,21 +501,22 @@ class UncleTests(SynchronousTestCase):
         An uncles hash that does not match the uncles is refused.
         """
         block = self.with_uncles([self.b.header], uncles_hash=EMPTY_UNCLES_HASH)
-        self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry)
+        self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry, RULES)
 
     def test_uncle_count(self) -> None:
         """
         An uncle count that differs from the uncles is refused.
         """
         block = self.with_uncles([self.b.header], uncle_count=0)
-        error = self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry)
+        error = self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry, RULES)
         self.assertIn("uncle count", str(error))
 
     def test_ancestor_is_not_uncle(self) -> None:
         """
         An ancestor cannot be an uncle.
         """
-        error = self.assertRaises(InvalidBlockError, validate_uncles, self.with_uncles([self.a.header]), self.ancestry)
+        block = self.with_uncles([self.a.header])
+        error = self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry, RULES)
         self.assertIn("ancestor", str(error))
 
     def test_twice(self) -> None:
@@ -519,14 +524,15 @@ class UncleTests(SynchronousTestCase):
         The same uncle twice in one block is refused.
         """
         block = self.with_uncles([self.b.header, self.b.header])
-        self.assertIn("twice", str(self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry)))
+        self.assertIn("twice", str(self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry, RULES)))
 
     def test_already_included(self) -> None:
         """
         An uncle an ancestor already included is refused.
         """
         ancestry = [Ancestor(self.a.header, frozenset({self.b.hash})), Ancestor(self.genesis, frozenset())]
-        error = self.assertRaises(InvalidBlockError, validate_uncles, self.with_uncles([self.b.header]), ancestry)
+        block = self.with_uncles([self.b.header])
+        error = self.assertRaises(InvalidBlockError, validate_uncles, block, ancestry, RULES)
         self.assertIn("already included", str(error))
 
     def test_unknown_parent(self) -> None:
@@ -534,7 +540,8 @@ class UncleTests(SynchronousTestCase):
         An uncle whose parent is not a recent ancestor is refused.
         """
         stranger = reseal(replace(self.b.header, parent_hash=Hash32(b"\x05" * 32)))
-        error = self.assertRaises(InvalidBlockError, validate_uncles, self.with_uncles([stranger]), self.ancestry)
+        block = self.with_uncles([stranger])
+        error = self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry, RULES)
         self.assertIn("not the child", str(error))
 
     def test_too_many(self) -> None:
@@ -542,11 +549,20 @@ class UncleTests(SynchronousTestCase):
         More than ten uncles are refused.
         """
         block = self.with_uncles([self.b.header] * 11)
-        self.assertIn("at most 10", str(self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry)))
+        error = self.assertRaises(InvalidBlockError, validate_uncles, block, self.ancestry, RULES)
+        self.assertIn("at most 10", str(error))
+
+    def test_invalid_uncle_header(self) -> None:
+        """
+        An uncle whose header breaks a rule against its parent is refused.
+        """
+        wrong = reseal(replace(self.b.header, difficulty=9))
+        error = self.assertRaises(InvalidBlockError, validate_uncles, self.with_uncles([wrong]), self.ancestry, RULES)
+        self.assertIn("difficulty 9", str(error))
 
     def test_unsealed_uncle(self) -> None:
         """
         An uncle without a valid seal is refused.
         """
         unsealed = replace(self.b.header, bitcoin_merged_mining_header=b"")
-        self.assertRaises(InvalidSealError, validate_uncles, self.with_uncles([unsealed]), self.ancestry)
+        self.assertRaises(InvalidSealError, validate_uncles, self.with_uncles([unsealed]), self.ancestry, RULES)

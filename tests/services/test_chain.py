@@ -177,7 +177,8 @@ class ChainServiceMixin:
         self.imported(first)
         self.assertEqual(self.imported(rival), ImportResult.IMPORTED_NOT_BEST)
         self.assertEqual(self.chain.head.header, first.header)  # type: ignore[attr-defined]
-        self.assertEqual(self.successResultOf(self.chain.get_block_by_hash(rival.hash)), rival)  # type: ignore[attr-defined]
+        stored = self.successResultOf(self.chain.get_block_by_hash(rival.hash))  # type: ignore[attr-defined]
+        self.assertEqual(stored, rival)
         self.assertFalse(self.successResultOf(self.chain.is_canonical(rival.hash)))  # type: ignore[attr-defined]
         self.assertEqual(len(self.events), 1)
 
@@ -258,7 +259,8 @@ class ChainServiceMixin:
         self.assertEqual(self.successResultOf(chain.get_block_by_number(1)), block)  # type: ignore[attr-defined]
         self.assertIsNone(self.successResultOf(chain.get_block_by_number(2)))  # type: ignore[attr-defined]
         self.assertIsNone(self.successResultOf(chain.get_block_by_number(2**64)))  # type: ignore[attr-defined]
-        self.assertEqual(self.successResultOf(chain.get_header_by_hash(block.hash)), block.header)  # type: ignore[attr-defined]
+        header = self.successResultOf(chain.get_header_by_hash(block.hash))  # type: ignore[attr-defined]
+        self.assertEqual(header, block.header)
         self.assertEqual(self.successResultOf(chain.get_total_difficulty(block.hash)), 2)  # type: ignore[attr-defined]
         self.assertIsNone(self.successResultOf(chain.get_block_by_hash(b"\x00" * 32)))  # type: ignore[attr-defined]
         location = self.successResultOf(chain.get_transaction(second.hash))  # type: ignore[attr-defined]
@@ -306,8 +308,8 @@ class ChainServiceMixin:
         A block with its known outcome is stored without executing it again.
         """
         built = self.build(self.genesis, [transfer(0, 0)])
-        result = self.successResultOf(self.chain.import_built_block(built.block, built.outcome))  # type: ignore[attr-defined]
-        self.assertEqual(result, ImportResult.IMPORTED_BEST)
+        importing = self.chain.import_built_block(built.block, built.outcome)  # type: ignore[attr-defined]
+        self.assertEqual(self.successResultOf(importing), ImportResult.IMPORTED_BEST)
         wrong = replace(built.outcome, gas_used=1)
         other = self.build(self.genesis, extra_data=b"x")
         result = self.successResultOf(self.chain.import_built_block(other.block, wrong))  # type: ignore[attr-defined]

@@ -232,7 +232,8 @@ class MinerTests(SynchronousTestCase):
         When the solver finds no seal within its nonces, mining fails clearly and nothing is stored.
         """
         store, genesis = sample_store(difficulty=2**40)
-        chain = ChainService(store, replace(sample_rules(), difficulty=DifficultyRules(10, 2048, 2**40, None)), self.clock)
+        rules = replace(sample_rules(), difficulty=DifficultyRules(10, 2048, 2**40, None))
+        chain = ChainService(store, rules, self.clock)
         miner = Miner(chain, COINBASE, "manual", self.clock, self.pool, max_nonces=3)
         failure = self.failureResultOf(miner.mine(), SealNotFoundError)
         self.assertIn("merged miner", failure.getErrorMessage())
