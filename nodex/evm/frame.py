@@ -92,7 +92,7 @@ class ExecutionContext:
     @ivar tracer: the attached tracer, or L{None}.
     """
 
-    __slots__ = ("state", "block", "tx", "tracer")
+    __slots__ = ("state", "block", "tx", "tracer", "pending_step")
 
     def __init__(
         self,
@@ -105,6 +105,8 @@ class ExecutionContext:
         self.block = block
         self.tx = tx
         self.tracer = tracer
+        # A traced CALL or CREATE step waiting for its cost to be known.
+        self.pending_step: tuple[Any, ...] | None = None
 
 
 class Evm:

@@ -182,6 +182,7 @@ def execute_code(message: Message, context: ExecutionContext) -> Evm:
     evm.push_values = push_values
     tracer = context.tracer
     if tracer is not None:
+        _flush_pending_step(context, tracer)
         tracer.capture_enter(message)
     if message.code:
         try:
@@ -283,9 +284,13 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
     """
     The instruction loop with a tracer: gas and stack limits are checked
     after every instruction so that each step reports its exact outcome.
+
+    A CALL or CREATE step is reported when its cost is known: as its child
+    frame starts (the gas handed over included), or after it if no child runs.
     """
     code = evm.code
     table = INSTRUCTIONS
+    context = evm.context
     while True:
         pc = evm.pc
         op = code[pc]
@@ -293,7 +298,7 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
         stack = list(evm.stack)
         memory_size = len(evm.memory)
         if op in _CALL_FAMILY:
-            tracer.capture_step(evm, pc, op, gas, 0, stack, memory_size, None)
+            context.pending_step = (evm, pc, op, gas, stack, memory_size)
         try:
             table[op](evm)
             if evm.gas_left < 0:
@@ -301,16 +306,30 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
             if len(evm.stack) > STACK_LIMIT:
                 raise StackOverflowError
         except Halt as halt:
-            if op not in _CALL_FAMILY:
-                error = halt if isinstance(halt, ExceptionalHalt) else None
-                cost = gas - max(evm.gas_left, 0) if error is None else 0
-                tracer.capture_step(evm, pc, op, gas, cost, stack, memory_size, error)
+            error = halt if isinstance(halt, ExceptionalHalt) else None
+            cost = gas - max(evm.gas_left, 0) if error is None else 0
+            context.pending_step = None
+            tracer.capture_step(evm, pc, op, gas, cost, stack, memory_size, error)
             raise
         except IndexError:
+            context.pending_step = None
             tracer.capture_step(evm, pc, op, gas, 0, stack, memory_size, StackUnderflowError())
             raise
         if op not in _CALL_FAMILY:
             tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory_size, None)
+        else:
+            _flush_pending_step(context, tracer)
+
+
+def _flush_pending_step(context: ExecutionContext, tracer: Tracer) -> None:
+    """
+    Report a waiting CALL or CREATE step, its cost being what its frame has paid so far.
+    """
+    pending = context.pending_step
+    if pending is not None:
+        context.pending_step = None
+        evm, pc, op, gas, stack, memory_size = pending
+        tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory_size, None)
 
 
 def _run_precompile(message: Message, context: ExecutionContext, precompile: object) -> Evm:
@@ -323,6 +342,7 @@ def _run_precompile(message: Message, context: ExecutionContext, precompile: obj
     evm = Evm(message, context, b"", frozenset())
     tracer = context.tracer
     if tracer is not None:
+        _flush_pending_step(context, tracer)
         tracer.capture_enter(message)
     try:
         evm.gas_left -= precompile.gas(message.data)  # type: ignore[attr-defined]
