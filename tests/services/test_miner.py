@@ -190,6 +190,20 @@ class MinerTests(SynchronousTestCase):
         miner.start()
         self.assertTrue(miner.is_mining)
 
+    def test_automine(self) -> None:
+        """
+        The pool observer mines a block in auto mode while mining is on, and nothing otherwise.
+        """
+        auto = self.miner("auto")
+        tx = transfer(0, 0)
+        self.pool.transactions = [tx]
+        block = self.successResultOf(auto.automine(tx))
+        self.assertEqual(block.transactions, (tx,))
+        auto.stop()
+        self.assertIsNone(auto.automine(tx))
+        self.assertIsNone(self.miner("manual").automine(tx))
+        self.assertIsNone(self.miner("interval:3").automine(tx))
+
     def test_interval(self) -> None:
         """
         In interval mode a block appears every N seconds while the service
