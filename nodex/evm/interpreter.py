@@ -34,7 +34,6 @@ from nodex.evm.gas import (
 )
 from nodex.evm.instructions import INSTRUCTIONS
 from nodex.evm.tracing import Tracer
-from nodex.primitives import Address
 
 PUSH1 = 0x60
 PUSH32 = 0x7F
@@ -359,7 +358,6 @@ def _run_precompile(message: Message, context: ExecutionContext, precompile: obj
 
 
 __all__ = [
-    "Address",
     "analyse_code",
     "ensure_recursion_limit",
     "execute_code",
