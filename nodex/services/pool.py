@@ -9,10 +9,13 @@ others are I{queued} until the gap closes.  Rejections raise
 L{TransactionRejectedError} with the reference node's messages (reference
 §5.3), which the RPC edge answers with code -32010.
 
-Every accepted transaction is also written to the store (column C{METADATA},
-key C{pool:} followed by its hash, value its raw bytes) and deleted when it is
-mined, replaced, evicted or dropped, so that L{TransactionPool.load} finds the
-pool again after a restart and re-validates it against the head.
+Every accepted transaction still in the pool once the observers of its
+acceptance are done is also written to the store (column C{METADATA}, key
+C{pool:} followed by its hash, value its raw bytes) before L{add} answers,
+and deleted when it is mined, replaced, evicted or dropped, so that
+L{TransactionPool.load} finds the pool again after a restart and
+re-validates it against the head.  (In C{auto} mode the observer mines the
+transaction first: its block keeps it, and the pool writes nothing.)
 
 All bookkeeping happens on the reactor thread; only the reads of the head
 state run in C{run_in_thread}.
@@ -181,6 +184,7 @@ class TransactionPool(Service):
         self._senders: dict[Address, _Sender] = {}
         self._by_hash: dict[Hash32, Transaction] = {}
         self._observers: list[PoolObserver] = []
+        self._persisted: set[Hash32] = set()
         chain.add_observer(self._chain_changed)
 
     def startService(self) -> None:
@@ -372,9 +376,21 @@ class TransactionPool(Service):
         self._senders[address] = sender
         sender.transactions[nonce] = transaction
         self._by_hash[tx_hash] = transaction
-        self._persist([transaction], removed)
+        self._persist([], removed)
         promoted = [tx for tx in sender.pending_run() if tx.nonce not in was_pending or tx is transaction]
-        return self._notify(promoted).addCallback(lambda _: tx_hash)
+        return self._notify(promoted).addCallback(self._keep, transaction)
+
+    def _keep(self, _: object, transaction: Transaction) -> Hash32:
+        """
+        Persist an accepted transaction once its observers are done, unless
+        they have already mined it (C{auto} mode: the block holds it then,
+        and writing it only to delete it would be wasted).
+
+        @return: its hash, the answer of L{add}.
+        """
+        if self._by_hash.get(transaction.hash) is transaction:
+            self._persist([transaction], [])
+        return transaction.hash
 
     def _check_bump(self, old: Transaction, new: Transaction) -> None:
         """
@@ -538,9 +554,13 @@ class TransactionPool(Service):
         Write the pool's changes to the store in one batch.
         """
         batch = self._store.batch()
+        persisted = self._persisted
         for transaction in removed:
-            batch.delete(METADATA, pool_key(transaction.hash))
+            if transaction.hash in persisted:
+                persisted.discard(transaction.hash)
+                batch.delete(METADATA, pool_key(transaction.hash))
         for transaction in added:
+            persisted.add(transaction.hash)
             batch.put(METADATA, pool_key(transaction.hash), transaction.encode())
         if len(batch):
             self._store.write(batch)
@@ -596,6 +616,7 @@ class TransactionPool(Service):
         """
         Start L{_readmit_all} as a Deferred.
         """
+        self._persisted.update(transaction.hash for transaction in transactions)
         return Deferred.fromCoroutine(self._readmit_all(transactions))
 
 

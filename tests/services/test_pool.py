@@ -659,3 +659,17 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         restarted = TransactionPool(self.chain, self.store, in_thread)
         restarted.startService()
         self.assertEqual(restarted.pending(), [tx])
+
+    def test_auto_mined_not_written(self) -> None:
+        """
+        A transaction that its observer mines before C{add} answers is never
+        written to the store; one left pending is written before the answer.
+        """
+        pool = self.make_pool()
+        mined = legacy(0)
+        pool.add_observer(lambda tx: self.chain.adopt((tx,)) and None if tx is mined else None)
+        self.successResultOf(pool.add(mined))
+        self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
+        kept = legacy(0, key=KEYS[1])
+        self.successResultOf(pool.add(kept))
+        self.assertEqual([key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX)], [POOL_KEY_PREFIX + kept.hash])
