@@ -1,7 +1,7 @@
 """
 The precompiles inside the whole EVM: ethereum/tests'
-C{GeneralStateTests/stPreCompiledContracts}, run through the state-test
-runner of C{nodex.statetest}.
+C{GeneralStateTests/stPreCompiledContracts} and the C{stStaticCall} files
+about precompiles, run through the state-test runner of C{nodex.statetest}.
 """
 
 import json
@@ -34,15 +34,15 @@ def calls_point_evaluation(path: Path, data_index: int) -> bool:
 
 class PreCompiledContractsTests(SynchronousTestCase):
     """
-    Every Cancun case of C{stPreCompiledContracts}, except those that call
-    0x0a, ends with the expected state root and logs.
+    Every Cancun case of the chosen files, except those that call 0x0a, ends
+    with the expected state root and logs.
     """
 
-    def check_file(self, name: str) -> None:
+    def check_file(self, name: str, folder: str = "stPreCompiledContracts") -> None:
         """
         Run one fixture file and fail with the cases that did not pass.
         """
-        path = fixture_path("GeneralStateTests", "stPreCompiledContracts", name)
+        path = fixture_path("GeneralStateTests", folder, name)
         failures = [
             f"{result.name} {list(result.index)}: {result.error}"
             for result in run_file(path)
@@ -101,6 +101,20 @@ class PreCompiledContractsTests(SynchronousTestCase):
         and consumes it (C{delegatecall09Undefined.json}).
         """
         self.check_file("delegatecall09Undefined.json")
+
+    def test_static_calls(self) -> None:
+        """
+        ECRECOVER, SHA-256 and RIPEMD-160 called with STATICCALL, and every
+        precompile from a transaction, a called contract and an initcode
+        (the C{stStaticCall} files about precompiles).
+        """
+        folder = fixture_path("GeneralStateTests", "stStaticCall")
+        patterns = ("static_CallEcrecover*", "static_CallSha256*", "static_CallRipemd160*",
+                    "static_Call50000_ecrec*", "StaticcallToPrecompile*")
+        names = sorted({path.name for pattern in patterns for path in folder.glob(pattern + ".json")})
+        self.assertGreater(len(names), 30)
+        for name in names:
+            self.check_file(name, "stStaticCall")
 
     def test_point_evaluation_cases_found(self) -> None:
         """
