@@ -278,9 +278,10 @@ class AutoMiningTests(Web3NodeTestCase):
         self.assertEqual(await self.blocking(lambda: w3.eth.block_number), 0)
 
 
-class ManualMiningTests(Web3NodeTestCase):
+class MiningModesTests(Web3NodeTestCase):
     """
-    A node that mines only when asked (C{--mining manual}).
+    Nodes in the other mining modes: C{manual} (only C{evm_mine}), C{off},
+    C{interval:N}, and C{auto} switched off and on.
     """
 
     async def test_replace_pending_transaction(self) -> None:
@@ -361,3 +362,22 @@ class ManualMiningTests(Web3NodeTestCase):
         tx_hash = await self.send_raw({"nonce": 0, "gasPrice": 0, "gas": 21000, "to": COW1, "value": 1})
         self.assertIsNone(await self.receipt(tx_hash))
         self.assertEqual(await self.blocking(lambda: w3.eth.block_number), 0)
+
+    async def test_interval_mode(self) -> None:
+        """
+        In interval mode the answer comes before the block; a later block mines the transaction.
+        """
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+
+        await self.start_node("--mining", "interval:0.2")
+        self.assertIs((await self.rpc("eth_mining"))["result"], True)
+        tx_hash = await self.send_raw({"nonce": 0, "gasPrice": 0, "gas": 21000, "to": COW1, "value": 1})
+        receipt = None
+        for _ in range(600):
+            receipt = await self.receipt(tx_hash)
+            if receipt is not None:
+                break
+            await deferLater(reactor, 0.05, lambda: None)
+        self.assertIsNotNone(receipt, "no interval block mined the transaction")
+        self.assertEqual(receipt["status"], 1)

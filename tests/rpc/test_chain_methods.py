@@ -36,6 +36,9 @@ class FakeMiner:
     """
 
     def __init__(self, fixture: "RPCFixture", auto: bool) -> None:
+        """
+        A miner over the fixture's chain and pool.
+        """
         self.fixture = fixture
         self.coinbase = MINER_ADDRESS
         self.mode = "auto" if auto else "manual"
@@ -44,17 +47,29 @@ class FakeMiner:
         self.mined: list[Block] = []
 
     def mine(self) -> Deferred[Block]:
+        """
+        Adopt a block of every pending transaction.
+        """
         block = self.fixture.chain.adopt(tuple(self.fixture.pool.pending()))
         self.mined.append(block)
         return succeed(block)
 
     def start(self) -> None:
+        """
+        Mine automatically.
+        """
         self.is_mining = True
 
     def stop(self) -> None:
+        """
+        Stop mining automatically.
+        """
         self.is_mining = False
 
     def increase_time(self, seconds: int) -> int:
+        """
+        Accumulate a time offset.
+        """
         self.offset += seconds
         return self.offset
 
@@ -125,6 +140,9 @@ class ChainMethodsTests(RPCFixture, SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A node in manual mode with one block of two transfers.
+        """
         self.make_node(auto=False)
         self.first, self.second = legacy(0), legacy(0, key=KEYS[1], value=5)
         self.block = self.chain.adopt((self.first, self.second))

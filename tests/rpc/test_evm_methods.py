@@ -17,6 +17,9 @@ class EvmMethodsTests(RPCFixture, SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A node over the fake chain.
+        """
         self.make_node(auto=False)
 
     def test_mine(self) -> None:

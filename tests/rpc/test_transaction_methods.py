@@ -30,6 +30,9 @@ class SendRawTransactionTests(RPCFixture, SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A node over the fake chain.
+        """
         self.make_node(auto=True)
 
     def test_every_type_is_mined(self) -> None:
@@ -129,6 +132,9 @@ class SendTransactionTests(RPCFixture, SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A node over the fake chain.
+        """
         self.make_node(auto=False)
 
     def sent(self, request: dict) -> LegacyTransaction:
@@ -236,6 +242,9 @@ class AccountMethodsTests(RPCFixture, SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A node over the fake chain.
+        """
         self.make_node(auto=True)
 
     def test_accounts(self) -> None:

@@ -15,6 +15,9 @@ class TxPoolMethodsTests(RPCFixture, SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A node over the fake chain.
+        """
         self.make_node(auto=False)
         self.pending, self.queued = legacy(0, gas_price=128, value=255), legacy(2)
         self.creation = legacy(1, to=b"", data=b"\x00", gas=60000)

@@ -97,6 +97,9 @@ class FakeChainService:
     """
 
     def __init__(self, store: MemoryStore, state_root: bytes = BLANK_ROOT, **header_changes: Any) -> None:
+        """
+        A chain of one genesis block over C{store}, with C{state_root}.
+        """
         self.chain_id = CHAIN_ID
         self.store = store
         genesis = Block(make_header(0, b"\x00" * 32, state_root, **header_changes))
@@ -155,21 +158,36 @@ class FakeChainService:
             observer(event)
 
     def get_block_by_hash(self, block_hash: bytes) -> Deferred[Block | None]:
+        """
+        Any block by hash.
+        """
         return maybeDeferred(self.blocks.get, bytes(block_hash))
 
     def get_block_by_number(self, number: int) -> Deferred[Block | None]:
+        """
+        A canonical block by number.
+        """
         if number < len(self.canonical):
             return maybeDeferred(self.blocks.get, self.canonical[number])
         return maybeDeferred(lambda: None)
 
     def get_total_difficulty(self, block_hash: bytes) -> Deferred[int | None]:
+        """
+        The block number plus one (difficulty 1 per block).
+        """
         block = self.blocks.get(bytes(block_hash))
         return maybeDeferred(lambda: None if block is None else block.header.number + 1)
 
     def is_canonical(self, block_hash: bytes) -> Deferred[bool]:
+        """
+        Whether the block is canonical.
+        """
         return maybeDeferred(lambda: bytes(block_hash) in self.canonical)
 
     def _locate(self, tx_hash: bytes) -> TransactionLocation | None:
+        """
+        Where a canonical transaction sits.
+        """
         for number, block_hash in enumerate(self.canonical):
             for index, tx in enumerate(self.blocks[block_hash].transactions):
                 if tx.hash == tx_hash:
@@ -177,9 +195,15 @@ class FakeChainService:
         return None
 
     def get_transaction(self, tx_hash: bytes) -> Deferred[TransactionLocation | None]:
+        """
+        A canonical transaction and its position.
+        """
         return maybeDeferred(self._locate, bytes(tx_hash))
 
     def _view(self, location: TransactionLocation) -> ReceiptView:
+        """
+        The receipt view of a located transaction.
+        """
         receipts = self.receipts[location.block_hash]
         receipt = receipts[location.index]
         previous = receipts[location.index - 1].cumulative_gas_used if location.index else 0
@@ -191,10 +215,16 @@ class FakeChainService:
         )
 
     def get_receipt(self, tx_hash: bytes) -> Deferred[ReceiptView | None]:
+        """
+        The receipt of a canonical transaction.
+        """
         location = self._locate(bytes(tx_hash))
         return maybeDeferred(lambda: None if location is None else self._view(location))
 
     def get_block_receipts(self, block_hash: bytes) -> Deferred[list[ReceiptView] | None]:
+        """
+        The receipts of a stored block.
+        """
         block = self.blocks.get(bytes(block_hash))
         if block is None:
             return maybeDeferred(lambda: None)
@@ -205,12 +235,21 @@ class FakeChainService:
         return maybeDeferred(lambda: views)
 
     def import_block(self, block: Block) -> Deferred[str]:
+        """
+        Refuse every block (the fake only grows by L{adopt}).
+        """
         return maybeDeferred(lambda: "INVALID_BLOCK")
 
     def add_observer(self, observer: Any) -> None:
+        """
+        Register a chain observer.
+        """
         self.observers.append(observer)
 
     def rewind(self, number: int) -> Deferred[None]:
+        """
+        Make block C{number} the head.
+        """
         self.rewound_to.append(number)
         del self.canonical[number + 1 :]
         self.head = ChainHead(self.blocks[self.canonical[-1]].header, number + 1)
