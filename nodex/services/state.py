@@ -279,7 +279,10 @@ class StateService(Service):
         """
         block = call_environment(header, self._chain_id, self._block_hashes)
         opener = self._opener(header)
-        return execute_call(opener, block, request, overrides, self.call_gas_cap).output
+        try:
+            return execute_call(opener, block, request, overrides, self.call_gas_cap).output
+        except (StateError, TrieError) as exc:
+            raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
     def estimate_gas(self, header: Header, request: CallRequest, overrides: StateOverrides) -> "Deferred[int]":
         """
@@ -296,7 +299,10 @@ class StateService(Service):
         """
         block = call_environment(header, self._chain_id, self._block_hashes)
         upper = min(header.gas_limit, self.estimate_gas_cap)
-        return estimate_gas(self._opener(header), block, request, overrides, upper)
+        try:
+            return estimate_gas(self._opener(header), block, request, overrides, upper)
+        except (StateError, TrieError) as exc:
+            raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
     def _opener(self, header: Header) -> Callable[[], State]:
         """

@@ -239,6 +239,24 @@ class EstimateGasTests(SynchronousTestCase):
             self.assertTrue(self.succeeds(request, estimate))
             self.assertFalse(self.succeeds(request, estimate - 1))
 
+    def test_few_runs(self) -> None:
+        """
+        The search tries the gas used plus a margin first, so an ERC-style
+        call needs a dozen runs, not the thirty a bisection of the block's
+        gas limit would.
+        """
+        runs = []
+
+        def counting() -> State:
+            runs.append(1)
+            return self.open_state()
+
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7))
+        estimate = estimate_gas(counting, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        self.assertTrue(self.succeeds(request, estimate))
+        self.assertFalse(self.succeeds(request, estimate - 1))
+        self.assertLessEqual(len(runs), 16)
+
     def test_revert(self) -> None:
         """
         A call that reverts with all the gas raises the revert.

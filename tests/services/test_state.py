@@ -110,6 +110,9 @@ class StateServiceTests(SynchronousTestCase):
         failure = self.failureResultOf(self.service.get_balance(missing, ALICE), BlockNotFoundError)
         self.assertIn("State not found for block with hash 0x", str(failure.value))
         self.failureResultOf(self.service.get_proof(missing, ALICE, [0]), BlockNotFoundError)
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.failureResultOf(self.service.call(missing, request, StateOverrides()), BlockNotFoundError)
+        self.failureResultOf(self.service.estimate_gas(missing, request, StateOverrides()), BlockNotFoundError)
 
     def test_call_and_overrides(self) -> None:
         """
