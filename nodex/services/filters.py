@@ -127,16 +127,18 @@ class FilterService:
 
     def _bounds(self, from_block: int | None, to_block: int | None) -> tuple[int, int]:
         """
-        The numeric range of a search, open ends at the head.
+        The numeric range of a search, open ends at the head; empty (first
+        above last) when C{from_block} is above the head and C{to_block} is
+        open, as when a client polls from the block after the last it saw.
 
-        @raise LogQueryError: C{from_block} above C{to_block}.
+        @raise LogQueryError: a numeric C{from_block} above a numeric C{to_block}.
         @raise BlockRangeTooLargeError: a range beyond the limit.
         """
         head = self._chain.head.header.number
+        if from_block is not None and to_block is not None and from_block > to_block:
+            raise LogQueryError(f"invalid block range: fromBlock {from_block} is greater than toBlock {to_block}")
         first = head if from_block is None else from_block
         last = head if to_block is None else to_block
-        if first > last:
-            raise LogQueryError(f"invalid block range: fromBlock {first} is greater than toBlock {last}")
         if self._max_block_range is not None and min(last, head) - first > self._max_block_range:
             raise BlockRangeTooLargeError(self._max_block_range)
         return first, min(last, head)

@@ -136,6 +136,7 @@ class FilterServiceTests(SynchronousTestCase):
         entries = self.successResultOf(self.service.get_logs(8, 1000, LogFilter()))
         self.assertEqual([entry.block_number for entry in entries], [8, 9])
         self.assertEqual(self.successResultOf(self.service.get_logs(50, 60, LogFilter())), [])
+        self.assertEqual(self.successResultOf(self.service.get_logs(10, None, LogFilter())), [])
 
     def test_get_logs_refusals(self) -> None:
         """
