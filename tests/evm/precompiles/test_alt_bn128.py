@@ -7,9 +7,12 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.evm.precompiles.alt_bn128 import (
     CURVE_ORDER,
     FIELD_MODULUS,
+    GLV_BETA,
+    GLV_LAMBDA,
     INFINITY,
     add,
     add_affine,
+    decompose_scalar,
     double,
     ecadd,
     ecadd_gas,
@@ -152,13 +155,46 @@ class CurveArithmeticTests(SynchronousTestCase):
             self.assertTrue(all(digits[i] % 2 == 1 and abs(digits[i]) < 16 for i in nonzero))
             self.assertTrue(all(b - a >= 5 for a, b in zip(nonzero, nonzero[1:])))
 
+    def test_multiply_other_points(self) -> None:
+        """
+        k·(7G) = 7k·G: the precomputed tables work for any point.
+        """
+        seven = multiply((1, 2, 1), 7)
+        for k in (3, 2**127 + 1, CURVE_ORDER - 2, 0xDEADBEEF * 2**180):
+            self.assertEqual(encode_g1(multiply(seven, k)), encode_g1(multiply((1, 2, 1), 7 * k)))
+
+    def test_glv_endomorphism(self) -> None:
+        """
+        (beta·x, y) is lambda times the point, by plain double-and-add.
+        """
+        expected = INFINITY
+        for bit in bin(GLV_LAMBDA)[2:]:
+            expected = double(expected)
+            if bit == "1":
+                expected = add(expected, (1, 2, 1))
+        self.assertEqual(to_affine(expected), (GLV_BETA, 2))
+
+    def test_decompose_scalar(self) -> None:
+        """
+        The two halves recombine to the scalar modulo n and fit in 128 bits
+        each, for small, large and structured scalars.
+        """
+        scalars = [0, 1, GLV_LAMBDA, CURVE_ORDER - 1, 2**253 + 7, 0x5555 * (2**200 // 0x5555)]
+        scalars += [(k * 0x9E3779B97F4A7C15F39CC0605CEDC834) % CURVE_ORDER for k in range(1, 50)]
+        for scalar in scalars:
+            first, second = decompose_scalar(scalar)
+            self.assertEqual((first + second * GLV_LAMBDA - scalar) % CURVE_ORDER, 0)
+            self.assertLess(max(abs(first), abs(second)), 2**128, hex(scalar))
+
     def test_multiply_matches_double_and_add(self) -> None:
         """
         The windowed multiplication agrees with plain double-and-add on
         scalars with long runs of ones and zeros.
         """
         point = (1, 2, 1)
-        for scalar in (2**64 - 1, 0xF0F0F0F0F0F0F0F0F0F0F0F0F, 2**200 + 2**100 + 1, CURVE_ORDER // 3):
+        scalars = [2**64 - 1, 0xF0F0F0F0F0F0F0F0F0F0F0F0F, 2**200 + 2**100 + 1, CURVE_ORDER // 3]
+        scalars += [(k * 0x9E3779B97F4A7C15F39CC0605CEDC834) % CURVE_ORDER for k in range(1, 6)]
+        for scalar in scalars:
             expected = INFINITY
             for bit in bin(scalar)[2:]:
                 expected = double(expected)
