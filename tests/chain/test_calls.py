@@ -257,6 +257,16 @@ class EstimateGasTests(SynchronousTestCase):
         self.assertFalse(self.succeeds(request, estimate - 1))
         self.assertLessEqual(len(runs), 16)
 
+    def test_creation(self) -> None:
+        """
+        The estimate of a contract creation is the least gas too (code deposit included).
+        """
+        creation = bytes.fromhex(json.loads((CONTRACTS / "Storage.json").read_text())["bytecode"][2:]) + word(5)
+        request = CallRequest(sender=ALICE, to=None, data=creation)
+        estimate = estimate_gas(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        self.assertTrue(self.succeeds(request, estimate))
+        self.assertFalse(self.succeeds(request, estimate - 1))
+
     def test_revert(self) -> None:
         """
         A call that reverts with all the gas raises the revert.
