@@ -43,6 +43,28 @@ G2 = (
     ),
 )
 
+# A point of the twist whose order divides the cofactor: n times a random
+# point of the twist.
+COFACTOR_POINT = (
+    (
+        6230321631403698381273083164343419216207060932257776675249347898481080083521,
+        5828488823846831049007235644268926824535803673978074223247553468177994195024,
+    ),
+    (
+        16922943170682134725151686194801725627679948432040250902084504319113094375,
+        16348326616007469799139812167036677432183614833159290476526000410940968638611,
+    ),
+)
+
+# A point of the twist (x = 2 + i) outside the subgroup of order n.
+OUTSIDE_SUBGROUP = (
+    (2, 1),
+    (
+        0x101F7278419308B95099ECA02DCEE0C5381F4D26D1D62313F057167F064101CE,
+        0x2B76C179599BB92A963DAC85546A005A777F7C13F6A7B75D5918B6B5808F5FDE,
+    ),
+)
+
 # An arbitrary Fp12 element with every coefficient nonzero.
 SAMPLE = (
     ((3, 5), (7, 11), (13, 17)),
@@ -111,6 +133,26 @@ class G2Tests(SynchronousTestCase):
         self.assertTrue(g2_is_on_curve(G2))
         self.assertTrue(g2_in_subgroup(G2))
         self.assertEqual(fp2_mul(B2, (9, 1)), (3, 0))
+
+    def test_subgroup_check_agrees_with_order(self) -> None:
+        """
+        The endomorphism test accepts exactly the points that n sends to
+        infinity: multiples of the generator, but not a point outside the
+        subgroup, a point of the cofactor's order, or their sums with G2.
+        """
+        points = [
+            G2,
+            g2_multiply(G2, 5),
+            None,
+            OUTSIDE_SUBGROUP,
+            COFACTOR_POINT,
+            g2_add(G2, COFACTOR_POINT),
+            g2_add(OUTSIDE_SUBGROUP, G2),
+        ]
+        for point in points:
+            self.assertTrue(g2_is_on_curve(point))
+            self.assertEqual(g2_in_subgroup(point), g2_multiply(point, N) is None, point)
+        self.assertEqual([g2_in_subgroup(point) for point in points], [True] * 3 + [False] * 4)
 
     def test_order(self) -> None:
         """
