@@ -13,6 +13,8 @@ answer: the pool fires only once its observers (the miner) are done.
 from collections.abc import Iterable
 from typing import Any
 
+from twisted.internet.defer import Deferred
+
 from nodex.interfaces import IAccounts, IChainService, IMiner, ITransactionPool, TransactionRejectedError
 from nodex.primitives import Address, Hash32
 from nodex.rpc import decoders, encoders
@@ -187,11 +189,13 @@ class TransactionMethods:
             Method("eth_maxPriorityFeePerGas", self.gas_price, (), encoders.quantity),
         ]
 
-    async def send_raw_transaction(self, raw: bytes) -> Hash32:
+    def send_raw_transaction(self, raw: bytes) -> "Deferred[Hash32]":
         """
         Decode a signed transaction and hand it to the pool.
+
+        @return: the pool's Deferred, firing with the hash.
         """
-        return await self._pool.add(raw_transaction(raw))
+        return self._pool.add(raw_transaction(raw))
 
     async def send_transaction(self, request: dict[str, Any]) -> Hash32:
         """
