@@ -16,6 +16,7 @@ from nodex.evm.precompiles.bn254 import (
     fp2_inverse,
     fp2_mul,
     fp12_conjugate,
+    fp12_cyclotomic_square,
     fp12_frobenius,
     fp12_inverse,
     fp12_mul,
@@ -110,6 +111,17 @@ class FieldTests(SynchronousTestCase):
         Squaring agrees with multiplying an element by itself.
         """
         self.assertEqual(fp12_square(SAMPLE), fp12_mul(SAMPLE, SAMPLE))
+
+    def test_cyclotomic_square(self) -> None:
+        """
+        On the cyclotomic subgroup (the image of the easy part of the final
+        exponentiation) the Granger-Scott squaring equals the general one.
+        """
+        element = fp12_mul(fp12_conjugate(SAMPLE), fp12_inverse(SAMPLE))
+        element = fp12_mul(fp12_frobenius(element, 2), element)
+        self.assertEqual(fp12_cyclotomic_square(element), fp12_square(element))
+        squared = fp12_cyclotomic_square(element)
+        self.assertEqual(fp12_cyclotomic_square(squared), fp12_square(squared))
 
     def test_frobenius(self) -> None:
         """
