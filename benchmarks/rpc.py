@@ -45,7 +45,9 @@ from twisted.internet import reactor
 from nodex.config import load_config
 from nodex.tap import compose
 config = load_config(None, {{"datadir": sys.argv[2], "rpc": {{"endpoint": "tcp:" + sys.argv[1] + ":interface=127.0.0.1"}}}})
-compose(config, reactor).startService()
+node = compose(config, reactor)
+node.startService()
+reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
 reactor.run()
 """,
     "routed": """
@@ -175,7 +177,11 @@ def main() -> None:
                 )
         finally:
             server.terminate()
-            server.wait()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
     shutil.rmtree(work, ignore_errors=True)
 
 
