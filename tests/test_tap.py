@@ -140,7 +140,7 @@ class MakeServiceTests(SynchronousTestCase):
         options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
         assert options.config is not None
         node = compose(options.config, MemoryReactorClock())
-        self.assertEqual(list(node), [])
+        self.assertRaises(KeyError, node.getServiceNamed, "rpc")
 
     def test_make_service(self) -> None:
         """

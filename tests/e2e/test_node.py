@@ -78,7 +78,8 @@ class RunningNodeTests(TestCase):
         self.assertTrue(results[0].startswith("nodex/0."))
         self.assertEqual(results[1], "0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470")
         self.assertEqual(results[2:6], ["33", False, "0x21", "0x3e"])
-        self.assertEqual(results[6], {"eth": "1.0", "net": "1.0", "rpc": "1.0", "web3": "1.0"})
+        self.assertLessEqual({"eth", "net", "rpc", "web3"}, set(results[6]))
+        self.assertEqual(set(results[6].values()), {"1.0"})
 
     async def test_txjsonrpc_client(self) -> None:
         """
