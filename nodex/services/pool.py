@@ -34,7 +34,7 @@ from zope.interface import implementer
 
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import METADATA, trie_node_reader
-from nodex.interfaces import ChainEvent, IChainService, ITransactionPool
+from nodex.interfaces import ChainEvent, IChainService, IMiner, ITransactionPool
 from nodex.primitives import UINT64_CEILING, Address, Hash32
 from nodex.services.errors import TransactionRejectedError
 from nodex.structures.accounts import Account
@@ -620,8 +620,64 @@ class TransactionPool(Service):
         return Deferred.fromCoroutine(self._readmit_all(transactions))
 
 
+class AutoMining:
+    """
+    The pool observer of the miner's C{auto} mode: for a transaction that
+    becomes pending, mine a block and make the L{TransactionPool.add} that
+    accepted it wait for that block.
+
+    Transactions that become pending together (a nonce gap closed) share one
+    block: a transaction that was already among the candidates of a block
+    being mined waits for that block rather than asking for another.
+    """
+
+    def __init__(self, miner: IMiner, pool: ITransactionPool) -> None:
+        """
+        @param miner: mines, when it is in C{auto} mode and mining.
+        @param pool: whose pending transactions the miner takes.
+        """
+        self._miner = miner
+        self._pool = pool
+        self._candidates: set[Hash32] = set()
+        self._waiters: list[Deferred[None]] | None = None
+
+    def __call__(self, transaction: Transaction) -> Deferred[None] | None:
+        """
+        Mine (or join the block being mined) for C{transaction}.
+
+        @return: a Deferred firing once the block is stored, or L{None}
+            when the miner is not automining.
+        """
+        if not (self._miner.is_mining and self._miner.mode == "auto"):
+            return None
+        if self._waiters is None or transaction.hash not in self._candidates:
+            self._candidates = {tx.hash for tx in self._pool.pending()}
+            self._waiters = waiters = []
+            self._miner.mine().addBoth(self._mined, waiters)
+            if self._waiters is not waiters:
+                # The block was stored at once (a synchronous miner).
+                return succeed(None)
+        waiter: Deferred[None] = Deferred()
+        self._waiters.append(waiter)
+        return waiter
+
+    def _mined(self, result: object, waiters: list[Deferred[None]]) -> None:
+        """
+        Release the transactions that waited for a block (a failed block is
+        logged by the pool: the transactions stay pending).
+        """
+        if self._waiters is waiters:
+            self._waiters = None
+            self._candidates = set()
+        for waiter in waiters:
+            waiter.callback(None)
+        if isinstance(result, Failure):
+            TransactionPool.log.failure("automatic mining failed", result)
+
+
 __all__ = [
     "ACCOUNT_SLOTS",
+    "AutoMining",
     "GLOBAL_SLOTS",
     "MAX_TRANSACTION_SIZE",
     "POOL_KEY_PREFIX",

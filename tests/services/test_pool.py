@@ -712,3 +712,126 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         kept = legacy(0, key=KEYS[1])
         self.successResultOf(pool.add(kept))
         self.assertEqual([key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX)], [POOL_KEY_PREFIX + kept.hash])
+
+
+class RecordingMiner:
+    """
+    A miner whose blocks complete when the test says, recording what each block took.
+    """
+
+    def __init__(self, pool: TransactionPool, chain: FakeChainService, synchronous: bool = False) -> None:
+        """
+        A miner in auto mode over C{pool} and C{chain}.
+        """
+        self.pool = pool
+        self.chain = chain
+        self.synchronous = synchronous
+        self.mode = "auto"
+        self.is_mining = True
+        self.blocks: list[tuple[Transaction, ...]] = []
+        self.running: list[Deferred[None]] = []
+
+    def mine(self) -> Deferred[None]:
+        """
+        Take the pending transactions now; store the block when L{finish} is called.
+        """
+        candidates = tuple(self.pool.pending())
+        self.blocks.append(candidates)
+        if self.synchronous:
+            self.chain.adopt(candidates)
+            return maybeDeferred(lambda: None)
+        done: Deferred[None] = Deferred()
+        done.addCallback(lambda _: self.chain.adopt(candidates) and None)
+        self.running.append(done)
+        return done
+
+    def finish(self) -> None:
+        """
+        Store the oldest block being mined.
+        """
+        self.running.pop(0).callback(None)
+
+
+class AutoMiningTests(PoolFixture, SynchronousTestCase):
+    """
+    Tests for L{AutoMining}, the pool observer of the C{auto} mode.
+    """
+
+    def setUp(self) -> None:
+        """
+        A pool observed by L{AutoMining} over a controllable miner.
+        """
+        from nodex.services.pool import AutoMining
+
+        self.pool = self.make_pool()
+        self.miner = RecordingMiner(self.pool, self.chain)
+        self.pool.add_observer(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+
+    def test_answer_after_block(self) -> None:
+        """
+        C{add} fires once the block holding the transaction is stored.
+        """
+        tx = legacy(0)
+        adding = self.pool.add(tx)
+        self.assertNoResult(adding)
+        self.miner.finish()
+        self.assertEqual(self.successResultOf(adding), tx.hash)
+        self.assertEqual(self.miner.blocks, [(tx,)])
+        self.assertEqual(len(self.pool), 0)
+
+    def test_gap_closed_mines_once(self) -> None:
+        """
+        Transactions that become pending together share one block.
+        """
+        later, first = legacy(1), legacy(0)
+        self.successResultOf(self.pool.add(later))
+        self.assertEqual(self.miner.blocks, [])
+        adding = self.pool.add(first)
+        self.assertEqual(self.miner.blocks, [(first, later)])
+        self.miner.finish()
+        self.successResultOf(adding)
+        self.assertEqual(len(self.pool), 0)
+
+    def test_newcomer_during_block_gets_its_own(self) -> None:
+        """
+        A transaction that arrives while a block is mined without it asks for another block.
+        """
+        first, second = legacy(0), legacy(0, key=KEYS[1])
+        one = self.pool.add(first)
+        two = self.pool.add(second)
+        self.assertEqual(self.miner.blocks, [(first,), (first, second)])
+        self.miner.finish()
+        self.successResultOf(one)
+        self.assertNoResult(two)
+        self.miner.finish()
+        self.successResultOf(two)
+
+    def test_not_mining(self) -> None:
+        """
+        A stopped miner, or one in another mode, mines nothing.
+        """
+        self.miner.is_mining = False
+        self.successResultOf(self.pool.add(legacy(0)))
+        self.miner.is_mining, self.miner.mode = True, "manual"
+        self.successResultOf(self.pool.add(legacy(0, key=KEYS[1])))
+        self.assertEqual(self.miner.blocks, [])
+
+    def test_synchronous_miner(self) -> None:
+        """
+        A miner that stores its block at once answers at once.
+        """
+        self.miner.synchronous = True
+        tx = legacy(0)
+        self.assertEqual(self.successResultOf(self.pool.add(tx)), tx.hash)
+        self.assertEqual(len(self.pool), 0)
+
+    def test_failed_block(self) -> None:
+        """
+        A block that fails is logged; the waiting add still answers and the transaction stays pending.
+        """
+        tx = legacy(0)
+        adding = self.pool.add(tx)
+        self.miner.running.pop(0).errback(RuntimeError("no block"))
+        self.assertEqual(self.successResultOf(adding), tx.hash)
+        self.assertEqual(self.pool.pending(), [tx])
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
