@@ -835,3 +835,49 @@ class AutoMiningTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(self.successResultOf(adding), tx.hash)
         self.assertEqual(self.pool.pending(), [tx])
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+
+class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
+    """
+    Invariants of the pool under random streams of transactions.
+    """
+
+    def test_invariants(self) -> None:
+        """
+        Whatever arrives, each sender's pending transactions run consecutively
+        from its state nonce, no sender exceeds its slots nor the pool its
+        size, the indexes agree, and the store holds exactly the pool.
+        """
+        from hypothesis import given, settings
+        from hypothesis import strategies as st
+
+        arrivals = st.lists(
+            st.tuples(st.integers(0, 2), st.integers(0, 6), st.integers(0, 4), st.integers(0, 3)),
+            max_size=40,
+        )
+
+        @settings(max_examples=60, deadline=None)
+        @given(arrivals, st.booleans())
+        def check(stream: list[tuple[int, int, int, int]], mine: bool) -> None:
+            pool = self.make_pool(account_slots=4, global_slots=7)
+            for index, (who, nonce, price, value) in enumerate(stream):
+                pool.add(legacy(nonce, key=KEYS[who], gas_price=price, value=value)).addErrback(
+                    lambda failure: failure.trap(TransactionRejectedError)
+                )
+                if mine and index % 5 == 4:
+                    self.chain.adopt(tuple(pool.pending()))
+            pending, queued = pool.pending(), pool.queued()
+            self.assertEqual(len(pending) + len(queued), len(pool))
+            self.assertLessEqual(len(pool), 7)
+            self.assertEqual({tx.hash for tx in pending + queued}, {tx.hash for tx in pool._by_hash.values()})
+            for address in ADDRESSES:
+                mine_pending = sorted(tx.nonce for tx in pending if tx.sender == address)
+                mine_all = [tx for tx in pending + queued if tx.sender == address]
+                self.assertLessEqual(len(mine_all), 4)
+                if mine_pending:
+                    start = self.successResultOf(pool.next_nonce(address)) - len(mine_pending)
+                    self.assertEqual(mine_pending, list(range(start, start + len(mine_pending))))
+            stored = {key[len(POOL_KEY_PREFIX):] for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX)}
+            self.assertEqual(stored, {tx.hash for tx in pending + queued})
+
+        check()
