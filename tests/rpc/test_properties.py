@@ -120,7 +120,7 @@ class PropertyTests(SynchronousTestCase):
         )
         self.assertEqual(json.loads(self.successResultOf(stub.content(again)))["result"], "0x21")
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(request_id=ids, params=st.lists(json_values, max_size=3))
     def test_ids_and_params(self, request_id: Any, params: list[Any]) -> None:
         """
