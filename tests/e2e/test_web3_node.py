@@ -382,3 +382,42 @@ class MiningModesTests(Web3NodeTestCase):
             await deferLater(reactor, 0.05, lambda: None)
         self.assertIsNotNone(receipt, "no interval block mined the transaction")
         self.assertEqual(receipt["status"], 1)
+
+    async def test_reorganisation(self) -> None:
+        """
+        A heavier side chain imported through the chain service becomes
+        canonical: the canonical index and the receipts follow it, and the
+        transaction only the abandoned block held is back in the pool, then
+        mined again.
+        """
+        from nodex.structures.transactions import decode_transaction
+        from tests.chain.test_processing import build_on
+
+        w3 = await self.start_node("--mining", "manual")
+        lost = await self.send_raw({"nonce": 0, "gasPrice": 0, "gas": 21000, "to": COW2, "value": 1})
+        kept_signed = EthAccount.sign_transaction(
+            {"chainId": 33, "nonce": 0, "gasPrice": 0, "gas": 21000, "to": COW2, "value": 2}, COW_KEYS[1]
+        )
+        kept = await self.blocking(w3.eth.send_raw_transaction, kept_signed.raw_transaction)
+        await self.rpc("evm_mine")
+        abandoned = await self.blocking(w3.eth.get_block, 1)
+        self.assertEqual(set(abandoned["transactions"]), {lost, kept})
+
+        chain = self.node.getServiceNamed("chain")
+        genesis = (await chain.get_block_by_number(0)).header
+        side = build_on(chain.store, genesis, [decode_transaction(bytes(kept_signed.raw_transaction))], chain.rules, extra_data=b"side")
+        self.assertEqual(await chain.import_block(side.block), "IMPORTED_NOT_BEST")
+        heavier = build_on(chain.store, side.block.header, [], chain.rules, block_hashes={0: genesis.hash, 1: side.block.hash}.get)
+        self.assertEqual(await chain.import_block(heavier.block), "IMPORTED_BEST")
+
+        self.assertEqual(await self.blocking(lambda: w3.eth.block_number), 2)
+        self.assertEqual(bytes((await self.blocking(w3.eth.get_block, 1))["hash"]), side.block.hash)
+        self.assertEqual(bytes((await self.receipt(kept))["blockHash"]), side.block.hash)
+        self.assertIsNone(await self.receipt(lost))
+        still_stored = (await self.rpc("eth_getBlockByHash", "0x" + bytes(abandoned["hash"]).hex(), False))["result"]
+        self.assertEqual(still_stored["number"], "0x1")
+        pooled = await self.blocking(w3.eth.get_transaction, lost)
+        self.assertIsNone(pooled["blockHash"])
+        self.assertEqual((await self.rpc("txpool_status"))["result"], {"pending": 1, "queued": 0})
+        await self.rpc("evm_mine")
+        self.assertEqual((await self.receipt(lost))["blockNumber"], 3)
