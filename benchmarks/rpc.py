@@ -11,7 +11,8 @@ too, to show what serving it directly saves.
 
 Usage::
 
-    python benchmarks/rpc.py [--seconds 5] [--servers nodex,web,klein] [--connections 1,8]
+    python benchmarks/rpc.py [--seconds 5] [--servers nodex,routed,web,klein] [--connections 1,8]
+    python benchmarks/rpc.py --dispatcher
 
 Prints one line per server and connection count: requests per second of
 wall-clock time, and requests per CPU-second that the server process used
@@ -139,6 +140,34 @@ def run_wrk(port: int, connections: int, seconds: int, script: Path) -> float:
     return float(match.group(1))
 
 
+def measure_dispatcher(calls: int = 50000) -> None:
+    """
+    The JSON-RPC dispatcher alone (no HTTP): C{eth_chainId} bodies answered
+    per CPU-second with the per-call debug line off and on (written by a
+    text observer to /dev/null, as twistd writes its log file).
+    """
+    from twisted.internet.task import Clock
+    from twisted.logger import globalLogBeginner, textFileLogObserver
+
+    from nodex.rpc.dispatch import Dispatcher
+    from nodex.rpc.eth import EthIdentityMethods
+    from nodex.rpc.registry import MethodRegistry, ModuleSettings
+
+    sink = open(os.devnull, "w")
+    globalLogBeginner.beginLoggingTo([textFileLogObserver(sink)], redirectStandardIO=False)
+    registry = MethodRegistry({"eth": ModuleSettings(True)})
+    registry.add(EthIdentityMethods(33, 62))
+    body = REQUEST.encode()
+    for debug in (False, True):
+        dispatcher = Dispatcher(registry, Clock(), debug=debug)
+        started = time.process_time()
+        for _ in range(calls):
+            dispatcher.handle(body)
+        used = time.process_time() - started
+        label = "on " if debug else "off"
+        print(f"dispatcher, debug line {label}: {calls / used:9.0f} calls per CPU-second ({used / calls * 1e6:.1f} us)")
+
+
 def main() -> None:
     """
     Run the benchmark and print the figures.
@@ -147,7 +176,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--servers", default="nodex,routed,web,klein")
     parser.add_argument("--connections", default="1,8")
+    parser.add_argument("--dispatcher", action="store_true", help="measure the dispatcher alone, without HTTP")
     args = parser.parse_args()
+    if args.dispatcher:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        measure_dispatcher()
+        return
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="nodex-bench-"))
