@@ -112,6 +112,22 @@ class OptionsTests(SynchronousTestCase):
         self.assertFalse(Path("/nonexistent/x").exists())
 
 
+    def test_dump_config_reloads(self) -> None:
+        """
+        The output of --dump-config, given back with --config, is the same configuration.
+        """
+        out = io.StringIO()
+        argv = ["--dump-config", "--network", "testnet", "--peer", "192.0.2.9:50505", "--datadir", self.mktemp()]
+        with self.assertRaises(SystemExit):
+            Options(stdout=out).parseOptions(argv)
+        dumped = Path(self.mktemp())
+        dumped.write_text(out.getvalue())
+        again = Options(stdout=io.StringIO())
+        again.parseOptions(["--config", str(dumped)])
+        assert again.config is not None
+        self.assertEqual(again.config.raw, tomllib.loads(out.getvalue()))
+
+
 class MakeServiceTests(SynchronousTestCase):
     """
     Tests for L{compose} and L{makeService}.
