@@ -83,6 +83,11 @@ class RPCError(NodexError, Fault):
     code: int = INTERNAL_ERROR
 
     def __init__(self, message: str, data: Any = None, code: int | None = None) -> None:
+        """
+        @param message: what the client reads.
+        @param data: the C{error.data} member, if any.
+        @param code: a code other than the class's own.
+        """
         if code is not None:
             self.code = code
         Fault.__init__(self, self.code, message)

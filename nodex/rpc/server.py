@@ -275,6 +275,10 @@ class _DirectPost(Resource):
     isLeaf = True
 
     def __init__(self, server: RPCServer, routed: IResource) -> None:
+        """
+        @param server: whose C{post} route serves C{POST /}.
+        @param routed: the Klein resource for everything else.
+        """
         super().__init__()
         self._server = server
         self._routed = routed

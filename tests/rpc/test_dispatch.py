@@ -103,6 +103,9 @@ class DispatcherTests(SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        A dispatcher over the example methods, with small limits and a fake clock.
+        """
         self.clock = Clock()
         self.methods = ExampleMethods()
         registry = MethodRegistry({"test": ModuleSettings(True)})
