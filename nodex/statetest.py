@@ -276,6 +276,9 @@ def run_case(
         root, _ = state.commit()
     except (StateTestError, NodexError, KeyError, TypeError, ValueError, AttributeError) as exc:
         return CaseResult(name, index, False, None, expected_root, None, f"malformed test: {exc!r}")
+    except Exception as exc:
+        # A bug below (a precompile, say) fails this case, not the whole run.
+        return CaseResult(name, index, False, None, expected_root, None, f"internal error: {exc!r}")
     root_hex = "0x" + root.hex()
     logs_hex = "0x" + logs_hash(logs).hex()
     failures = []

@@ -207,3 +207,23 @@ def _folders() -> list[str]:
 
 for _folder in _folders():
     setattr(GeneralStateTestsTests, "test_" + _folder.replace("/", "_").replace("-", "_"), _folder_test(_folder))
+
+
+class InternalErrorTests(SynchronousTestCase):
+    """
+    Tests for a bug below the runner.
+    """
+
+    def test_unexpected_exception_fails_the_case(self) -> None:
+        """
+        An unexpected exception while executing fails that case with a message, and the run goes on.
+        """
+        import nodex.statetest
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise ZeroDivisionError("boom")
+
+        self.patch(nodex.statetest, "apply_transaction", broken)
+        status, lines = run_main(write_json(self, MINIMAL_TEST))
+        self.assertEqual(json.loads(lines[0])["error"], "internal error: ZeroDivisionError('boom')")
+        self.assertEqual((status, lines[-1]), (1, "0 passed, 1 failed"))
