@@ -281,6 +281,9 @@ def run_case(
         return CaseResult(name, index, False, None, expected_root, None, f"internal error: {exc!r}")
     root_hex = "0x" + root.hex()
     logs_hex = "0x" + logs_hash(logs).hex()
+    if trace is not None:
+        # geth's statetest closes each case's trace with its state root.
+        trace(json.dumps({"stateRoot": root_hex}))
     failures = []
     if expected_root is None or root_hex != expected_root.lower():
         failures.append("state root mismatch")

@@ -123,7 +123,8 @@ class RunnerTests(SynchronousTestCase):
 
     def test_trace(self) -> None:
         """
-        C{--trace} writes one EIP-3155 line per instruction and a summary to standard error.
+        C{--trace} writes one EIP-3155 line per instruction, a summary and the
+        state root to standard error.
         """
         err = io.StringIO()
         main(["--trace", write_json(self, MINIMAL_TEST)], out=io.StringIO(), err=err)
@@ -131,7 +132,8 @@ class RunnerTests(SynchronousTestCase):
         self.assertEqual([line.get("opName") for line in lines[:3]], ["PUSH1", "PUSH1", "ADD"])
         self.assertEqual(lines[0]["gasCost"], "0x3")
         self.assertEqual(set(lines[0]), {"pc", "op", "gas", "gasCost", "memSize", "stack", "depth", "refund", "opName"})
-        self.assertEqual(set(lines[-1]), {"output", "gasUsed"})
+        self.assertEqual(set(lines[-2]), {"output", "gasUsed"})
+        self.assertEqual(set(lines[-1]), {"stateRoot"})
 
     def test_malformed_json(self) -> None:
         """
