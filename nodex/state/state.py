@@ -62,6 +62,8 @@ class State:
 
     @ivar read_node: fetches a trie node's RLP by its hash.
     @ivar read_code: fetches code by its hash.
+    @ivar new_codes: the code deployed (by hash) since the caller last
+        cleared this mapping, for the C{CODE} column.
     """
 
     def __init__(
@@ -483,8 +485,8 @@ class State:
         Write every change into the storage and state tries.
 
         @return: the new state root and the new trie nodes (hash to RLP), for
-            the caller to put in the C{TRIE_NODES} column; the code written
-            since the last commit is in L{new_codes}.
+the caller to put in the C{TRIE_NODES} column; the code deployed
+            is in L{new_codes}, which the caller clears once written.
         @raise StateError: a trie node needed for the update is missing.
         """
         nodes: dict[bytes, bytes] = {}
