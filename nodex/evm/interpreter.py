@@ -35,6 +35,7 @@ from nodex.evm.gas import (
 from nodex.evm.instructions import INSTRUCTIONS
 from nodex.evm.tracing import Tracer
 
+PUSH0 = 0x5F
 PUSH1 = 0x60
 PUSH32 = 0x7F
 JUMPDEST = 0x5B
@@ -214,7 +215,7 @@ def _run(evm: Evm) -> None:
     """
     The instruction loop without a tracer; it ends by raising a L{Halt}.
 
-    PUSH, DUP, SWAP, POP, JUMPDEST, JUMP and JUMPI, nine in ten of the
+    PUSH0 to PUSH32, DUP, SWAP, POP, JUMPDEST, JUMP and JUMPI, nine in ten of the
     instructions compiled code executes, are done here rather than through
     the table, with the program counter and gas in local variables: the same
     steps as L{nodex.evm.instructions.stack} and
@@ -239,6 +240,13 @@ def _run(evm: Evm) -> None:
                 stack.append(push_values[pc])
                 gas -= GAS_VERY_LOW
                 pc += op - 0x5E
+                continue
+            if op == PUSH0:
+                if len(stack) >= STACK_LIMIT:
+                    raise StackOverflowError
+                stack.append(0)
+                gas -= GAS_BASE
+                pc += 1
                 continue
             if op == JUMPDEST:
                 gas -= GAS_JUMPDEST
