@@ -29,7 +29,7 @@ from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, St
 from nodex.primitives import Address, Hash32
 from nodex.services.threads import RunInThread
 from nodex.state.errors import StateError
-from nodex.state.overrides import StateOverrides
+from nodex.state.overrides import StateOverrideError, StateOverrides
 from nodex.state.state import State, decode_storage_value
 from nodex.structures.accounts import Account
 from nodex.structures.errors import RLPError
@@ -281,6 +281,8 @@ class StateService(Service):
         opener = self._opener(header)
         try:
             return execute_call(opener, block, request, overrides, self.call_gas_cap).output
+        except StateOverrideError:
+            raise
         except (StateError, TrieError) as exc:
             raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
@@ -301,6 +303,8 @@ class StateService(Service):
         upper = min(header.gas_limit, self.estimate_gas_cap)
         try:
             return estimate_gas(self._opener(header), block, request, overrides, upper)
+        except StateOverrideError:
+            raise
         except (StateError, TrieError) as exc:
             raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 

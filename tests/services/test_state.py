@@ -123,6 +123,17 @@ class StateServiceTests(SynchronousTestCase):
         overrides = StateOverrides({STORAGE: AccountOverride(state={})})
         self.assertEqual(self.successResultOf(self.service.call(self.after, request, overrides)), word(0))
 
+    def test_bad_override(self) -> None:
+        """
+        A refused override set stays a L{StateOverrideError} (not a missing state).
+        """
+        from nodex.state.overrides import StateOverrideError
+
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        overrides = StateOverrides({STORAGE: AccountOverride(state={}, state_diff={})})
+        self.failureResultOf(self.service.call(self.after, request, overrides), StateOverrideError)
+        self.failureResultOf(self.service.estimate_gas(self.after, request, overrides), StateOverrideError)
+
     def test_call_revert(self) -> None:
         """
         A revert fails the Deferred with L{ExecutionRevertedError}.
