@@ -352,3 +352,43 @@ class HeaderForTests(SynchronousTestCase):
         """
         header = make_header(3, b"\x01" * 32)
         self.assertEqual(Header.decode(header.encode()), header)
+
+
+class BadInputPropertyTests(RPCFixture, SynchronousTestCase):
+    """
+    No parameters, however wrong, make an issue-5 method crash.
+    """
+
+    def test_never_internal_error(self) -> None:
+        """
+        Random JSON parameters to every method answer a result or a
+        deliberate error, never -32603.
+        """
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import strategies as st
+
+        self.make_node(auto=True)
+        names = sorted(
+            method.name
+            for provider in (
+                ChainMethods(self.chain, self.pool),
+                TransactionMethods(self.chain, self.pool, self.accounts, self.miner),
+                TxPoolMethods(self.pool),
+                EvmMethods(self.chain, self.pool, self.miner),
+            )
+            for method in provider.rpc_methods()
+        )
+        scalars = st.one_of(
+            st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=70),
+            st.sampled_from(["0x", "0x0", "0x1", "latest", "pending", "earliest", "0x" + "ab" * 32, "0x" + "cd" * 20, "0xc0", "0x03c0"]),
+        )
+        values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["from", "to", "gas", "value", "data", "nonce", "type", "accessList", "blockHash"]), inner, max_size=3), max_leaves=6)
+
+        @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.sampled_from(names), st.lists(values, max_size=3))
+        def check(name: str, params: list) -> None:
+            response = self.request(name, *params)
+            if "error" in response:
+                self.assertNotEqual(response["error"]["code"], -32603, (name, params, response))
+
+        check()
