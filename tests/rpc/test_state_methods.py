@@ -292,6 +292,38 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         self.assertEqual(self.error("eth_feeHistory", "0x1", "latest", [50, 10])["code"], -32602)
 
 
+class FeeHistoryTests(DispatchFixture, SynchronousTestCase):
+    """
+    eth_feeHistory over blocks with transactions.
+    """
+
+    def test_ratios_and_rewards(self) -> None:
+        """
+        Gas-used ratios come from the headers, rewards from the prices paid.
+        """
+        from nodex.structures.transactions import LegacyTransaction
+        from tests.chain.test_logsearch import make_block
+
+        blocks, receipts = [], []
+        for number in range(3):
+            block, block_receipts = make_block(number, [[]] * number)
+            transactions = tuple(
+                LegacyTransaction(nonce=i, gas_price=10 * (i + 1), gas=21000, to=b"\x03" * 20, value=0, data=b"", v=27, r=1, s=1)
+                for i in range(number)
+            )
+            header = replace(block.header, gas_used=21000 * number)
+            blocks.append(Block(header, transactions))
+            receipts.append(block_receipts)
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        registry.add(FeeMethods(FakeChain(blocks, receipts)))  # type: ignore[arg-type]
+        self.dispatcher = Dispatcher(registry, Clock())
+        history = self.call("eth_feeHistory", "0x2", "latest", [0, 100])
+        self.assertEqual(history["oldestBlock"], "0x1")
+        self.assertEqual(history["gasUsedRatio"], [21000 / 30_000_000, 42000 / 30_000_000])
+        self.assertEqual(history["reward"], [["0xa", "0xa"], ["0xa", "0x14"]])
+        self.assertEqual(history["baseFeePerGas"], ["0x0"] * 3)
+
+
 class RewardsTests(SynchronousTestCase):
     """
     Tests for L{rewards}.
