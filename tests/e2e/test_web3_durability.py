@@ -125,8 +125,9 @@ class KillDuringStreamTests(SynchronousTestCase):
         Every receipt the client saw before the kill is there after the
         restart, and the restarted node goes on mining.
         """
-        datadir = self.mktemp()
-        log = Path(self.mktemp() + ".log")
+        # Absolute: the node runs from the repository root, not from trial's directory.
+        datadir = os.path.abspath(self.mktemp())
+        log = Path(os.path.abspath(self.mktemp() + ".log"))
         raws = [
             EthAccount.sign_transaction(
                 {"chainId": 33, "nonce": n, "gasPrice": 0, "gas": 21000, "to": RECIPIENT, "value": 1}, KEY
