@@ -251,7 +251,8 @@ def compose_state_and_logs(
     RPC providers of issue 6.
 
     @param pool: the transaction pool, whose new pending transactions the
-        pending-transaction filters gather (none without it).
+        pending-transaction filters gather and whose pending nonces
+        C{eth_getTransactionCount} answers at C{pending} (neither without it).
     """
     rpc = config.rpc
     state = StateService(
@@ -264,7 +265,7 @@ def compose_state_and_logs(
         chain.store, chain, pool, state.run_in_thread, reactor,
         max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None,
     )
-    return [StateMethods(chain, state), FilterMethods(filters), FeeMethods(chain)]
+    return [StateMethods(chain, state, pool), FilterMethods(filters), FeeMethods(chain)]
 
 
 def compose(config: NodeConfig, reactor: Any) -> NodeService:

@@ -22,6 +22,7 @@ from nodex.interfaces import (
     ExecutionRevertedError,
     IChainService,
     IStateService,
+    ITransactionPool,
     StateOverrides,
 )
 from nodex.primitives import ZERO_ADDRESS, Address
@@ -173,13 +174,17 @@ class StateMethods:
     State reads and calls at any block.
     """
 
-    def __init__(self, chain: IChainService, state: IStateService) -> None:
+    def __init__(self, chain: IChainService, state: IStateService, pool: ITransactionPool | None = None) -> None:
         """
         @param chain: resolves block parameters and knows the head.
         @param state: reads the state and runs calls.
+        @param pool: counts the pending transactions of a sender for
+            C{eth_getTransactionCount} at C{pending} (without it, C{pending}
+            is the head).
         """
         self._chain = chain
         self._state = state
+        self._pool = pool
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -240,8 +245,12 @@ class StateMethods:
 
     def get_transaction_count(self, address: Address, selector: BlockSelector) -> "Deferred[int]":
         """
-        C{eth_getTransactionCount}: the account's nonce at the block.
+        C{eth_getTransactionCount}: the account's nonce at the block; at
+        C{pending}, the nonce its next transaction needs (the state nonce
+        plus its pending transactions), what wallets ask before signing.
         """
+        if selector is BlockTag.PENDING and self._pool is not None:
+            return self._pool.next_nonce(address)
         return self._at(selector, lambda header: self._state.get_nonce(header, address))
 
     def get_storage_at(self, address: Address, slot: int, selector: BlockSelector) -> "Deferred[bytes]":

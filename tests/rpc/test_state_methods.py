@@ -176,6 +176,29 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         self.assertEqual(error["code"], -32600)
         self.assertIsNone(self.call("eth_getCode", self.storage, "0x99"))
 
+    def test_pending_nonce(self) -> None:
+        """
+        With a pool, the pending transaction count is the pool's next nonce.
+        """
+
+        class Pool:
+            """
+            The nonce counting of a pool holding two transactions of ALICE.
+            """
+
+            def next_nonce(self, address: bytes) -> Deferred[int]:
+                """
+                The state nonce (3) plus two pending.
+                """
+                return succeed(5 if address == ALICE else 0)
+
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        state = StateService(self.store, 33, maybeDeferred, Clock())
+        registry.add(StateMethods(self.chain, state, Pool()))  # type: ignore[arg-type]
+        self.dispatcher = Dispatcher(registry, Clock())
+        self.assertEqual(self.call("eth_getTransactionCount", self.alice, "pending"), "0x5")
+        self.assertEqual(self.call("eth_getTransactionCount", self.alice, "latest"), "0x3")
+
     def test_nonce_storage_code(self) -> None:
         """
         Nonce, 32-byte storage words (zero when absent) and code.
