@@ -263,7 +263,7 @@ def compose_state_and_logs(
     state.setServiceParent(node)
     filters = FilterService(
         chain.store, chain, pool, state.run_in_thread, reactor,
-        max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None,
+        max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None, time_limit=rpc.timeout,
     )
     return [StateMethods(chain, state, pool), FilterMethods(filters), FeeMethods(chain)]
 

@@ -11,11 +11,12 @@ an empty list matches any address.
 """
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from threading import Lock
 
+from nodex.chain.calls import CallTimeoutError
 from nodex.chain.errors import ChainError
 from nodex.chain.logindex import bloom_matches, candidate_blocks, value_mask
 from nodex.crypto import keccak256
@@ -25,6 +26,10 @@ from nodex.primitives import Address, Hash32
 from nodex.structures.blocks import decode_body
 from nodex.structures.logs import MAX_TOPICS, Log
 from nodex.structures.receipts import Receipt, decode_receipts
+
+
+EXPIRY_CHECK_BLOCKS = 64
+"""How many candidate blocks a search reads between two looks at the clock."""
 
 
 class LogQueryError(ChainError):
@@ -395,16 +400,23 @@ def search_logs(
     log_filter: LogFilter,
     max_logs: int | None = None,
     cache: BlockLogCache | None = None,
+    expired: Callable[[], bool] | None = None,
 ) -> list[LogEntry]:
     """
     The selected logs of the canonical blocks C{first} to C{last}, in chain order.
 
     @param max_logs: the most logs returned, or L{None} for no limit.
     @param cache: keeps the walked blocks for later searches.
+    @param expired: tells whether the request's time is up; asked every
+        L{EXPIRY_CHECK_BLOCKS} candidate blocks.
     @raise TooManyLogsError: more logs than C{max_logs} matched.
+    @raise CallTimeoutError: the time ran out (RPC code -32011, as the
+        reference answers a log search past its time limit).
     """
     found: list[LogEntry] = []
-    for number in candidate_blocks(store, first, last, log_filter.groups):
+    for checked, number in enumerate(candidate_blocks(store, first, last, log_filter.groups)):
+        if expired is not None and checked % EXPIRY_CHECK_BLOCKS == 0 and expired():
+            raise CallTimeoutError()
         found.extend(read_block_log_entries(store, number, log_filter, cache))
         if max_logs is not None and len(found) > max_logs:
             raise TooManyLogsError(max_logs)
@@ -412,6 +424,7 @@ def search_logs(
 
 
 __all__ = [
+    "EXPIRY_CHECK_BLOCKS",
     "BlockLogCache",
     "BlockLogs",
     "BlockRangeTooLargeError",

@@ -49,6 +49,9 @@ MAX_FILTERS = 10_000
 """The most filters installed at once (each holds memory until it expires)."""
 
 MAX_HISTORY = 10_000
+
+SEARCH_TIME_LIMIT = 5.0
+"""Seconds a log search may take (the reference's C{rpc.timeout})."""
 """The most hashes a block or pending-transaction filter keeps for C{eth_getFilterLogs}."""
 
 LOGS, BLOCKS, PENDING = "logs", "blocks", "pending"
@@ -98,6 +101,7 @@ class FilterService:
         max_block_range: int | None = None,
         max_logs: int | None = None,
         random_bits: Callable[[int], int] = secrets.randbits,
+        time_limit: float = SEARCH_TIME_LIMIT,
     ) -> None:
         """
         Start observing C{chain} and C{pool}.
@@ -109,6 +113,8 @@ class FilterService:
             spans, or L{None} for no limit (reference §8).
         @param max_logs: the most logs a search returns, or L{None}.
         @param random_bits: draws the random ids (tests fix it).
+        @param time_limit: seconds a search may take before it gives up
+            (the thread stops reading, the client gets -32011).
         """
         self._store = store
         self._chain = chain
@@ -117,6 +123,7 @@ class FilterService:
         self._max_block_range = max_block_range
         self._max_logs = max_logs
         self._random_bits = random_bits
+        self._time_limit = time_limit
         self._filters: dict[int, _Filter] = {}
         self._cache = BlockLogCache()
         chain.add_observer(self._chain_changed)
@@ -159,7 +166,18 @@ class FilterService:
             return fail(exc)
         if first > last:
             return succeed([])
-        return self._run_in_thread(search_logs, self._store, first, last, log_filter, self._max_logs, self._cache)
+        deadline = self._clock.seconds() + self._time_limit
+        clock = self._clock
+
+        def expired() -> bool:
+            """
+            Whether the search's time is up (read from the reader thread).
+            """
+            return clock.seconds() > deadline
+
+        return self._run_in_thread(
+            search_logs, self._store, first, last, log_filter, self._max_logs, self._cache, expired
+        )
 
     def get_block_logs(self, block_hash: bytes, log_filter: LogFilter) -> Deferred[list[LogEntry]]:
         """
@@ -331,4 +349,4 @@ def _receipts(receipts: tuple[tuple[Receipt, ...], ...], index: int) -> tuple[Re
     return receipts[index] if index < len(receipts) else ()
 
 
-__all__ = ["FILTER_EXPIRY", "MAX_FILTERS", "MAX_HISTORY", "FilterService"]
+__all__ = ["FILTER_EXPIRY", "MAX_FILTERS", "MAX_HISTORY", "SEARCH_TIME_LIMIT", "FilterService"]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.logindex import index_block
+from nodex.chain.calls import CallTimeoutError
 from nodex.chain.logsearch import (
     BlockLogCache,
     LogFilter,
@@ -203,6 +204,24 @@ class SearchTests(SynchronousTestCase):
         self.assertEqual(len(cache), 50)
         self.assertEqual(search_logs(self.store, 0, 99, log_filter, cache=cache), first)
         self.assertEqual(first, search_logs(self.store, 0, 99, log_filter))
+
+    def test_expiry(self) -> None:
+        """
+        A search whose time is up stops with L{CallTimeoutError}, looking
+        at the clock once per L{EXPIRY_CHECK_BLOCKS} candidates.
+        """
+        looks = []
+
+        def expired() -> bool:
+            """
+            Count the looks; the time is up at the third.
+            """
+            looks.append(1)
+            return len(looks) > 2
+
+        self.assertRaises(CallTimeoutError, search_logs, self.store, 0, 1099, LogFilter(), None, None, expired)
+        self.assertEqual(len(looks), 3)
+        self.assertEqual(len(search_logs(self.store, 0, 99, LogFilter(), expired=lambda: False)), 102)
 
     def test_unknown_heights(self) -> None:
         """

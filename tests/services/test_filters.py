@@ -152,6 +152,22 @@ class FilterServiceTests(SynchronousTestCase):
         self.assertEqual(str(failure.value), "Cannot query more than 100 blocks at once")
         self.failureResultOf(self.service.get_logs(0, 100, LogFilter()), TooManyLogsError)
 
+    def test_search_time_limit(self) -> None:
+        """
+        A search still running at the time limit gives up with -32011's error.
+        """
+        from nodex.chain.calls import CallTimeoutError
+
+        service = FilterService(self.store, self.chain, None, self.slow, self.clock, time_limit=5)  # type: ignore[arg-type]
+        self.failureResultOf(service.get_logs(0, 9, LogFilter()), CallTimeoutError)
+
+    def slow(self, function: Callable[..., object], *args: object) -> object:
+        """
+        Run C{function} as if it started after the clock passed every deadline.
+        """
+        self.clock.advance(10)
+        return maybeDeferred(function, *args)
+
     def test_block_hash(self) -> None:
         """
         C{get_block_logs} reads one block; an unknown hash is an error.
