@@ -47,6 +47,12 @@ DEFAULT_READERS = 4
 ACCOUNT_CACHE_SIZE = 4096
 """Accounts kept by (state root, address) for reads on the reactor thread."""
 
+CALL_CACHE_SIZE = 1024
+"""Answers of calls kept by (block hash, call), for dapps that poll the same views."""
+
+CALL_CACHE_MAX_OUTPUT = 4096
+"""Only answers up to this many bytes are kept."""
+
 DEFAULT_TIME_LIMIT = 5.0
 """Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
 
@@ -96,6 +102,7 @@ class StateService(Service):
         self.estimate_gas_cap = call_gas_cap if estimate_gas_cap is None else estimate_gas_cap
         self._time_limit = time_limit
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
+        self._calls: OrderedDict[tuple[bytes, CallRequest], bytes] = OrderedDict()
 
     def startService(self) -> None:
         """
@@ -266,12 +273,36 @@ class StateService(Service):
         """
         Run C{request} on the state after block C{header}, in its context.
 
+        A call without overrides is a function of the block (its state and
+        its context) and the call object alone, so the answers of recent
+        successful calls are kept by (block hash, call) on the reactor
+        thread and given again without running: dapps poll the same views
+        (balances, allowances, reserves) over and over.
+
         @return: a Deferred firing with the return data, or failing with
             L{nodex.interfaces.ExecutionRevertedError},
             L{nodex.interfaces.CallError},
             L{nodex.interfaces.StateOverrideError} or L{CallTimeoutError}.
         """
-        return self._limited(self._run_in_thread(self._thd_call, header, request, overrides))
+        key = None if overrides else _call_key(header, request)
+        if key is None:
+            return self._limited(self._run_in_thread(self._thd_call, header, request, overrides))
+        calls = self._calls
+        if key in calls:
+            calls.move_to_end(key)
+            return succeed(calls[key])
+
+        def remember(output: bytes) -> bytes:
+            """
+            Keep a short answer, forgetting the least recently used beyond the size.
+            """
+            if len(output) <= CALL_CACHE_MAX_OUTPUT:
+                calls[key] = output
+                if len(calls) > CALL_CACHE_SIZE:
+                    calls.popitem(last=False)
+            return output
+
+        return self._limited(self._run_in_thread(self._thd_call, header, request, overrides)).addCallback(remember)
 
     def _thd_call(self, header: Header, request: CallRequest, overrides: StateOverrides) -> bytes:
         """
@@ -317,4 +348,15 @@ class StateService(Service):
         return lambda: State.from_store(store, root)
 
 
-__all__ = ["ACCOUNT_CACHE_SIZE", "DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]
+def _call_key(header: Header, request: CallRequest) -> tuple[bytes, CallRequest] | None:
+    """
+    The cache key of a call at a block, or L{None} if the call object cannot be one.
+    """
+    try:
+        hash(request)
+    except TypeError:
+        return None
+    return (header.hash, request)
+
+
+__all__ = ["ACCOUNT_CACHE_SIZE", "CALL_CACHE_MAX_OUTPUT", "CALL_CACHE_SIZE", "DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]

@@ -249,3 +249,52 @@ class AccountCacheTests(SynchronousTestCase):
         for index in range(5):
             service.get_balance(after, bytes([index]) * 20)
         self.assertEqual(len(service._accounts), 2)
+
+
+class CallCacheTests(SynchronousTestCase):
+    """
+    Tests for the call cache of L{StateService}.
+    """
+
+    def setUp(self) -> None:
+        """
+        A service that counts its thread runs.
+        """
+        self.store, self.before, self.after = build_store()
+        self.runs: list[object] = []
+
+        def counting(function: object, *args: object) -> Deferred[object]:
+            """
+            Run synchronously, counting the runs.
+            """
+            self.runs.append(function)
+            return maybeDeferred(function, *args)  # type: ignore[arg-type]
+
+        self.service = StateService(self.store, 33, counting, Clock())
+        self.get = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+
+    def test_repeated_call(self) -> None:
+        """
+        The same call at the same block runs once; at another block or with
+        other data it runs again.
+        """
+        for _ in range(3):
+            self.assertEqual(self.successResultOf(self.service.call(self.after, self.get, StateOverrides())), word(5))
+        self.assertEqual(len(self.runs), 1)
+        self.successResultOf(self.service.call(self.before, self.get, StateOverrides()))
+        other = CallRequest(sender=ALICE, to=STORAGE, data=selector("value()"))
+        self.assertEqual(self.successResultOf(self.service.call(self.after, other, StateOverrides())), word(5))
+        self.assertEqual(len(self.runs), 3)
+
+    def test_overrides_and_failures_not_kept(self) -> None:
+        """
+        Calls with overrides and calls that revert always run.
+        """
+        overrides = StateOverrides({STORAGE: AccountOverride(state_diff={0: 1})})
+        for _ in range(2):
+            self.assertEqual(self.successResultOf(self.service.call(self.after, self.get, overrides)), word(1))
+        revert = CallRequest(to=REVERTER, data=selector("revertWithReason()"))
+        for _ in range(2):
+            self.failureResultOf(self.service.call(self.after, revert, StateOverrides()), ExecutionRevertedError)
+        self.assertEqual(len(self.runs), 4)
+        self.assertEqual(self.successResultOf(self.service.call(self.after, self.get, StateOverrides())), word(5))
