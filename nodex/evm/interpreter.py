@@ -319,9 +319,9 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
         op = code[pc]
         gas = evm.gas_left
         stack = list(evm.stack)
-        memory_size = len(evm.memory)
+        memory = bytes(evm.memory)
         if op in _CALL_FAMILY:
-            context.pending_step = (evm, pc, op, gas, stack, memory_size)
+            context.pending_step = (evm, pc, op, gas, stack, memory)
         try:
             table[op](evm)
             if evm.gas_left < 0:
@@ -332,14 +332,14 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
             error = halt if isinstance(halt, ExceptionalHalt) else None
             cost = gas - max(evm.gas_left, 0) if error is None else 0
             context.pending_step = None
-            tracer.capture_step(evm, pc, op, gas, cost, stack, memory_size, error)
+            tracer.capture_step(evm, pc, op, gas, cost, stack, memory, error)
             raise
         except IndexError:
             context.pending_step = None
-            tracer.capture_step(evm, pc, op, gas, 0, stack, memory_size, StackUnderflowError())
+            tracer.capture_step(evm, pc, op, gas, 0, stack, memory, StackUnderflowError())
             raise
         if op not in _CALL_FAMILY:
-            tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory_size, None)
+            tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory, None)
         else:
             _flush_pending_step(context, tracer)
 
@@ -351,8 +351,8 @@ def _flush_pending_step(context: ExecutionContext, tracer: Tracer) -> None:
     pending = context.pending_step
     if pending is not None:
         context.pending_step = None
-        evm, pc, op, gas, stack, memory_size = pending
-        tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory_size, None)
+        evm, pc, op, gas, stack, memory = pending
+        tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory, None)
 
 
 def _run_precompile(message: Message, context: ExecutionContext, precompile: object) -> Evm:

@@ -32,7 +32,7 @@ class Tracer(Protocol):
         gas: int,
         gas_cost: int,
         stack: Sequence[int],
-        memory_size: int,
+        memory: bytes,
         error: Exception | None,
     ) -> None:
         """
@@ -42,7 +42,7 @@ class Tracer(Protocol):
         @param gas_cost: the gas it took (for CALL and CREATE, what was
             charged before the child ran, including the gas handed over).
         @param stack: the stack before the instruction, top last.
-        @param memory_size: the memory size in bytes before the instruction.
+        @param memory: the memory before the instruction.
         """
 
     def capture_exit(self, evm: Evm) -> None:
@@ -75,7 +75,7 @@ class JSONTracer:
         gas: int,
         gas_cost: int,
         stack: Sequence[int],
-        memory_size: int,
+        memory: bytes,
         error: Exception | None,
     ) -> None:
         """
@@ -86,7 +86,7 @@ class JSONTracer:
             "op": op,
             "gas": hex(gas),
             "gasCost": hex(gas_cost),
-            "memSize": memory_size,
+            "memSize": len(memory),
             "stack": [hex(item) for item in stack],
             "depth": evm.message.depth + 1,
             "refund": evm.refund_counter,

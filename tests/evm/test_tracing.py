@@ -64,3 +64,32 @@ class JSONTracerTests(SynchronousTestCase):
         call_index = names.index(("CALL", 1))
         self.assertEqual(names[call_index + 1], ("PUSH0", 2))
         self.assertEqual(int(lines[call_index]["gasCost"], 16), 2600 + 1000)
+
+
+class TracerHookTests(SynchronousTestCase):
+    """
+    Tests for what the hooks receive.
+    """
+
+    def test_memory_before_step(self) -> None:
+        """
+        Each step receives the memory as it was before the instruction.
+        """
+        steps: list[tuple[str, bytes]] = []
+
+        class Recorder:
+            def capture_enter(self, message: Message) -> None:
+                pass
+
+            def capture_exit(self, evm: object) -> None:
+                pass
+
+            def capture_step(self, evm, pc, op, gas, gas_cost, stack, memory, error) -> None:  # type: ignore[no-untyped-def]
+                steps.append((op, memory))
+
+        code = push(0xAB) + push(0) + b"\x53\x00"
+        state = make_state(code)
+        context = ExecutionContext(state, BLOCK, TransactionEnvironment(CALLER, 1), Recorder())
+        process_message(Message(CALLER, CONTRACT, CONTRACT, 100_000, 0, b"", CONTRACT, code, 0), context)
+        self.assertEqual(steps[2], (0x53, b""))
+        self.assertEqual(steps[3], (0x00, b"\xab" + b"\x00" * 31))
