@@ -78,13 +78,24 @@ class TracerHookTests(SynchronousTestCase):
         steps: list[tuple[str, bytes]] = []
 
         class Recorder:
+            """
+            A tracer that keeps each step's opcode and memory.
+            """
+
             def capture_enter(self, message: Message) -> None:
-                pass
+                """
+                Nothing to keep when a frame starts.
+                """
 
             def capture_exit(self, evm: object) -> None:
-                pass
+                """
+                Nothing to keep when a frame ends.
+                """
 
             def capture_step(self, evm, pc, op, gas, gas_cost, stack, memory, error) -> None:  # type: ignore[no-untyped-def]
+                """
+                Keep the opcode and the memory.
+                """
                 steps.append((op, memory))
 
         code = push(0xAB) + push(0) + b"\x53\x00"
