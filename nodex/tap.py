@@ -167,7 +167,17 @@ class NodeService(MultiService):
             manhole=config.manhole_endpoint,
             mining=config.mining_mode,
         )
-        super().startService()
+        try:
+            super().startService()
+        except BaseException:
+            # A child that cannot start (an RPC port in use) would otherwise
+            # leave its started siblings' threads running, and the process
+            # would hang instead of exiting with the error.
+            self.running = False
+            for child in reversed(list(self)):
+                if child.running:
+                    child.stopService()
+            raise
 
 
 def build_rpc_server(

@@ -6,13 +6,13 @@ import io
 import tomllib
 from pathlib import Path
 
-from twisted.application.service import IServiceMaker
+from twisted.application.service import IServiceMaker, Service
 from twisted.internet.testing import MemoryReactorClock
 from twisted.plugin import getPlugins
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.tap import Options, compose, makeService
+from nodex.tap import NodeService, Options, compose, makeService
 
 
 class OptionsTests(SynchronousTestCase):
@@ -184,6 +184,58 @@ class MakeServiceTests(SynchronousTestCase):
         starts = [event for event in events if event.get("log_format", "").startswith("nodex starting")]
         self.assertEqual(len(starts), 1)
         self.assertEqual((starts[0]["network"], starts[0]["chain_id"], starts[0]["rpc"]), ("regtest", 33, "none"))
+
+
+class _Recorder(Service):
+    """
+    A child service that records its start and stop, or fails to start.
+    """
+
+    def __init__(self, log: list[str], name: str, fail: bool = False) -> None:
+        """
+        @param log: where to record.
+        @param fail: raise from C{startService}.
+        """
+        self.log, self.label, self.fail = log, name, fail
+
+    def startService(self) -> None:
+        """
+        Record the start, or fail.
+        """
+        if self.fail:
+            raise OSError("port in use")
+        super().startService()
+        self.log.append(f"start {self.label}")
+
+    def stopService(self) -> None:
+        """
+        Record the stop.
+        """
+        super().stopService()
+        self.log.append(f"stop {self.label}")
+
+
+class NodeServiceTests(SynchronousTestCase):
+    """
+    Tests for L{NodeService}.
+    """
+
+    def test_failed_start_stops_started_children(self) -> None:
+        """
+        When a child cannot start, the children already started are stopped (so that their
+        threads do not keep the process alive) and the error propagates.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        node = NodeService(options.config)
+        log: list[str] = []
+        _Recorder(log, "a").setServiceParent(node)
+        _Recorder(log, "b").setServiceParent(node)
+        _Recorder(log, "rpc", fail=True).setServiceParent(node)
+        self.assertRaises(OSError, node.startService)
+        self.assertEqual(log, ["start a", "start b", "stop b", "stop a"])
+        self.assertFalse(node.running)
 
 
 class PluginTests(SynchronousTestCase):

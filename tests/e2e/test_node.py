@@ -223,6 +223,23 @@ class TwistdTests(TestCase):
         self.assertEqual(process.signal, signal.SIGTERM)
         self.assertIn(b"Server Shut Down.", process.output)
 
+    async def test_port_in_use_exits_non_zero(self) -> None:
+        """
+        When the RPC port is taken, the node says so and exits 1 (instead of running deaf or
+        hanging on the threads of the services that did start).
+        """
+        from twisted.internet.protocol import Factory
+
+        taken = reactor.listenTCP(0, Factory(), interface="127.0.0.1")
+        self.addCleanup(taken.stopListening)
+        datadir = str(Path(self.mktemp()).resolve())
+        process = self.spawn(
+            "-n", "--pidfile=", "nodex", "--datadir", datadir, "--rpc", f"tcp:{taken.getHost().port}:interface=127.0.0.1"
+        )
+        process.listening.addErrback(lambda failure: None)
+        self.assertEqual(await process.ended, 1)
+        self.assertIn(b"RPC server cannot listen", process.output)
+
     async def test_bad_option_exits_non_zero(self) -> None:
         """
         A bad option value prints a message naming the key and exits non-zero.
