@@ -38,13 +38,21 @@ class ListeningService(Service):
         """
         super().startService()
         failures: list[Failure] = []
-        self._endpoint.listen(self._factory).addCallbacks(self._listening, failures.append)
+        self._endpoint.listen(self._factory).addCallbacks(self._listening, self._cannot_listen, errbackArgs=(failures,))
         if failures:
             self.running = False
-            self.log.critical(
-                "{label} server cannot listen: {error}", label=self._label, error=failures[0].getErrorMessage()
-            )
             failures[0].raiseException()
+
+    def _cannot_listen(self, failure: Failure, failures: list[Failure]) -> None:
+        """
+        Log why the endpoint cannot listen; keep the failure for
+        L{startService} to raise when it came at once.
+        """
+        self.log.critical("{label} server cannot listen: {error}", label=self._label, error=failure.getErrorMessage())
+        failures.append(failure)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.errback(failure)
 
     def _listening(self, port: IListeningPort) -> None:
         """
