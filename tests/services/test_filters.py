@@ -3,12 +3,14 @@ Tests for L{nodex.services.filters}.
 """
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from twisted.internet.defer import maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
+from nodex.chain.genesis import GenesisAllocation, initialize_chain
 from nodex.chain.logsearch import (
     BlockRangeTooLargeError,
     FilterNotFoundError,
@@ -20,12 +22,16 @@ from nodex.chain.logsearch import (
 from nodex.db.memory import MemoryStore
 from nodex.interfaces import BlockNotFoundError, ChainEvent, ChainHead, IFilterService
 from nodex.primitives import Address, Hash32
+from nodex.services.chain import ChainService
 from nodex.services.filters import FILTER_EXPIRY, FilterService
 from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
 from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt
-from nodex.structures.transactions import LegacyTransaction
+from nodex.structures.transactions import LegacyTransaction, sign_transaction
+from tests.chain.test_calls import runtime, selector, word
 from tests.chain.test_logsearch import make_block, store_block
+from tests.chain.test_processing import KEYS, build_on, sample_genesis, sample_rules
 
 TOPIC = Hash32(b"\x0a" * 32)
 OTHER = Hash32(b"\x0b" * 32)
@@ -295,3 +301,70 @@ class FilterServiceTests(SynchronousTestCase):
         self.assertFalse(self.service.uninstall_filter(filter_id))
         error = self.assertRaises(FilterNotFoundError, self.service.get_filter_changes, filter_id)
         self.assertEqual(str(error), "filter not found")
+
+
+EVENTS = Address(b"\xe0" * 20)
+
+
+class RealChainTests(SynchronousTestCase):
+    """
+    The filter service over the real L{nodex.services.chain.ChainService}:
+    its events and its log index (written by the chain's import batches)
+    give the same answers as the fake's.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain whose genesis holds the Events contract, with a filter service on it.
+        """
+        spec = sample_genesis()
+        spec = replace(spec, alloc={**spec.alloc, EVENTS: GenesisAllocation(0, code=runtime("Events"))})
+        self.store = MemoryStore()
+        self.genesis = initialize_chain(self.store, "regtest", spec)
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.service = FilterService(self.store, self.chain, None, maybeDeferred, self.clock)
+
+    def emit(self, key: int, nonce: int, amount: int) -> LegacyTransaction:
+        """
+        A signed call of C{emitOneIndexed(amount)} on the Events contract.
+        """
+        unsigned = LegacyTransaction(
+            nonce=nonce, gas_price=1, gas=100_000, to=EVENTS, value=0, data=selector("emitOneIndexed(uint256)") + word(amount)
+        )
+        return sign_transaction(unsigned, KEYS[key], 33)  # type: ignore[return-value]
+
+    def build(self, parent: Header, transactions: list[LegacyTransaction], extra: bytes) -> Block:
+        """
+        A sealed block on C{parent}, built against the store.
+        """
+        return build_on(self.store, parent, transactions, rules=sample_rules(), extra_data=extra).block
+
+    def amounts(self, entries: list[object]) -> list[tuple[int, bool]]:
+        """
+        The amounts (the log data) and removed flags of log entries.
+        """
+        return [(int.from_bytes(entry.log.data, "big"), entry.removed) for entry in entries]  # type: ignore[attr-defined]
+
+    def test_reorganisation(self) -> None:
+        """
+        A heavier side chain makes the filter deliver the abandoned log with
+        removed set, then the adopted ones; searches see only the new chain.
+        """
+        log_filter = self.service.new_log_filter(None, None, LogFilter(addresses=(EVENTS,)))
+        a1 = self.build(self.genesis, [self.emit(0, 0, 7)], b"a")
+        self.assertEqual(self.successResultOf(self.chain.import_block(a1)), "IMPORTED_BEST")
+        self.assertEqual(self.amounts(self.service.get_filter_changes(log_filter)), [(7, False)])
+        b1 = self.build(self.genesis, [self.emit(1, 0, 8)], b"b")
+        self.assertEqual(self.successResultOf(self.chain.import_block(b1)), "IMPORTED_NOT_BEST")
+        b2 = self.build(b1.header, [self.emit(1, 1, 9)], b"b")
+        self.assertEqual(self.successResultOf(self.chain.import_block(b2)), "IMPORTED_BEST")
+        changes = self.service.get_filter_changes(log_filter)
+        self.assertEqual(self.amounts(changes), [(7, True), (8, False), (9, False)])
+        self.assertEqual(changes[0].block_hash, a1.hash)
+        found = self.successResultOf(self.service.get_logs(0, None, LogFilter(addresses=(EVENTS,))))
+        self.assertEqual(self.amounts(found), [(8, False), (9, False)])
+        self.assertEqual([entry.transaction_hash for entry in found], [b1.transactions[0].hash, b2.transactions[0].hash])
+        old = self.successResultOf(self.service.get_block_logs(a1.hash, LogFilter()))
+        self.assertEqual(self.amounts(old), [(7, False)])
