@@ -415,9 +415,12 @@ class IFilterService(Interface):
         """
         The logs of the canonical blocks in the range that the filter selects.
 
-        @return: a Deferred failing with L{LogLimitError} (-32012) for a range
-            or a result beyond the network's limits, or L{LogQueryError} for
-            C{from_block} above C{to_block}.
+        @return: a Deferred firing with the entries in chain order (none when
+            C{from_block} is above the head and C{to_block} open), or failing
+            with L{LogLimitError} (-32012) for a range or a result beyond the
+            network's limits, L{LogQueryError} for a numeric C{from_block}
+            above a numeric C{to_block}, or L{CallTimeoutError} (-32011) past
+            the time limit.
         """
 
     def get_block_logs(block_hash: bytes, log_filter: LogFilter) -> "Deferred[list[LogEntry]]":
@@ -430,6 +433,8 @@ class IFilterService(Interface):
     def new_log_filter(from_block: "int | None", to_block: "int | None", log_filter: LogFilter) -> int:
         """
         Install a log filter; return its random 128-bit id.
+
+        @raise LogLimitError: too many filters are installed.
         """
 
     def new_block_filter() -> int:
