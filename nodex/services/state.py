@@ -24,7 +24,7 @@ from zope.interface import implementer
 
 from nodex.chain.calls import CallRequest, CallTimeoutError, call_environment, estimate_gas, execute_call
 from nodex.db.kv import KeyValueStore
-from nodex.db.schema import read_canonical_hash, trie_node_reader
+from nodex.db.schema import read_canonical_hash, read_header_rlp, trie_node_reader
 from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
 from nodex.primitives import Address, Hash32
 from nodex.services.threads import RunInThread
@@ -247,12 +247,40 @@ class StateService(Service):
 
     # Calls
 
-    def _block_hashes(self, number: int) -> Hash32 | None:
+    def _block_hashes(self, header: Header) -> Callable[[int], Hash32 | None]:
         """
-        The canonical hash at height C{number}, for BLOCKHASH.
+        BLOCKHASH for a call at C{header}: the hashes of its own ancestors,
+        read from the canonical index for a canonical block and by walking
+        the parent hashes for a block of a side chain.
         """
-        block_hash = read_canonical_hash(self._store, number)
-        return None if block_hash is None else Hash32(block_hash)
+        store = self._store
+        if read_canonical_hash(store, header.number) == header.hash:
+
+            def canonical(number: int) -> Hash32 | None:
+                """
+                The canonical hash at height C{number}.
+                """
+                found = read_canonical_hash(store, number) if number < header.number else None
+                return None if found is None else Hash32(found)
+
+            return canonical
+        known = {header.number - 1: header.parent_hash}
+        lowest = [header]
+
+        def walk(number: int) -> Hash32 | None:
+            """
+            The ancestor's hash at height C{number}, reading headers down to it.
+            """
+            while number not in known and lowest[0].number > 1:
+                parent_rlp = read_header_rlp(store, lowest[0].parent_hash)
+                if parent_rlp is None:
+                    return None
+                parent = Header.decode(parent_rlp)
+                known[parent.number - 1] = parent.parent_hash
+                lowest[0] = parent
+            return known.get(number) if number < header.number else None
+
+        return walk
 
     def _limited(self, deferred: "Deferred[T]") -> "Deferred[T]":
         """
@@ -308,7 +336,7 @@ class StateService(Service):
         """
         Execute the call in the reader thread.
         """
-        block = call_environment(header, self._chain_id, self._block_hashes)
+        block = call_environment(header, self._chain_id, self._block_hashes(header))
         opener = self._opener(header)
         try:
             return execute_call(opener, block, request, overrides, self.call_gas_cap).output
@@ -330,7 +358,7 @@ class StateService(Service):
         """
         Run the search in the reader thread.
         """
-        block = call_environment(header, self._chain_id, self._block_hashes)
+        block = call_environment(header, self._chain_id, self._block_hashes(header))
         upper = min(header.gas_limit, self.estimate_gas_cap)
         try:
             return estimate_gas(self._opener(header), block, request, overrides, upper)

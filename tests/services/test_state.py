@@ -2,6 +2,8 @@
 Tests for L{nodex.services.state}.
 """
 
+from dataclasses import replace
+
 import rlp
 from trie import HexaryTrie
 from twisted.internet.defer import Deferred, maybeDeferred
@@ -12,7 +14,7 @@ from zope.interface.verify import verifyObject
 from nodex.chain.calls import CallRequest, CallTimeoutError, ExecutionRevertedError
 from nodex.crypto import keccak256
 from nodex.db.memory import MemoryStore
-from nodex.db.schema import write_code, write_trie_nodes
+from nodex.db.schema import write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
 from nodex.interfaces import BlockNotFoundError, IStateService
 from nodex.primitives import Address, Hash32
 from nodex.services.state import StateService
@@ -298,3 +300,58 @@ class CallCacheTests(SynchronousTestCase):
             self.failureResultOf(self.service.call(self.after, revert, StateOverrides()), ExecutionRevertedError)
         self.assertEqual(len(self.runs), 4)
         self.assertEqual(self.successResultOf(self.service.call(self.after, self.get, StateOverrides())), word(5))
+
+
+BLOCKHASH_CODE = bytes.fromhex("5f35405f5260205ff3")
+"""Returns BLOCKHASH of the number in its call data."""
+
+
+class BlockHashTests(SynchronousTestCase):
+    """
+    BLOCKHASH in calls follows the called block's own ancestry.
+    """
+
+    def setUp(self) -> None:
+        """
+        Headers of a canonical chain g, c1, c2 and a side chain s1, s2 on g,
+        all over the same state.
+        """
+        self.store, _, state_header = build_store()
+        root = state_header.state_root
+        self.genesis = header_at(root, 0)
+        self.c1 = replace(header_at(root, 1), parent_hash=self.genesis.hash)
+        self.c2 = replace(header_at(root, 2), parent_hash=self.c1.hash)
+        self.s1 = replace(header_at(root, 1), parent_hash=self.genesis.hash, extra_data=b"side")
+        self.s2 = replace(header_at(root, 2), parent_hash=self.s1.hash, extra_data=b"side")
+        batch = self.store.batch()
+        for header in (self.genesis, self.c1, self.c2, self.s1, self.s2):
+            write_header_rlp(batch, header.hash, header.encode())
+        for header in (self.genesis, self.c1, self.c2):
+            write_canonical_hash(batch, header.number, header.hash)
+        self.store.write(batch)
+        self.service = StateService(self.store, 33, maybeDeferred, Clock())
+        self.overrides = StateOverrides({NOBODY: AccountOverride(code=BLOCKHASH_CODE)})
+
+    def block_hash(self, header: Header, number: int) -> bytes:
+        """
+        What BLOCKHASH(C{number}) gives in a call at C{header}.
+        """
+        request = CallRequest(to=NOBODY, data=word(number))
+        return self.successResultOf(self.service.call(header, request, self.overrides))
+
+    def test_canonical(self) -> None:
+        """
+        At a canonical block, the canonical ancestors; nothing for itself or later.
+        """
+        self.assertEqual(self.block_hash(self.c2, 1), self.c1.hash)
+        self.assertEqual(self.block_hash(self.c2, 0), self.genesis.hash)
+        self.assertEqual(self.block_hash(self.c1, 1), bytes(32))
+        self.assertEqual(self.block_hash(self.c1, 2), bytes(32))
+
+    def test_side_chain(self) -> None:
+        """
+        At a block of a side chain, its own ancestors.
+        """
+        self.assertEqual(self.block_hash(self.s2, 1), self.s1.hash)
+        self.assertEqual(self.block_hash(self.s2, 0), self.genesis.hash)
+        self.assertEqual(self.block_hash(self.s2, 2), bytes(32))
