@@ -48,7 +48,10 @@ JUMPI = 0x57
 _CODE_PADDING = b"\x00" * 33
 
 _ANALYSIS_CACHE: dict[bytes, tuple[bytes, frozenset[int], list[int | None]]] = {}
-_ANALYSIS_CACHE_LIMIT = 4096
+# The analysis costs about 16 bytes of memory per byte of code; a few MiB of
+# code covers a block's contracts many times over.
+_ANALYSIS_CACHE_BYTES = 4 * 1024 * 1024
+_analysis_cache_size = 0
 
 # A frame uses about eight Python frames; 1024 nested EVM frames need room.
 _RECURSION_LIMIT = 12000
@@ -85,9 +88,12 @@ def analyse_code(code: bytes) -> tuple[bytes, frozenset[int], list[int | None]]:
             position += size
         position += 1
     result = (padded, frozenset(destinations), push_values)
-    if len(_ANALYSIS_CACHE) >= _ANALYSIS_CACHE_LIMIT:
+    global _analysis_cache_size
+    if _analysis_cache_size + length > _ANALYSIS_CACHE_BYTES:
         _ANALYSIS_CACHE.clear()
+        _analysis_cache_size = 0
     _ANALYSIS_CACHE[code] = result
+    _analysis_cache_size += length
     return result
 
 
