@@ -61,11 +61,20 @@ class JSONTracer:
 
     def __init__(self, write: Callable[[str], None]) -> None:
         self.write = write
+        # The refund earned by the enclosing frames, one entry per active
+        # frame: the transaction-wide counter geth prints is that plus the
+        # current frame's own counter.
+        self._refund_bases: list[int] = []
+        self._last_evm: Evm | None = None
 
     def capture_enter(self, message: Message) -> None:
         """
-        Nothing to print when a frame starts.
+        Remember the refund of the enclosing frames.
         """
+        base = 0
+        if self._refund_bases and self._last_evm is not None:
+            base = self._refund_bases[-1] + self._last_evm.refund_counter
+        self._refund_bases.append(base)
 
     def capture_step(
         self,
@@ -81,6 +90,8 @@ class JSONTracer:
         """
         Print the EIP-3155 line of one instruction.
         """
+        self._last_evm = evm
+        base = self._refund_bases[-1] if self._refund_bases else 0
         line: dict[str, object] = {
             "pc": pc,
             "op": op,
@@ -89,7 +100,7 @@ class JSONTracer:
             "memSize": len(memory),
             "stack": [hex(item) for item in stack],
             "depth": evm.message.depth + 1,
-            "refund": evm.refund_counter,
+            "refund": base + evm.refund_counter,
             "opName": OPCODE_NAMES[op],
         }
         if error is not None:
@@ -98,8 +109,10 @@ class JSONTracer:
 
     def capture_exit(self, evm: Evm) -> None:
         """
-        Nothing to print when a frame ends.
+        Forget the ending frame's refund base.
         """
+        if self._refund_bases:
+            self._refund_bases.pop()
 
     def capture_summary(self, output: bytes, gas_used: int, error: str | None) -> None:
         """

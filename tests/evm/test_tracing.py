@@ -104,3 +104,28 @@ class TracerHookTests(SynchronousTestCase):
         process_message(Message(CALLER, CONTRACT, CONTRACT, 100_000, 0, b"", CONTRACT, code, 0), context)
         self.assertEqual(steps[2], (0x53, b""))
         self.assertEqual(steps[3], (0x00, b"\xab" + b"\x00" * 31))
+
+
+class RefundTests(SynchronousTestCase):
+    """
+    Tests for the C{refund} field.
+    """
+
+    def test_refund_counts_enclosing_frames(self) -> None:
+        """
+        Inside a child frame, the refund printed includes what the caller earned before the call.
+        """
+        state_code = push(0) + push(0) + b"\x55"
+        callee = push(0) + push(0) + b"\x55\x00"
+        code = state_code + push(0) * 5 + push(int.from_bytes(OTHER, "big")) + push(50000) + b"\xf1\x00"
+        lines: list[str] = []
+        state = make_state(code, {OTHER: callee})
+        state.set_storage(CONTRACT, 0, 1)
+        state.set_storage(OTHER, 0, 1)
+        state.begin_transaction()
+        context = ExecutionContext(state, BLOCK, TransactionEnvironment(CALLER, 1), JSONTracer(lines.append))
+        process_message(Message(CALLER, CONTRACT, CONTRACT, 100_000, 0, b"", CONTRACT, code, 0), context)
+        parsed = [json.loads(line) for line in lines]
+        child_stop = [line for line in parsed if line["depth"] == 2][-1]
+        self.assertEqual(child_stop["refund"], 2 * 4800)
+        self.assertEqual(parsed[-1]["refund"], 2 * 4800)
