@@ -2,19 +2,13 @@
 The ways an EVM frame can stop other than by running off its code.
 
 L{Halt} and its subclasses are raised inside the interpreter and caught at
-the frame boundary (they never leave L{nodex.evm}): L{Stop} is a normal end
-(STOP, RETURN, SELFDESTRUCT), L{Revert} keeps the frame's remaining gas, and
-every L{ExceptionalHalt} consumes all of it.  L{EVMError} is the root of the
-errors the package raises to its callers.
+the frame boundary (they never leave L{nodex.evm} as exceptions; a finished
+frame carries one in its C{error}): L{Stop} is a normal end (STOP, RETURN,
+SELFDESTRUCT), L{Revert} keeps the frame's remaining gas, and every
+L{ExceptionalHalt} consumes all of it.  They are control flow, not
+L{nodex.errors.NodexError}s: problems with the state surface as
+L{nodex.state.errors.StateError}.
 """
-
-from nodex.errors import NodexError
-
-
-class EVMError(NodexError):
-    """
-    A message cannot be run (for example, it is malformed).
-    """
 
 
 class Halt(Exception):
