@@ -452,3 +452,107 @@ class CallAndCreateTests(SynchronousTestCase):
         evm, _ = self.create(push(int.from_bytes(CALLER, "big")) + b"\xff")
         self.assertIsNone(evm.error)
         self.assertEqual(evm.accounts_to_delete, {OTHER})
+
+
+class MoreInstructionTests(SynchronousTestCase):
+    """
+    Tests for the environment, transient storage, MCOPY, logs and the 63/64 rule.
+    """
+
+    def test_block_values(self) -> None:
+        """
+        NUMBER, TIMESTAMP, BASEFEE and BLOBBASEFEE push the environment's values.
+        """
+        for opcode, expected in [(b"\x43", 5), (b"\x42", 1000), (b"\x48", 0), (b"\x4a", 1), (b"\x46", 33)]:
+            evm = run(opcode + return_top())
+            self.assertEqual(result_word(evm), expected)
+
+    def test_blobhash_without_blobs(self) -> None:
+        """
+        BLOBHASH pushes 0 when the transaction has no blob at that index.
+        """
+        self.assertEqual(result_word(run(push(0) + b"\x49" + return_top())), 0)
+
+    def test_extcodehash_of_missing_account(self) -> None:
+        """
+        EXTCODEHASH of an account that does not exist is 0; of one with code, the code's hash.
+        """
+        self.assertEqual(result_word(run(push(0x1234) + b"\x3f" + return_top())), 0)
+        code = push(int.from_bytes(CONTRACT, "big")) + b"\x3f" + return_top()
+        self.assertEqual(result_word(run(code)), int.from_bytes(keccak256(code), "big"))
+
+    def test_transient_storage_reverts(self) -> None:
+        """
+        TSTORE in a reverted child is undone; TLOAD reads what the frame stored.
+        """
+        callee = push(1) + push(0) + b"\x5d" + push(0) + push(0) + b"\xfd"
+        code = (
+            push(7) + push(1) + b"\x5d"
+            + push(0) * 5 + push(int.from_bytes(OTHER, "big")) + push(50000) + b"\xf1\x50"
+            + push(1) + b"\x5c" + return_top()
+        )
+        self.assertEqual(result_word(run(b"", state=make_state(code, {OTHER: callee}))), 7)
+
+    def test_tstore_static(self) -> None:
+        """
+        TSTORE in a static frame is an exceptional halt.
+        """
+        self.assertIsInstance(run(push(1) + push(0) + b"\x5d", is_static=True).error, WriteInStaticContextError)
+
+    def test_mcopy_overlap(self) -> None:
+        """
+        MCOPY copies as if through a buffer when the ranges overlap.
+        """
+        code = push(0x0102030405) + push(0) + b"\x52" + push(32) + push(27) + push(28) + b"\x5e" + push(28) + b"\x51"
+        evm = run(code + return_top())
+        self.assertEqual(result_word(evm) >> 216, 0x0102030405)
+
+    def test_log_cost_and_record(self) -> None:
+        """
+        LOG2 costs 375 + 2 * 375 + 8 a byte and records address, topics and data.
+        """
+        code = push(0xAA) + push(0) + b"\x53" + push(2) + push(1) + push(1) + push(0) + b"\xa2\x00"
+        evm = run(code)
+        self.assertEqual(evm.logs, [(CONTRACT, ((1).to_bytes(32, "big"), (2).to_bytes(32, "big")), b"\xaa")])
+        self.assertEqual(GAS - evm.gas_left, 3 + 2 + 3 + 3 + 3 + 3 + 3 + 2 + 375 + 750 + 8)
+
+    def test_all_but_one_64th(self) -> None:
+        """
+        A CALL asking for more gas than it has passes all but a 64th of what is left.
+        """
+        callee = b"\x5a" + return_top()
+        code = (
+            push(32) + push(0) + push(0) + push(0) + push(0) + push(int.from_bytes(OTHER, "big")) + push(10**9)
+            + b"\xf1\x50" + push(0) + b"\x51" + return_top()
+        )
+        state = make_state(code, {OTHER: callee})
+        evm = run(b"", gas=100_000, state=state)
+        before_call = 100_000 - (3 + 2 + 2 + 2 + 2 + 3 + 3) - 2600 - 3
+        self.assertEqual(result_word(evm), before_call - before_call // 64 - 2)
+
+    def test_create_initcode_limit(self) -> None:
+        """
+        CREATE with more than 49,152 bytes of initcode is an exceptional halt (EIP-3860).
+        """
+        evm = run(push(49153) + push(0) + push(0) + b"\xf0", gas=10_000_000)
+        self.assertIsInstance(evm.error, OutOfGasError)
+
+    def test_create2_address(self) -> None:
+        """
+        CREATE2 deploys at keccak(0xff, sender, salt, keccak(initcode))[12:].
+        """
+        code = push(0) + push(0) + push(0) + push(0) + b"\xf5" + return_top()
+        evm = run(code)
+        expected = keccak256(b"\xff" + CONTRACT + b"\x00" * 32 + keccak256(b""))[12:]
+        self.assertEqual(result_word(evm), int.from_bytes(expected, "big"))
+
+    def test_call_depth_limit(self) -> None:
+        """
+        A frame at depth 1024 cannot call further: the CALL pushes 0 and keeps the gas.
+        """
+        state = make_state(push(0) * 5 + push(int.from_bytes(OTHER, "big")) + push(1000) + b"\xf1" + return_top())
+        context = ExecutionContext(state, BLOCK, TransactionEnvironment(CALLER, 7))
+        message = Message(CALLER, CONTRACT, CONTRACT, GAS, 0, b"", CONTRACT, state.get_code(CONTRACT), 1024)
+        evm = process_message(message, context)
+        self.assertIsNone(evm.error)
+        self.assertEqual(result_word(evm), 0)
