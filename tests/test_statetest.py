@@ -223,6 +223,9 @@ class InternalErrorTests(SynchronousTestCase):
         import nodex.statetest
 
         def broken(*args: object, **kwargs: object) -> None:
+            """
+            Fail as a bug would.
+            """
             raise ZeroDivisionError("boom")
 
         self.patch(nodex.statetest, "apply_transaction", broken)

@@ -92,7 +92,17 @@ class TracerHookTests(SynchronousTestCase):
                 Nothing to keep when a frame ends.
                 """
 
-            def capture_step(self, evm, pc, op, gas, gas_cost, stack, memory, error) -> None:  # type: ignore[no-untyped-def]
+            def capture_step(
+                self,
+                evm: object,
+                pc: int,
+                op: int,
+                gas: int,
+                gas_cost: int,
+                stack: list[int],
+                memory: bytes,
+                error: Exception | None,
+            ) -> None:
                 """
                 Keep the opcode and the memory.
                 """
