@@ -46,7 +46,7 @@ from nodex.structures.errors import (
     WrongChainIdError,
 )
 from nodex.structures.headers import Header
-from nodex.structures.transaction_rules import MAX_INIT_CODE_SIZE, intrinsic_gas, validate_transaction
+from nodex.structures.transaction_rules import MAX_INIT_CODE_SIZE, validate_transaction
 from nodex.structures.transactions import Transaction, decode_transaction
 from nodex.trie import SecureTrie
 
@@ -323,7 +323,7 @@ class TransactionPool(Service):
             if transaction.gas * transaction.max_fee_per_gas >= 1 << 256:
                 raise TransactionRejectedError("transaction's gas price exceeds cap") from None
             raise TransactionRejectedError(str(exc)) from None
-        if intrinsic_gas(transaction) > header.gas_limit or transaction.gas > header.gas_limit:
+        if transaction.gas > header.gas_limit:
             raise TransactionRejectedError(
                 f"transaction's gas limit of {transaction.gas} exceeds the block's gas limit of {header.gas_limit}"
             )
