@@ -22,17 +22,6 @@ CASE_LIMITS = {"VMTests/vmPerformance/loopMul.json": 1}
 """Files of which only the first cases run here: each case of loopMul is
 ten million loop iterations, nearly two minutes; the full run covers the rest."""
 
-_NO_POINT_EVALUATION = "the KZG point evaluation precompile (0x0a) is not provided"
-
-KNOWN_FAILURES: dict[tuple[str, tuple[int, int, int]], str] = {
-    ("stPreCompiledContracts/idPrecomps.json", (9, 0, 0)): _NO_POINT_EVALUATION,
-    **{
-        ("stPreCompiledContracts/precompsEIP2929Cancun.json", (data, 0, 0)): _NO_POINT_EVALUATION
-        for data in (12, 27, 45, 63, 81, 99, 117, 135, 153, 171, 189, 207, 225, 243, 261, 279, 297, 315)
-    },
-}
-"""The cases that fail for a known reason outside the interpreter, and why."""
-
 
 def write_json(test: SynchronousTestCase, content: object) -> str:
     """
@@ -190,7 +179,7 @@ def _folder_test(folder: str) -> object:
         for path in sorted((root / folder).glob("*.json")):
             relative = path.relative_to(root).as_posix()
             for result in islice(run_file(path), CASE_LIMITS.get(relative)):
-                if not result.passed and (relative, tuple(result.index)) not in KNOWN_FAILURES:
+                if not result.passed:
                     failures.append(f"{relative} {result.name} {list(result.index)}: {result.error}")
         if failures:
             self.fail("\n".join(failures))

@@ -33,6 +33,7 @@ from nodex.evm.gas import (
     STACK_LIMIT,
 )
 from nodex.evm.instructions import INSTRUCTIONS
+from nodex.evm.precompiles import PRECOMPILES, Precompile, PrecompileError
 from nodex.evm.tracing import Tracer
 
 PUSH0 = 0x5F
@@ -57,8 +58,6 @@ _analysis_cache_size = 0
 _RECURSION_LIMIT = 12000
 
 _CALL_FAMILY = frozenset((0xF0, 0xF1, 0xF2, 0xF4, 0xF5, 0xFA))
-
-_precompiles: Mapping[bytes, object] | None = None
 
 
 def analyse_code(code: bytes) -> tuple[bytes, frozenset[int], list[int | None]]:
@@ -97,19 +96,15 @@ def analyse_code(code: bytes) -> tuple[bytes, frozenset[int], list[int | None]]:
     return result
 
 
-def get_precompiles() -> Mapping[bytes, object]:
+def get_precompiles() -> Mapping[bytes, Precompile]:
     """
-    The precompiled contracts by address, or an empty mapping while the
-    precompiles package does not provide them.
+    The precompiled contracts by address.
+
+    The table is imported with this module, unguarded: a missing dependency
+    of a precompile (C{ckzg}, say) must fail loudly at import, never leave
+    the node running without its precompiles, which is a consensus fault.
     """
-    global _precompiles
-    if _precompiles is None:
-        try:
-            from nodex.evm.precompiles import PRECOMPILES
-        except ImportError:
-            return {}
-        _precompiles = PRECOMPILES
-    return _precompiles
+    return PRECOMPILES
 
 
 def ensure_recursion_limit() -> None:
@@ -361,23 +356,21 @@ def _flush_pending_step(context: ExecutionContext, tracer: Tracer) -> None:
         tracer.capture_step(evm, pc, op, gas, gas - evm.gas_left, stack, memory, None)
 
 
-def _run_precompile(message: Message, context: ExecutionContext, precompile: object) -> Evm:
+def _run_precompile(message: Message, context: ExecutionContext, precompile: Precompile) -> Evm:
     """
     Run a precompiled contract: charge its gas, then compute its output; a
     refused input is an exceptional halt.
     """
-    from nodex.evm.precompiles.errors import PrecompileError
-
     evm = Evm(message, context, b"", frozenset())
     tracer = context.tracer
     if tracer is not None:
         _flush_pending_step(context, tracer)
         tracer.capture_enter(message)
     try:
-        evm.gas_left -= precompile.gas(message.data)  # type: ignore[attr-defined]
+        evm.gas_left -= precompile.gas(message.data)
         if evm.gas_left < 0:
             raise OutOfGasError
-        evm.output = precompile.run(message.data)  # type: ignore[attr-defined]
+        evm.output = precompile.run(message.data)
     except ExceptionalHalt as error:
         _fail(evm, error)
     except PrecompileError as error:

@@ -1,5 +1,5 @@
 """
-The precompiled contracts at addresses 0x01-0x09 (L3), Cancun rules.
+The precompiled contracts at addresses 0x01-0x0a (L3), Cancun rules.
 
 L{PRECOMPILES} maps each 20-byte address to a L{Precompile}: the caller
 charges C{gas(data)}, then calls C{run(data)}, and treats

@@ -25,6 +25,7 @@ from nodex.evm.precompiles.hashes import (
     sha256_gas,
 )
 from nodex.evm.precompiles.modexp import modexp, modexp_gas
+from nodex.evm.precompiles.point_evaluation import point_evaluation, point_evaluation_gas
 
 
 class Precompile(NamedTuple):
@@ -59,6 +60,7 @@ ECADD_ADDRESS = precompile_address(0x06)
 ECMUL_ADDRESS = precompile_address(0x07)
 ECPAIRING_ADDRESS = precompile_address(0x08)
 BLAKE2F_ADDRESS = precompile_address(0x09)
+POINT_EVALUATION_ADDRESS = precompile_address(0x0A)
 
 PRECOMPILES: dict[bytes, Precompile] = {
     ECRECOVER_ADDRESS: Precompile(ecrecover_gas, ecrecover),
@@ -70,6 +72,7 @@ PRECOMPILES: dict[bytes, Precompile] = {
     ECMUL_ADDRESS: Precompile(ecmul_gas, ecmul),
     ECPAIRING_ADDRESS: Precompile(ecpairing_gas, ecpairing),
     BLAKE2F_ADDRESS: Precompile(blake2f_gas, blake2f),
+    POINT_EVALUATION_ADDRESS: Precompile(point_evaluation_gas, point_evaluation),
 }
 
 
@@ -81,6 +84,7 @@ __all__ = [
     "ECRECOVER_ADDRESS",
     "IDENTITY_ADDRESS",
     "MODEXP_ADDRESS",
+    "POINT_EVALUATION_ADDRESS",
     "PRECOMPILES",
     "RIPEMD160_ADDRESS",
     "SHA256_ADDRESS",

@@ -16,9 +16,9 @@ class PrecompilesTableTests(SynchronousTestCase):
 
     def test_addresses(self) -> None:
         """
-        The table holds exactly the 20-byte addresses 0x01 to 0x09.
+        The table holds exactly the 20-byte addresses 0x01 to 0x0a.
         """
-        expected = {bytes(19) + bytes([n]) for n in range(1, 10)}
+        expected = {bytes(19) + bytes([n]) for n in range(1, 11)}
         self.assertEqual(set(PRECOMPILES), expected)
 
     def test_entries(self) -> None:
@@ -47,12 +47,13 @@ class PrecompilesTableTests(SynchronousTestCase):
         The price of every precompile for empty input, as the Cancun rules
         give it.
         """
-        prices = [PRECOMPILES[precompile_address(n)].gas(b"") for n in range(1, 10)]
-        self.assertEqual(prices, [3000, 60, 600, 15, 200, 150, 6000, 45000, 0])
+        prices = [PRECOMPILES[precompile_address(n)].gas(b"") for n in range(1, 11)]
+        self.assertEqual(prices, [3000, 60, 600, 15, 200, 150, 6000, 45000, 0, 50000])
 
     def test_empty_input_outputs(self) -> None:
         """
-        The output of every precompile but BLAKE2F for empty input.
+        The output of every precompile but BLAKE2F and point evaluation for
+        empty input.
         """
         outputs = [PRECOMPILES[precompile_address(n)].run(b"") for n in range(1, 9)]
         self.assertEqual(outputs[0], b"")
@@ -62,8 +63,9 @@ class PrecompilesTableTests(SynchronousTestCase):
 
     def test_error_is_nodex_error(self) -> None:
         """
-        L{PrecompileError} descends from L{NodexError}, and BLAKE2F raises it
-        on empty input.
+        L{PrecompileError} descends from L{NodexError}, and BLAKE2F and point
+        evaluation raise it on empty input.
         """
         self.assertTrue(issubclass(PrecompileError, NodexError))
         self.assertRaises(PrecompileError, PRECOMPILES[precompile_address(9)].run, b"")
+        self.assertRaises(PrecompileError, PRECOMPILES[precompile_address(10)].run, b"")
