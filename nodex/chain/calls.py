@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from nodex.chain.errors import ChainError
 from nodex.chain.execution import CallResult, run_call
+from nodex.chain.processing import block_environment
 from nodex.evm.environment import BlockEnvironment
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.state.overrides import StateOverrides, apply_overrides
@@ -127,15 +128,8 @@ def call_environment(
 
     @param block_hashes: the canonical hash of an ancestor by number.
     """
-    return BlockEnvironment(
-        coinbase=header.coinbase,
-        number=header.number,
-        timestamp=header.timestamp,
-        gas_limit=header.gas_limit,
-        prev_randao=header.difficulty.to_bytes(32, "big"),
-        chain_id=chain_id,
-        block_hashes=block_hashes,
-    )
+    # The same environment as the block's own transactions ran in.
+    return block_environment(header, chain_id, block_hashes)
 
 
 def _run(
