@@ -146,8 +146,38 @@ def check_signature_values(y_parity: int, r: int, s: int) -> None:
         raise InvalidSignatureError("invalid signature: s is above secp256k1n/2 (EIP-2 requires low s)")
 
 
+class _GasPricePayment:
+    """
+    The fee fields of the transaction types that carry one gas price
+    (legacy and EIP-2930): it is at once the cap, the tip and the price paid.
+    """
+
+    gas_price: int
+
+    @property
+    def max_fee_per_gas(self) -> int:
+        """
+        The most the sender pays per gas: the gas price.
+        """
+        return self.gas_price
+
+    @property
+    def max_priority_fee_per_gas(self) -> int:
+        """
+        The tip per gas; with a base fee of 0, the whole gas price.
+        """
+        return self.gas_price
+
+    @property
+    def effective_gas_price(self) -> int:
+        """
+        The price per gas actually paid: the gas price.
+        """
+        return self.gas_price
+
+
 @dataclass(frozen=True)
-class LegacyTransaction(_TransactionBase):
+class LegacyTransaction(_GasPricePayment, _TransactionBase):
     """
     A type 0 transaction.  Its chain id, if any, is folded into C{v} by
     EIP-155 (C{v = 35 + 2 * chain_id + y_parity}); C{v} of 27 or 28 means a
@@ -198,27 +228,6 @@ class LegacyTransaction(_TransactionBase):
         """
         return ()
 
-    @property
-    def max_fee_per_gas(self) -> int:
-        """
-        The most the sender pays per gas: the gas price.
-        """
-        return self.gas_price
-
-    @property
-    def max_priority_fee_per_gas(self) -> int:
-        """
-        The tip per gas; with a base fee of 0, the whole gas price.
-        """
-        return self.gas_price
-
-    @property
-    def effective_gas_price(self) -> int:
-        """
-        The price per gas actually paid: the gas price.
-        """
-        return self.gas_price
-
     def _unsigned_fields(self) -> list[bytes]:
         return [
             encode_uint(self.nonce),
@@ -250,7 +259,7 @@ class LegacyTransaction(_TransactionBase):
 
 
 @dataclass(frozen=True)
-class AccessListTransaction(_TransactionBase):
+class AccessListTransaction(_GasPricePayment, _TransactionBase):
     """
     A type 1 transaction (EIP-2930): a legacy gas price plus an access list,
     with the chain id as a field.
@@ -269,27 +278,6 @@ class AccessListTransaction(_TransactionBase):
     s: int = 0
 
     type: ClassVar[int] = ACCESS_LIST_TX_TYPE
-
-    @property
-    def max_fee_per_gas(self) -> int:
-        """
-        The most the sender pays per gas: the gas price.
-        """
-        return self.gas_price
-
-    @property
-    def max_priority_fee_per_gas(self) -> int:
-        """
-        The tip per gas; with a base fee of 0, the whole gas price.
-        """
-        return self.gas_price
-
-    @property
-    def effective_gas_price(self) -> int:
-        """
-        The price per gas actually paid: the gas price.
-        """
-        return self.gas_price
 
     def _unsigned_fields(self) -> list[RLPItem]:
         return [
