@@ -63,11 +63,63 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""Compact JSON; one encoder for all answers (C{json.dumps} builds one per call
+when given separators)."""
+
+
 def _dumps(response: Response) -> bytes:
     """
     Serialise one response compactly.
     """
-    return json.dumps(response, separators=(",", ":")).encode()
+    return _encode(response).encode()
+
+
+def _encode_answer(response: Response) -> bytes:
+    """
+    Serialise one response; a result that JSON cannot hold answers the
+    error it raises.
+    """
+    try:
+        return _dumps(response)
+    except (TypeError, ValueError) as exc:
+        return _dumps(_error(rpc_error_for(exc), response["id"]))
+
+
+def _too_large(size: int, limit: int) -> LimitExceededError:
+    """
+    The error that replaces an answer over the size limit.
+    """
+    return LimitExceededError(f"response of {size} bytes exceeds the limit of {limit} bytes")
+
+
+def _record(value: Any, outcome: list[Any]) -> Any:
+    """
+    Keep a Deferred's result (or Failure) in C{outcome} and pass it on.
+    """
+    outcome.append(value)
+    return value
+
+
+def _result_now(result: Deferred[Any]) -> list[Any]:
+    """
+    The result of a Deferred that has fired already (a cached read, a
+    coroutine that never waited), taken without a timer or callbacks of the
+    dispatcher's own.
+
+    @return: a list holding the result or L{Failure} when the Deferred has
+        fired (a Failure then ends there: the caller answers it); an empty
+        list when the result is still to come (the Deferred not fired, or
+        paused in a chain of Deferreds), which the Deferred then still
+        carries to later callbacks.
+    """
+    outcome: list[Any] = []
+    if result.called:
+        result.addBoth(_record, outcome)
+        if outcome and isinstance(outcome[0], Failure):
+            # The caller answers the error: end the chain here.
+            result.addErrback(lambda failure: None)
+    return outcome
 
 
 def _error(error: RPCError, request_id: Any = None) -> Response:
@@ -75,6 +127,42 @@ def _error(error: RPCError, request_id: Any = None) -> Response:
     An error response object.
     """
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+class _BatchBody:
+    """
+    The answers of a batch, serialised as they come, within the
+    response-size limit.
+    """
+
+    def __init__(self, limit: int) -> None:
+        """
+        @param limit: the largest body, in bytes.
+        """
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 2
+
+    def add(self, answer: Response | None) -> None:
+        """
+        Append one answer (nothing for a notification); past the size
+        limit, its -32011 error instead.
+        """
+        if answer is None:
+            return
+        encoded = _encode_answer(answer)
+        self._size += len(encoded) + 1
+        if self._size > self._limit:
+            encoded = _dumps(_error(_too_large(self._size, self._limit), answer["id"]))
+        self._parts.append(encoded)
+
+    def finish(self) -> bytes | None:
+        """
+        The batch's body, or L{None} when every element was a notification.
+        """
+        if not self._parts:
+            return None
+        return b"[" + b",".join(self._parts) + b"]"
 
 
 class Dispatcher:
@@ -120,7 +208,10 @@ class Dispatcher:
         except ValueError as exc:
             return succeed(_dumps(_error(ParseError(f"parse error: {_first_line(exc)}"))))
         if isinstance(payload, list):
-            return Deferred.fromCoroutine(self._batch(payload))
+            body_or_pending = self._batch(payload)
+            if isinstance(body_or_pending, Deferred):
+                return body_or_pending
+            return succeed(body_or_pending)
         deadline = self._clock.seconds() + self._limits.timeout
         answer = self._start(payload, deadline)
         if isinstance(answer, Deferred):
@@ -133,26 +224,23 @@ class Dispatcher:
         """
         if response is None:
             return None
-        try:
-            encoded = _dumps(response)
-        except (TypeError, ValueError) as exc:
-            return _dumps(_error(rpc_error_for(exc), response["id"]))
-        if len(encoded) > self._limits.max_response_bytes:
-            return _dumps(_error(self._too_large(len(encoded)), response["id"]))
+        encoded = _encode_answer(response)
+        limit = self._limits.max_response_bytes
+        if len(encoded) > limit:
+            return _dumps(_error(_too_large(len(encoded), limit), response["id"]))
         return encoded
 
-    def _too_large(self, size: int) -> LimitExceededError:
-        """
-        The error that replaces an answer over the size limit.
-        """
-        limit = self._limits.max_response_bytes
-        return LimitExceededError(f"response of {size} bytes exceeds the limit of {limit} bytes")
-
-    async def _batch(self, batch: list[Any]) -> bytes | None:
+    def _batch(self, batch: list[Any]) -> bytes | None | Deferred[bytes | None]:
         """
         Answer a batch: its requests run one after the other, in order (so
         that a transaction sent early in a batch is visible to later
         requests), and the answers come in the same order.
+
+        Elements answered at once are answered in this loop; from the first
+        that has to wait, the rest of the batch runs in L{_batch_after}.
+
+        @return: the body, L{None} for notifications only, or a Deferred
+            firing with either.
         """
         limits = self._limits
         if not batch:
@@ -161,28 +249,37 @@ class Dispatcher:
             message = f"batch of {len(batch)} requests exceeds the limit of {limits.max_batch}"
             return _dumps(_error(InvalidRequestError(message)))
         deadline = self._clock.seconds() + limits.timeout
-        parts: list[bytes] = []
-        size = 2
-        for request in batch:
-            if self._clock.seconds() >= deadline:
-                answer = self._expired(request)
-            else:
-                answer = self._start(request, deadline)
+        body = _BatchBody(limits.max_response_bytes)
+        for index, request in enumerate(batch):
+            answer = self._element(request, deadline)
+            if isinstance(answer, Deferred):
+                return Deferred.fromCoroutine(self._batch_after(answer, batch[index + 1 :], body, deadline))
+            body.add(answer)
+        return body.finish()
+
+    async def _batch_after(
+        self, pending: Deferred[Response | None], rest: list[Any], body: _BatchBody, deadline: float
+    ) -> bytes | None:
+        """
+        Wait for the batch element C{pending}, then answer the C{rest} of the
+        batch in order, waiting for each that has to.
+        """
+        body.add(await pending)
+        for request in rest:
+            answer = self._element(request, deadline)
             if isinstance(answer, Deferred):
                 answer = await answer
-            if answer is None:
-                continue
-            try:
-                encoded = _dumps(answer)
-            except (TypeError, ValueError) as exc:
-                encoded = _dumps(_error(rpc_error_for(exc), answer["id"]))
-            size += len(encoded) + 1
-            if size > limits.max_response_bytes:
-                encoded = _dumps(_error(self._too_large(size), answer["id"]))
-            parts.append(encoded)
-        if not parts:
-            return None
-        return b"[" + b",".join(parts) + b"]"
+            body.add(answer)
+        return body.finish()
+
+    def _element(self, request: Any, deadline: float) -> Response | None | Deferred[Response | None]:
+        """
+        Start one batch element, or answer it -32011 if the batch's deadline
+        has passed.
+        """
+        if self._clock.seconds() >= deadline:
+            return self._expired(request)
+        return self._start(request, deadline)
 
     def _expired(self, request: Any) -> Response | None:
         """
@@ -235,7 +332,13 @@ class Dispatcher:
         if isinstance(result, Coroutine):
             result = ensureDeferred(result)
         if isinstance(result, Deferred):
-            return self._await(result, method, request_id, has_id, call_id, started, deadline)
+            outcome = _result_now(result)
+            if not outcome:
+                return self._await(result, method, request_id, has_id, call_id, started, deadline)
+            result = outcome[0]
+            if isinstance(result, Failure):
+                response = _error(rpc_error_for(result.value), request_id)
+                return self._finish(call_id, name, started, response, has_id)
         return self._finish(call_id, name, started, self._success(method, result, request_id), has_id)
 
     def _success(self, method: Method, result: Any, request_id: Any) -> Response:

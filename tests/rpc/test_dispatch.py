@@ -2,11 +2,12 @@
 Tests for L{nodex.rpc.dispatch}: the JSON-RPC 2.0 envelope.
 """
 
+import gc
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -43,6 +44,9 @@ class ExampleMethods:
             Method("test_echo", self.echo, (Param("value", decoders.quantity),), encoders.quantity),
             Method("test_later", self.later, (), encoders.quantity),
             Method("test_coroutine", self.coroutine, (), encoders.quantity),
+            Method("test_ready", self.ready, (), encoders.quantity),
+            Method("test_failed", self.failed),
+            Method("test_paused", self.paused, (), encoders.quantity),
             Method("test_mapped", self.mapped),
             Method("test_crash", self.crash),
             Method("test_big", self.big),
@@ -65,6 +69,28 @@ class ExampleMethods:
         waiting: Deferred[int] = Deferred()
         self.pending.append(waiting)
         return waiting
+
+    def ready(self) -> Deferred[int]:
+        """
+        A Deferred that has fired with four already, as a cached read's does.
+        """
+        self.calls.append("ready")
+        return succeed(4)
+
+    def failed(self) -> Deferred[None]:
+        """
+        A Deferred that has failed already with an error of L{ERROR_CODES}.
+        """
+        return fail(ExampleError("known already"))
+
+    def paused(self) -> Deferred[int]:
+        """
+        A Deferred that has fired but waits, paused, for one that the test fires.
+        """
+        waiting: Deferred[int] = Deferred()
+        self.pending.append(waiting)
+        outer: Deferred[None] = succeed(None)
+        return outer.addCallback(lambda _: waiting)
 
     async def coroutine(self) -> int:
         """
@@ -272,6 +298,53 @@ class DispatcherTests(SynchronousTestCase):
         self.methods.pending[0].callback(3)
         self.assertEqual(json.loads(self.successResultOf(result))["result"], "0x3")
         self.assertEqual(self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_coroutine"})["result"], "0x7")
+
+    def test_fired_deferred_answered_at_once(self) -> None:
+        """
+        A Deferred that has fired already is answered at once, alone or in a
+        batch, and leaves no timer behind.
+        """
+        self.assertEqual(self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_ready"})["result"], "0x4")
+        batch = [{"jsonrpc": "2.0", "id": index, "method": "test_ready"} for index in range(3)]
+        self.assertEqual([item["result"] for item in self.answer(batch)], ["0x4"] * 3)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_failed_deferred_answered_at_once(self) -> None:
+        """
+        A Deferred that has failed already answers its error's code, and its
+        Failure is not left unhandled.
+        """
+        answer = self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_failed"})
+        self.assertEqual(answer["error"], {"code": -32010, "message": "known already"})
+        gc.collect()
+        self.assertEqual(self.flushLoggedErrors(), [])
+
+    def test_paused_deferred_waited_for(self) -> None:
+        """
+        A Deferred that has fired but is paused, waiting for another, is
+        answered when that one fires.
+        """
+        result = self.dispatcher.handle(b'{"jsonrpc":"2.0","id":1,"method":"test_paused"}')
+        self.assertNoResult(result)
+        self.methods.pending[0].callback(6)
+        self.assertEqual(json.loads(self.successResultOf(result))["result"], "0x6")
+
+    def test_batch_waits_midway(self) -> None:
+        """
+        A batch whose middle element has to wait answers the ones before it,
+        starts the ones after it only once it has finished, and keeps the order.
+        """
+        batch = [
+            {"jsonrpc": "2.0", "id": 1, "method": "test_ready"},
+            {"jsonrpc": "2.0", "id": 2, "method": "test_later"},
+            {"jsonrpc": "2.0", "id": 3, "method": "test_echo", "params": ["0x9"]},
+        ]
+        result = self.dispatcher.handle(json.dumps(batch).encode())
+        self.assertNoResult(result)
+        self.assertEqual(self.methods.calls, ["ready", "later"])
+        self.methods.pending[0].callback(8)
+        answer = json.loads(self.successResultOf(result))
+        self.assertEqual([(item["id"], item["result"]) for item in answer], [(1, "0x4"), (2, "0x8"), (3, "0x9")])
 
     def test_asynchronous_failure(self) -> None:
         """
