@@ -41,31 +41,7 @@ layer = json.loads(sys.argv[2])
 layer["datadir"] = sys.argv[1]
 layer.setdefault("rpc", {})["endpoint"] = "tcp:0:interface=127.0.0.1"
 config = load_config(None, layer)
-if hasattr(tap, "TransactionMethods"):
-    node = tap.compose(config, reactor)
-else:
-    # Until the issue-5 providers are wired in nodex.tap: the same services, wired here.
-    from nodex.rpc.chain_methods import ChainMethods
-    from nodex.rpc.evm_methods import EvmMethods
-    from nodex.rpc.transaction_methods import TransactionMethods
-    from nodex.services.listening import ListeningService
-    from nodex.services.offline import OfflinePeerNetwork
-    from nodex.services.pool import TransactionPool
-    tap.prepare_datadir(config.datadir)
-    node = tap.NodeService(config)
-    from twisted.internet.threads import deferToThread
-    chain, miner = tap.compose_chain(config, reactor, node)
-    pool = TransactionPool(chain, chain.store, deferToThread)
-    pool.setServiceParent(node)
-    providers = tap.compose_state_and_logs(config, reactor, node, chain, pool)
-    miner.pool = pool
-    pool.add_observer(lambda tx: miner.mine() if miner.is_mining and miner.mode == "auto" else None)
-    accounts = node.getServiceNamed("accounts")
-    providers += [ChainMethods(chain, pool), TransactionMethods(chain, pool, accounts, miner), EvmMethods(chain, pool, miner)]
-    server = tap.build_rpc_server(config, reactor, OfflinePeerNetwork(), providers)
-    rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
-    rpc.setName("rpc")
-    rpc.setServiceParent(node)
+node = tap.compose(config, reactor)
 node.startService()
 node.getServiceNamed("rpc").when_listening().addCallback(
     lambda port: print("PORT", port.getHost().port, flush=True))

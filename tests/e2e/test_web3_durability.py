@@ -138,8 +138,6 @@ class KillDuringStreamTests(SynchronousTestCase):
         self.addCleanup(node.kill)
         node.wait_listening()
         w3 = Web3(Web3.HTTPProvider(node.url, request_kwargs={"timeout": 30}))
-        if "error" in w3.provider.make_request("txpool_status", []):
-            raise SkipTest("the node does not serve the transaction pool yet (makeService does not compose it)")
         seen: dict[str, str] = {}
         enough = threading.Event()
         sender = threading.Thread(target=self.stream, args=(w3, raws, seen, enough), daemon=True)

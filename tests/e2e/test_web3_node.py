@@ -68,9 +68,6 @@ class Web3NodeTestCase(TestCase):
         options = Options()
         options.parseOptions(["--datadir", self.datadir, "--rpc", "tcp:0:interface=127.0.0.1", *argv])
         node: NodeService = makeService(options)
-        if "pool" not in node.namedServices:
-            node.getServiceNamed("chain").store.close()
-            raise SkipTest("makeService does not compose the transaction pool (service 'pool') yet")
         node.startService()
         self.node = node
         self.addCleanup(self.stop_node)
