@@ -34,7 +34,6 @@ COW = "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826"
 NODE_SCRIPT = """
 import json, sys
 from twisted.internet import reactor
-from twisted.internet.endpoints import serverFromString
 import nodex.tap as tap
 from nodex.config import load_config
 layer = json.loads(sys.argv[2])
