@@ -39,3 +39,31 @@ class NestingTests(SynchronousTestCase):
         sys.setrecursionlimit(max(previous, 100_000))
         self.addCleanup(sys.setrecursionlimit, previous)
         self.assertTrue(too_deep(b"[" * 100_000))
+
+
+class NestingAgreesWithParserTests(SynchronousTestCase):
+    """
+    The depth measured from the bytes is the depth the parser sees.
+    """
+
+    def test_escapes_in_strings(self) -> None:
+        """
+        Escaped quotes and backslashes inside strings neither end a string
+        early nor hide brackets that follow it.
+        """
+        import json
+
+        def depth(value: object) -> int:
+            if isinstance(value, list):
+                return 1 + max((depth(item) for item in value), default=0)
+            if isinstance(value, dict):
+                return 1 + max((depth(item) for item in value.values()), default=0)
+            return 0
+
+        tricky = ['\\', '"', '\\"', '"\\', '[[{', '\\[', 'a\\\\"]', '\n\t"[]"']
+        for text in tricky:
+            value: object = text
+            for level in range(150):
+                value = [value, {"k" + text: text}] if level % 2 else {"x": value, text: [text]}
+            body = json.dumps(value).encode()
+            self.assertEqual(nesting_depth(body), depth(value), text)
