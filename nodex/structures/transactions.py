@@ -258,8 +258,36 @@ class LegacyTransaction(_GasPricePayment, _TransactionBase):
         return encode_rlp(self._unsigned_fields() + signature)
 
 
+class _TypedEnvelope:
+    """
+    The EIP-2718 framing the typed transactions share: their type byte, then
+    the RLP of their fields; the signature covers the unsigned fields only.
+    Each typed transaction lists its own fields in C{_unsigned_fields}.
+    """
+
+    type: ClassVar[int]
+    chain_id: int
+    y_parity: int
+    r: int
+    s: int
+
+    def signing_hash(self, chain_id: int | None = None) -> Hash32:
+        """
+        The digest that the sender signs: C{keccak(type || rlp(unsigned fields))}.
+
+        @param chain_id: if given, must be the transaction's own chain id.
+        @raise WrongChainIdError: C{chain_id} differs from the transaction's.
+        """
+        _check_same_chain(self.chain_id, chain_id)
+        return keccak256(bytes([self.type]) + encode_rlp(self._unsigned_fields()))  # type: ignore[attr-defined]
+
+    def _encode(self) -> bytes:
+        signature = [encode_uint(self.y_parity), encode_uint(self.r), encode_uint(self.s)]
+        return bytes([self.type]) + encode_rlp(self._unsigned_fields() + signature)  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
-class AccessListTransaction(_GasPricePayment, _TransactionBase):
+class AccessListTransaction(_GasPricePayment, _TypedEnvelope, _TransactionBase):
     """
     A type 1 transaction (EIP-2930): a legacy gas price plus an access list,
     with the chain id as a field.
@@ -291,23 +319,9 @@ class AccessListTransaction(_GasPricePayment, _TransactionBase):
             _access_list_item(self.access_list),
         ]
 
-    def signing_hash(self, chain_id: int | None = None) -> Hash32:
-        """
-        The digest that the sender signs: C{keccak(0x01 || rlp(unsigned fields))}.
-
-        @param chain_id: if given, must be the transaction's own chain id.
-        @raise WrongChainIdError: C{chain_id} differs from the transaction's.
-        """
-        _check_same_chain(self.chain_id, chain_id)
-        return keccak256(b"\x01" + encode_rlp(self._unsigned_fields()))
-
-    def _encode(self) -> bytes:
-        signature = [encode_uint(self.y_parity), encode_uint(self.r), encode_uint(self.s)]
-        return b"\x01" + encode_rlp(self._unsigned_fields() + signature)
-
 
 @dataclass(frozen=True)
-class FeeMarketTransaction(_TransactionBase):
+class FeeMarketTransaction(_TypedEnvelope, _TransactionBase):
     """
     A type 2 transaction (EIP-1559).  The base fee of this chain is always 0,
     so the price paid per gas is C{min(max_fee_per_gas, max_priority_fee_per_gas)}.
@@ -347,20 +361,6 @@ class FeeMarketTransaction(_TransactionBase):
             self.data,
             _access_list_item(self.access_list),
         ]
-
-    def signing_hash(self, chain_id: int | None = None) -> Hash32:
-        """
-        The digest that the sender signs: C{keccak(0x02 || rlp(unsigned fields))}.
-
-        @param chain_id: if given, must be the transaction's own chain id.
-        @raise WrongChainIdError: C{chain_id} differs from the transaction's.
-        """
-        _check_same_chain(self.chain_id, chain_id)
-        return keccak256(b"\x02" + encode_rlp(self._unsigned_fields()))
-
-    def _encode(self) -> bytes:
-        signature = [encode_uint(self.y_parity), encode_uint(self.r), encode_uint(self.s)]
-        return b"\x02" + encode_rlp(self._unsigned_fields() + signature)
 
 
 Transaction = Union[LegacyTransaction, AccessListTransaction, FeeMarketTransaction]
