@@ -31,7 +31,7 @@ from nodex.rpc.blockref import require_block, resolve_block
 from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.errors import RPCError
 from nodex.rpc.registry import Method, Param
-from nodex.rpc.transaction_methods import access_list
+from nodex.rpc.transaction_methods import TRANSACTION_FIELDS
 from nodex.structures.headers import Header
 
 T = TypeVar("T")
@@ -39,24 +39,7 @@ T = TypeVar("T")
 REVERTED = -32015
 """The code of a call that reverted (reference §5.1)."""
 
-call_object = decoders.record(
-    {
-        "from": Field(decoders.address),
-        "to": Field(decoders.address),
-        "gas": Field(decoders.uint64),
-        "gasLimit": Field(decoders.uint64),
-        "gasPrice": Field(decoders.quantity),
-        "maxFeePerGas": Field(decoders.quantity),
-        "maxPriorityFeePerGas": Field(decoders.quantity),
-        "value": Field(decoders.quantity),
-        "data": Field(decoders.data),
-        "input": Field(decoders.data),
-        "nonce": Field(decoders.uint64),
-        "chainId": Field(decoders.quantity),
-        "accessList": Field(access_list),
-        "type": Field(decoders.uint64),
-    }
-)
+call_object = decoders.record(TRANSACTION_FIELDS)
 """The call object of C{eth_call} and C{eth_estimateGas} (unknown members ignored, as the reference does)."""
 
 

@@ -74,21 +74,32 @@ def transaction_type(value: Any) -> int:
     return kind
 
 
+TRANSACTION_FIELDS: dict[str, Field[Any]] = {
+    "from": Field(decoders.address),
+    "to": Field(decoders.address),
+    "gas": Field(decoders.uint64),
+    "gasLimit": Field(decoders.uint64),
+    "gasPrice": Field(decoders.quantity),
+    "maxFeePerGas": Field(decoders.quantity),
+    "maxPriorityFeePerGas": Field(decoders.quantity),
+    "value": Field(decoders.quantity),
+    "data": Field(decoders.data),
+    "input": Field(decoders.data),
+    "nonce": Field(decoders.uint64),
+    "chainId": Field(decoders.quantity),
+    "accessList": Field(access_list),
+    "type": Field(decoders.uint64),
+}
+"""
+The members of a transaction object (reference §2.2 plus the fee-market and
+access-list members), shared by C{eth_sendTransaction} and the call object of
+C{eth_call}/C{eth_estimateGas}.
+"""
+
 transaction_request = decoders.record(
     {
+        **TRANSACTION_FIELDS,
         "from": Field(decoders.address, required=True),
-        "to": Field(decoders.address),
-        "gas": Field(decoders.uint64),
-        "gasLimit": Field(decoders.uint64),
-        "gasPrice": Field(decoders.quantity),
-        "maxFeePerGas": Field(decoders.quantity),
-        "maxPriorityFeePerGas": Field(decoders.quantity),
-        "value": Field(decoders.quantity),
-        "data": Field(decoders.data),
-        "input": Field(decoders.data),
-        "nonce": Field(decoders.uint64),
-        "chainId": Field(decoders.quantity),
-        "accessList": Field(access_list),
         "type": Field(transaction_type),
     }
 )
