@@ -256,4 +256,12 @@ class TransactionMethods:
         return self._chain.head.header.minimum_gas_price * GAS_PRICE_MULTIPLIER_PERCENT // 100
 
 
-__all__ = ["DEFAULT_GAS", "TRANSACTION_FIELDS", "TransactionMethods", "access_list", "build_unsigned", "raw_transaction", "transaction_request"]
+__all__ = [
+    "DEFAULT_GAS",
+    "TRANSACTION_FIELDS",
+    "TransactionMethods",
+    "access_list",
+    "build_unsigned",
+    "raw_transaction",
+    "transaction_request",
+]
