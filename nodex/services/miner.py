@@ -41,6 +41,14 @@ MAX_NONCES = 2**22
 seconds of hashing): enough for regtest and devnet difficulties, not for
 main, whose blocks come from merged miners."""
 
+MINED_LOG_INTERVAL = 1.0
+"""The fewest seconds between two "mined block" log lines.  A block mined
+sooner after the last line is only counted, and the next line says how many
+blocks went unlogged: in C{auto} mode a block per transaction, one line (and
+one flush of the log file) each cost about 4 % of the node's time
+(C{benchmarks/RESULTS.md}, "End to end").  A level would not help: the
+node's log observers write every level."""
+
 
 class MiningModeError(ServiceError):
     """
@@ -144,6 +152,8 @@ class Miner(Service):
         self._enabled = self.mode in ("auto", "interval")
         self._offset = 0
         self._loop: LoopingCall | None = None
+        self._logged_at: float | None = None
+        self._unlogged = 0
 
     @property
     def is_mining(self) -> bool:
@@ -280,19 +290,43 @@ class Miner(Service):
                 )
             if invalid and self.pool is not None:
                 self.pool.remove([entry.transaction.hash for entry in invalid])
+            self._log_mined(block)
+            return block
+
+        return self.chain.produce_block(produce).addCallback(mined)
+
+    def _log_mined(self, block: Block) -> None:
+        """
+        Log a mined block, unless the last such line is less than
+        L{MINED_LOG_INTERVAL} old: then only count it for the next line.
+        """
+        now = self._clock.seconds()
+        if self._logged_at is not None and now - self._logged_at < MINED_LOG_INTERVAL:
+            self._unlogged += 1
+            return
+        self._logged_at = now
+        unlogged, self._unlogged = self._unlogged, 0
+        if unlogged:
+            self.log.info(
+                "mined block {number} 0x{hash} with {count} transactions"
+                " ({unlogged} blocks mined since the last line)",
+                number=block.number,
+                hash=block.hash.hex(),
+                count=len(block.transactions),
+                unlogged=unlogged,
+            )
+        else:
             self.log.info(
                 "mined block {number} 0x{hash} with {count} transactions",
                 number=block.number,
                 hash=block.hash.hex(),
                 count=len(block.transactions),
             )
-            return block
-
-        return self.chain.produce_block(produce).addCallback(mined)
 
 
 __all__ = [
     "MAX_NONCES",
+    "MINED_LOG_INTERVAL",
     "MODES",
     "Miner",
     "MiningModeError",

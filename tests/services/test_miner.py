@@ -11,6 +11,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred, succeed
 from twisted.internet.task import Clock
+from twisted.logger import Logger, formatEvent
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
@@ -22,7 +23,14 @@ from nodex.crypto import keccak256
 from nodex.interfaces import IMiner, ImportResult, ITransactionPool
 from nodex.primitives import Hash32
 from nodex.services.chain import ChainService
-from nodex.services.miner import Miner, MiningModeError, SealNotFoundError, order_candidates, parse_mining_mode
+from nodex.services.miner import (
+    MINED_LOG_INTERVAL,
+    Miner,
+    MiningModeError,
+    SealNotFoundError,
+    order_candidates,
+    parse_mining_mode,
+)
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from nodex.tap import NodeService, Options, makeService
 from tests.chain.test_processing import COINBASE, KEYS, fee_market_transfer, sample_rules, sample_store, transfer
@@ -240,6 +248,26 @@ class MinerTests(SynchronousTestCase):
         miner.pool = self.pool
         self.clock.advance(1)
         self.assertEqual(len(self.blocks), 1)
+
+    def test_mined_log_lines(self) -> None:
+        """
+        A mined block is logged, but at most one line per
+        L{MINED_LOG_INTERVAL}: the blocks mined in between are counted in
+        the next line.
+        """
+        miner = self.miner()
+        events: list[dict[str, Any]] = []
+        miner.log = Logger(namespace="miner", observer=events.append)
+        self.successResultOf(miner.mine())
+        self.successResultOf(miner.mine())
+        self.successResultOf(miner.mine())
+        self.assertEqual([event["number"] for event in events], [1])
+        self.clock.advance(MINED_LOG_INTERVAL)
+        self.successResultOf(miner.mine())
+        self.assertEqual([event["number"] for event in events], [1, 4])
+        self.assertEqual(events[1]["unlogged"], 2)
+        self.assertIn("2 blocks mined since the last line", formatEvent(events[1]))
+        self.assertNotIn("unlogged", events[0])
 
     def test_seal_budget(self) -> None:
         """
