@@ -101,7 +101,7 @@ class DecodeRLPTests(SynchronousTestCase):
         """
         with self.assertRaises(RLPError) as caught:
             decode_rlp(b"\x83dog\x00")
-        self.assertIn("superfluous", str(caught.exception))
+        self.assertIn("trailing", str(caught.exception))
 
     def test_truncated_refused(self) -> None:
         """
