@@ -286,6 +286,13 @@ class IMiner(Interface):
         Build, seal and import one block of pending transactions now.
         """
 
+    def mine_alone(transaction: "Transaction", check: Callable[[Any], bool]) -> "Deferred[Block | None]":
+        """
+        Mine a block of C{transaction} alone if C{check}, called on the
+        writer thread with the head's state, says so (the pool's admission
+        and its block in one writer job); L{None} when it said not to.
+        """
+
     def start() -> None:
         """
         Resume automatic mining (C{evm_startMining}).

@@ -282,7 +282,7 @@ def compose_pool(
     pool.setName("pool")
     pool.setServiceParent(node)
     miner.pool = pool
-    pool.add_observer(AutoMining(miner, pool))
+    pool.use_automining(AutoMining(miner, pool))
     accounts = node.getServiceNamed("accounts")
     providers: list[IMethodProvider] = [
         ChainMethods(chain, pool),

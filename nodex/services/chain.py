@@ -82,11 +82,12 @@ from nodex.structures.receipts import Receipt, decode_receipts, encode_receipts
 
 T = TypeVar("T")
 
-BlockProducer = Callable[[Header, State, BlockHashes], tuple[Block, BlockOutcome]]
+BlockProducer = Callable[[Header, State, BlockHashes], tuple[Block, BlockOutcome] | None]
 """
 Builds and seals a block on the tip: given the tip's header, a L{State} at
 its state root (which it may change) and the tip's ancestry for BLOCKHASH,
-returns the sealed block and the outcome of executing it.
+returns the sealed block and the outcome of executing it, or L{None} to
+store nothing (it must then have left the state unchanged: reads only).
 """
 
 TIP_STATE_BLOCKS = 256
@@ -274,13 +275,14 @@ class ChainService(Service):
         """
         return self._write(self._thd_import_built_block, block, outcome)
 
-    def produce_block(self, producer: BlockProducer) -> Deferred[Block]:
+    def produce_block(self, producer: BlockProducer) -> Deferred[Block | None]:
         """
         Build a block on the tip on the writer thread and store it, so that
         blocks produced one after another each build on the previous one.
 
-        @return: a Deferred firing with the stored block, or failing with
-            L{InvalidBlockError} if the producer's block breaks a rule.
+        @return: a Deferred firing with the stored block (L{None} when the
+            producer declined), or failing with L{InvalidBlockError} if the
+            producer's block breaks a rule.
         """
         return self._write(self._thd_produce_block, producer)
 
@@ -362,7 +364,12 @@ class ChainService(Service):
         tip = self._tip.header
         state = self._thd_state_for(tip)
         self._tip_state = None
-        block, outcome = producer(tip, state, self._thd_block_hashes(tip))
+        produced = producer(tip, state, self._thd_block_hashes(tip))
+        if produced is None:
+            # Declined after reading only: the state is still the tip's.
+            self._tip_state = state
+            return _Change(None)
+        block, outcome = produced
         if block.header.parent_hash != tip.hash:
             raise InvalidBlockError("a produced block must build on the tip")
         validate_header(tip, block.header, self.rules)

@@ -18,6 +18,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
 from zope.interface import implementer
 
 from nodex.chain.logsearch import (
@@ -31,6 +32,7 @@ from nodex.chain.logsearch import (
     block_log_entries,
     search_logs,
     stored_block_log_entries,
+    warm_block_log_cache,
 )
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_header_rlp
@@ -49,10 +51,18 @@ MAX_FILTERS = 10_000
 """The most filters installed at once (each holds memory until it expires)."""
 
 MAX_HISTORY = 10_000
+"""The most hashes a block or pending-transaction filter keeps for C{eth_getFilterLogs}."""
 
 SEARCH_TIME_LIMIT = 5.0
 """Seconds a log search may take (the reference's C{rpc.timeout})."""
-"""The most hashes a block or pending-transaction filter keeps for C{eth_getFilterLogs}."""
+
+CACHED_BLOCKS = 4096
+"""
+The most blocks whose walked logs the service keeps (also bounded by their
+receipts' bytes), and how many of the newest it walks when it starts.
+"""
+
+_log = Logger()
 
 LOGS, BLOCKS, PENDING = "logs", "blocks", "pending"
 
@@ -125,8 +135,11 @@ class FilterService:
         self._random_bits = random_bits
         self._time_limit = time_limit
         self._filters: dict[int, _Filter] = {}
-        self._cache = BlockLogCache()
+        self._cache = BlockLogCache(size=CACHED_BLOCKS)
         chain.add_observer(self._chain_changed)
+        # Searches of recent blocks, what dapps ask for, find them walked from the start.
+        warming = run_in_thread(warm_block_log_cache, store, chain.head.header.number, self._cache, CACHED_BLOCKS)
+        warming.addErrback(lambda failure: _log.failure("warming the cache of block logs failed", failure))
         if pool is not None:
             pool.add_observer(self._transaction_pending)
 

@@ -12,7 +12,7 @@ C{evm_stopMining}) switch the automatic modes on and off.
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, maybeDeferred
@@ -253,12 +253,54 @@ class Miner(Service):
         @return: a Deferred firing with the new block, or failing with
             L{SealNotFoundError} when the difficulty is beyond the built-in solver.
         """
+        candidates = order_candidates(self.pool.pending()) if self.pool is not None else []
+        return self._produce(lambda state: candidates)
+
+    def mine_alone(self, transaction: Transaction, check: Callable[[State], bool]) -> Deferred[Block | None]:
+        """
+        Mine a block of C{transaction} alone if C{check}, run on the writer
+        thread with the head's state just before the block is built, says
+        so: the pool's admission and its block in one writer job, the path
+        of a transaction sent to an idle pool in C{auto} mode.
+
+        @param check: reads the state (it must not change it) and returns
+            whether to mine now; an exception it raises fails the returned
+            Deferred and nothing is mined.
+        @return: a Deferred firing with the new block, or L{None} when
+            C{check} said not to mine (the C{increase_time} offset is then
+            kept for the next block).
+        """
+        refusal: list[BaseException] = []
+
+        def candidates(state: State) -> list[Transaction] | None:
+            try:
+                wanted = check(state)
+            except Exception as exc:
+                refusal.append(exc)
+                return None
+            return [transaction] if wanted else None
+
+        def declined(block: Block | None) -> Block | None:
+            if refusal:
+                raise refusal[0]
+            return block
+
+        return self._produce(candidates).addCallback(declined)
+
+    def _produce(self, take: Callable[[State], list[Transaction] | None]) -> Deferred[Block | None]:
+        """
+        Build, seal and store a block of the transactions C{take} chooses
+        given the head's state (on the writer thread); L{None} stores
+        nothing and keeps the timestamp offset.
+        """
         now = int(self._clock.seconds())
         offset, self._offset = self._offset, 0
-        candidates = order_candidates(self.pool.pending()) if self.pool is not None else []
         skipped: list[SkippedTransaction] = []
 
-        def produce(parent: Header, state: State, block_hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
+        def produce(parent: Header, state: State, block_hashes: BlockHashes) -> tuple[Block, BlockOutcome] | None:
+            candidates = take(state)
+            if candidates is None:
+                return None
             timestamp = max(now + offset, parent.timestamp + 1)
             built = build_block(
                 parent,
@@ -280,7 +322,10 @@ class Miner(Service):
             skipped.extend(built.skipped)
             return seal_block(built.block, seal), built.outcome
 
-        def mined(block: Block) -> Block:
+        def mined(block: Block | None) -> Block | None:
+            if block is None:
+                self._offset += offset
+                return None
             invalid = [entry for entry in skipped if entry.invalid]
             for entry in invalid:
                 self.log.info(

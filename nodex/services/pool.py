@@ -184,6 +184,8 @@ class TransactionPool(Service):
         self._senders: dict[Address, _Sender] = {}
         self._by_hash: dict[Hash32, Transaction] = {}
         self._observers: list[PoolObserver] = []
+        self._automining: AutoMining | None = None
+        self._in_flight: dict[Hash32, Transaction] = {}
         self._persisted: set[Hash32] = set()
         chain.add_observer(self._chain_changed)
 
@@ -256,7 +258,7 @@ class TransactionPool(Service):
         """
         sender = self._senders.get(Address(address))
         if sender is not None and sender.state_nonce is not None:
-            return succeed(sender.state_nonce + sum(1 for _ in sender.pending_run()))
+            return succeed(self._after_in_flight(address, sender.state_nonce + sum(1 for _ in sender.pending_run())))
         root = self._chain.head.header.state_root
         reading = self._run_in_thread(self._read_account, root, Address(address))
 
@@ -264,12 +266,22 @@ class TransactionPool(Service):
             nonce = 0 if account is None else account.nonce
             current = self._senders.get(Address(address))
             if current is None:
-                return nonce
+                return self._after_in_flight(address, nonce)
             if current.state_nonce is None:
                 current.state_nonce = nonce
-            return current.state_nonce + sum(1 for _ in current.pending_run())
+            return self._after_in_flight(address, current.state_nonce + sum(1 for _ in current.pending_run()))
 
         return reading.addCallback(counted)
+
+    def _after_in_flight(self, address: bytes, nonce: int) -> int:
+        """
+        C{nonce}, or past the transactions of C{address} being admitted and
+        mined in one job (L{_add_and_mine}), which are in no list yet.
+        """
+        for transaction in self._in_flight.values():
+            if transaction.sender == address and transaction.nonce >= nonce:
+                nonce = transaction.nonce + 1
+        return nonce
 
     # Observers
 
@@ -280,6 +292,15 @@ class TransactionPool(Service):
         only after it (the miner's C{auto} mode mines before the RPC answer).
         """
         self._observers.append(observer)
+
+    def use_automining(self, automining: "AutoMining") -> None:
+        """
+        Mine in C{auto} mode through C{automining}: it is told first of each
+        transaction that becomes pending, like an observer, and a
+        transaction sent to an empty pool is admitted and mined in one
+        writer job (L{IMiner.mine_alone}).
+        """
+        self._automining = automining
 
     # Adding
 
@@ -292,15 +313,60 @@ class TransactionPool(Service):
             L{TransactionRejectedError}.
         """
         header = self._chain.head.header
+        automining = self._automining
+        if automining is not None and not self._by_hash and automining.idle:
+            return self._add_and_mine(automining, transaction, header)
         checking = self._run_in_thread(self._thd_validate, transaction, header)
         return checking.addCallback(self._admit, transaction)
 
-    def _thd_validate(self, transaction: Transaction, header: Header) -> Account | None:
+    def _add_and_mine(self, automining: "AutoMining", transaction: Transaction, header: Header) -> Deferred[Hash32]:
         """
-        The checks that need no pool: the transaction's own rules, the head's
-        limits, and the sender's account (in a thread).
+        The path of a transaction sent to an empty pool in C{auto} mode:
+        validated and, if executable, mined in one writer job, without
+        entering the pool (its block keeps it).  The sender has nothing
+        pooled, so of L{_admit}'s rules only the nonce and funds ones apply;
+        a transaction whose nonce is ahead is admitted (queued) as usual.
+        """
+        found: list[tuple[int, int]] = []
 
-        @return: the sender's account in the head state.
+        def check(state: Any) -> bool:
+            self._thd_check(transaction, header)
+            sender = transaction.sender
+            nonce, balance = state.get_nonce(sender), state.get_balance(sender)
+            found.append((nonce, balance))
+            if transaction.nonce < nonce:
+                raise TransactionRejectedError("transaction nonce too low")
+            if transaction.nonce >= nonce + self._account_slots:
+                raise TransactionRejectedError("transaction nonce too high")
+            if _cost(transaction) > balance:
+                raise TransactionRejectedError("insufficient funds")
+            return transaction.nonce == nonce
+
+        def mined(block: Any) -> Deferred[Hash32] | Hash32:
+            if block is None:
+                return self._admit(found[0], transaction)
+            return self._notify_observers([transaction]).addCallback(lambda _: transaction.hash)
+
+        def landed(result: object) -> object:
+            self._in_flight.pop(transaction.hash, None)
+            return result
+
+        self._in_flight[transaction.hash] = transaction
+        return automining.mine_alone(transaction, check).addBoth(landed).addCallback(mined)
+
+    def _thd_validate(self, transaction: Transaction, header: Header) -> tuple[int, int]:
+        """
+        The checks that need no pool (L{_thd_check}), then the sender's
+        nonce and balance in the head state (in a thread).
+        """
+        self._thd_check(transaction, header)
+        account = self._read_account(header.state_root, transaction.sender)
+        return (0, 0) if account is None else (account.nonce, account.balance)
+
+    def _thd_check(self, transaction: Transaction, header: Header) -> None:
+        """
+        The checks that need neither pool nor state: the transaction's own
+        rules and the head's limits (in a thread: they recover the sender).
         """
         size = len(transaction.encode())
         if size > MAX_TRANSACTION_SIZE:
@@ -329,9 +395,8 @@ class TransactionPool(Service):
             )
         if transaction.effective_gas_price < header.minimum_gas_price:
             raise TransactionRejectedError("transaction's gas price lower than block's minimum")
-        return self._read_account(header.state_root, transaction.sender)
 
-    def _admit(self, account: Account | None, transaction: Transaction) -> Deferred[Hash32]:
+    def _admit(self, found: tuple[int, int], transaction: Transaction) -> Deferred[Hash32]:
         """
         The rules that depend on the pool, then keep the transaction (on the
         reactor thread, so that two arrivals cannot interleave).
@@ -341,8 +406,7 @@ class TransactionPool(Service):
             where = "pending" if self.is_pending(tx_hash) else "queued"
             raise TransactionRejectedError(f"{where} transaction with same hash already exists")
         address = transaction.sender
-        state_nonce = 0 if account is None else account.nonce
-        balance = 0 if account is None else account.balance
+        state_nonce, balance = found
         sender = self._senders.get(address)
         if sender is None:
             sender = _Sender(state_nonce)
@@ -429,12 +493,23 @@ class TransactionPool(Service):
 
     def _notify(self, transactions: list[Transaction]) -> Deferred[Any]:
         """
-        Tell the observers about newly pending transactions; fire when every
-        Deferred an observer returned has fired (observer failures are logged).
+        Tell automining and the observers about newly pending transactions;
+        fire when every Deferred they returned has fired (failures are logged).
+        """
+        if self._automining is None:
+            return self._notify_observers(transactions)
+        return self._notify_observers(transactions, [self._automining, *self._observers])
+
+    def _notify_observers(
+        self, transactions: list[Transaction], observers: list[PoolObserver] | None = None
+    ) -> Deferred[Any]:
+        """
+        Tell C{observers} (default: the observers) about newly pending
+        transactions; fire when every Deferred they returned has fired.
         """
         waits = []
         for transaction in transactions:
-            for observer in self._observers:
+            for observer in self._observers if observers is None else observers:
                 result = maybeDeferred(observer, transaction)
                 waits.append(result.addErrback(self._observer_failed))
         if not waits:
@@ -673,6 +748,20 @@ class AutoMining:
             waiter.callback(None)
         if isinstance(result, Failure):
             TransactionPool.log.failure("automatic mining failed", result)
+
+    @property
+    def idle(self) -> bool:
+        """
+        Whether the miner automines and no block of this automining is being produced.
+        """
+        return self._waiters is None and self._miner.is_mining and self._miner.mode == "auto"
+
+    def mine_alone(self, transaction: Transaction, check: Callable[[Any], bool]) -> Deferred[Any]:
+        """
+        Have the miner admit (C{check}) and mine C{transaction} in one job
+        (L{IMiner.mine_alone}).
+        """
+        return self._miner.mine_alone(transaction, check)
 
 
 __all__ = [

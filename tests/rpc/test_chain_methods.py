@@ -23,6 +23,7 @@ from nodex.rpc.txpool import TxPoolMethods
 from nodex.services.accounts import DevAccounts
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
+from nodex.structures.transactions import Transaction
 from tests.services.test_pool import ADDRESSES, KEYS, RECIPIENT, PoolFixture, legacy, make_header
 
 MINER_ADDRESS = Address(bytes.fromhex("ec4ddeb4380ad69b3e509baad9f158cdf4e4681d"))
@@ -51,6 +52,19 @@ class FakeMiner:
         Adopt a block of every pending transaction.
         """
         block = self.fixture.chain.adopt(tuple(self.fixture.pool.pending()))
+        self.mined.append(block)
+        return succeed(block)
+
+    def mine_alone(self, transaction: Transaction, check: Any) -> Deferred[Block | None]:
+        """
+        Adopt a block of C{transaction} if C{check} says so on the head's state.
+        """
+        from nodex.state.state import State
+
+        state = State.from_store(self.fixture.chain.store, self.fixture.chain.head.header.state_root)
+        if not check(state):
+            return succeed(None)
+        block = self.fixture.chain.adopt((transaction,))
         self.mined.append(block)
         return succeed(block)
 

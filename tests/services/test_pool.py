@@ -751,6 +751,25 @@ class RecordingMiner:
         """
         self.running.pop(0).callback(None)
 
+    def mine_alone(self, transaction: Transaction, check: Any) -> Deferred[Block | None]:
+        """
+        When L{finish} is called: run C{check} on the head's state, then
+        store a block of C{transaction} if it says so.
+        """
+        from nodex.state.state import State
+
+        def decide(_: object) -> Block | None:
+            state = State.from_store(self.store, self.chain.head.header.state_root)
+            if not check(state):
+                return None
+            self.blocks.append((transaction,))
+            return self.chain.adopt((transaction,))
+
+        self.store = self.chain.store
+        done: Deferred[None] = Deferred()
+        self.running.append(done)
+        return done.addCallback(decide)
+
 
 class AutoMiningTests(PoolFixture, SynchronousTestCase):
     """
@@ -835,6 +854,111 @@ class AutoMiningTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(self.successResultOf(adding), tx.hash)
         self.assertEqual(self.pool.pending(), [tx])
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+
+class AutoMiningFastLaneTests(PoolFixture, SynchronousTestCase):
+    """
+    Tests for the pool with L{TransactionPool.use_automining}: a transaction
+    sent to an empty pool is admitted and mined in one miner job.
+    """
+
+    def setUp(self) -> None:
+        """
+        A pool automining through a controllable miner, and an observer.
+        """
+        from nodex.services.pool import AutoMining
+
+        self.pool = self.make_pool()
+        self.miner = RecordingMiner(self.pool, self.chain)
+        self.pool.use_automining(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+        self.seen: list[Transaction] = []
+        self.pool.add_observer(self.seen.append)
+
+    def test_mined_without_entering_the_pool(self) -> None:
+        """
+        An executable transaction is mined by one C{mine_alone} job; the
+        observers still hear of it, and the pool and its store stay empty.
+        """
+        tx = legacy(0)
+        adding = self.pool.add(tx)
+        self.assertNoResult(adding)
+        self.assertEqual(len(self.miner.running), 1)
+        self.miner.finish()
+        self.assertEqual(self.successResultOf(adding), tx.hash)
+        self.assertEqual(self.miner.blocks, [(tx,)])
+        self.assertEqual(self.seen, [tx])
+        self.assertEqual(len(self.pool), 0)
+        self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
+
+    def test_ahead_nonce_queued(self) -> None:
+        """
+        A transaction whose nonce is ahead of its sender's is not mined: it
+        is queued as usual, and mined with the one that closes the gap.
+        """
+        later = legacy(1)
+        adding = self.pool.add(later)
+        self.miner.finish()
+        self.assertEqual(self.successResultOf(adding), later.hash)
+        self.assertEqual((self.miner.blocks, self.pool.queued(), self.seen), ([], [later], []))
+        first = legacy(0)
+        adding = self.pool.add(first)
+        self.assertEqual(self.miner.blocks, [(first, later)])
+        self.miner.finish()
+        self.successResultOf(adding)
+        self.assertEqual(len(self.pool), 0)
+
+    def test_refusals(self) -> None:
+        """
+        A used nonce, a nonce beyond the sender's slots and a cost above the
+        balance are refused with the reference's messages; nothing is mined.
+        """
+        self.pool.add(legacy(0))
+        self.miner.finish()
+        for tx, message in (
+            (legacy(0, gas_price=7), "transaction nonce too low"),
+            (legacy(1 + 16), "transaction nonce too high"),
+            (legacy(1, value=FUNDS + 1), "insufficient funds"),
+        ):
+            adding = self.pool.add(tx)
+            self.miner.finish()
+            self.assertEqual(self.failureResultOf(adding, TransactionRejectedError).getErrorMessage(), message)
+        self.assertEqual(len(self.miner.blocks), 1)
+        self.assertEqual(len(self.pool), 0)
+
+    def test_invalid_signature_refused(self) -> None:
+        """
+        The stateless checks run in the same job: a wrong chain id is refused.
+        """
+        tx = legacy(0, chain_id=5)
+        adding = self.pool.add(tx)
+        self.miner.finish()
+        self.assertEqual(self.failureResultOf(adding, TransactionRejectedError).getErrorMessage(), "Invalid chainId: 5")
+
+    def test_next_nonce_counts_in_flight(self) -> None:
+        """
+        While a transaction is being admitted and mined, its sender's next
+        nonce is already past it.
+        """
+        adding = self.pool.add(legacy(0))
+        self.assertEqual(self.successResultOf(self.pool.next_nonce(ADDRESSES[0])), 1)
+        self.miner.finish()
+        self.successResultOf(adding)
+        self.assertEqual(self.successResultOf(self.pool.next_nonce(ADDRESSES[0])), 1)
+
+    def test_busy_pool_takes_the_usual_path(self) -> None:
+        """
+        With transactions in the pool, a newcomer is admitted first and
+        mined by C{mine}, with the others.
+        """
+        queued = legacy(2)
+        self.pool.add(queued)
+        self.miner.finish()
+        other = legacy(0, key=KEYS[1])
+        adding = self.pool.add(other)
+        self.assertEqual(self.miner.blocks, [(other,)])
+        self.miner.finish()
+        self.successResultOf(adding)
+        self.assertEqual(self.pool.queued(), [queued])
 
 
 class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
