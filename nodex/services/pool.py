@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, gatherResults, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, gatherResults, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -345,7 +345,10 @@ class TransactionPool(Service):
         def mined(block: Any) -> Deferred[Hash32] | Hash32:
             if block is None:
                 return self._admit(found[0], transaction)
-            return self._notify_observers([transaction]).addCallback(lambda _: transaction.hash)
+            notified = self._notify_observers([transaction])
+            if notified.called:
+                return transaction.hash
+            return notified.addCallback(lambda _: transaction.hash)
 
         def landed(result: object) -> object:
             self._in_flight.pop(transaction.hash, None)
@@ -510,10 +513,18 @@ class TransactionPool(Service):
         waits = []
         for transaction in transactions:
             for observer in self._observers if observers is None else observers:
-                result = maybeDeferred(observer, transaction)
-                waits.append(result.addErrback(self._observer_failed))
+                # Most observers answer at once: only their Deferreds are waited for.
+                try:
+                    result = observer(transaction)
+                except Exception:
+                    self._observer_failed(Failure())
+                    continue
+                if isinstance(result, Deferred):
+                    waits.append(result.addErrback(self._observer_failed))
         if not waits:
             return succeed(None)
+        if len(waits) == 1:
+            return waits[0]
         return gatherResults(waits)
 
     def _observer_failed(self, failure: Failure) -> None:

@@ -5,8 +5,11 @@ the receipts root of a block.
 
 from collections.abc import Sequence
 
-from nodex.trie.hexary import HexaryTrie
+from nodex.crypto import keccak256
+from nodex.trie.hexary import BLANK_ROOT, HexaryTrie
+from nodex.trie.nibbles import key_to_nibbles
 from nodex.trie.node_rlp import encode_bytes
+from nodex.trie.nodes import encode_leaf
 
 
 def index_key(index: int) -> bytes:
@@ -15,6 +18,10 @@ def index_key(index: int) -> bytes:
     empty string, so its key is C{0x80}).
     """
     return encode_bytes(index.to_bytes((index.bit_length() + 7) // 8, "big"))
+
+
+_FIRST_PATH = key_to_nibbles(index_key(0))
+"""The nibble path of position 0."""
 
 
 def _no_nodes(node_hash: bytes) -> None:
@@ -30,6 +37,11 @@ def ordered_trie_root(items: Sequence[bytes]) -> bytes:
 
     @param items: the encoded transactions or receipts, in block order.
     """
+    if not items:
+        return BLANK_ROOT
+    if len(items) == 1:
+        # One leaf at the root, the common block of an automining node.
+        return keccak256(encode_leaf(_FIRST_PATH, items[0]))
     trie = HexaryTrie(_no_nodes)
     for index, item in enumerate(items):
         trie.put(index_key(index), item)

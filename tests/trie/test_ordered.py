@@ -41,6 +41,16 @@ class OrderedTrieRootTests(SynchronousTestCase):
             trie.put(index_key(index), item)
         self.assertEqual(ordered_trie_root(items), trie.root_hash)
 
+    def test_one_item(self) -> None:
+        """
+        A one-item list (its shortcut: a lone leaf) has the root of the trie
+        holding that item, whether the item is short or long.
+        """
+        for item in (b"\x01", b"short", b"\x02" * 40, b"\x03" * 2000):
+            trie = HexaryTrie({}.get)
+            trie.put(index_key(0), item)
+            self.assertEqual(ordered_trie_root([item]), trie.root_hash)
+
     def test_known_root(self) -> None:
         """
         A fixed three-item list has the root that py-trie computes for it.
