@@ -42,6 +42,12 @@ SHORT_STRETCH = 32
 
 _BLOOM_BITS = BLOOM_BYTES * 8
 
+BloomTests = list[list[tuple[tuple[int, int], ...]]]
+"""
+Bloom criteria as byte tests: per group, the alternatives, each the
+C{(byte index, bit)} pairs that must all be set in a 256-byte bloom.
+"""
+
 
 def set_bits(bloom: bytes) -> list[int]:
     """
@@ -185,6 +191,42 @@ def bloom_matches(bloom: bytes, groups: Sequence[Sequence[int]]) -> bool:
     return all(any(value & mask == mask for mask in group) for group in groups)
 
 
+def bloom_tests(groups: Sequence[Sequence[int]]) -> BloomTests:
+    """
+    The byte tests of bloom masks (L{nodex.chain.logindex.value_mask}s,
+    grouped as for L{nodex.chain.logindex.bloom_matches}).
+    """
+    tests = []
+    for group in groups:
+        alternatives = []
+        for mask in group:
+            pairs = []
+            while mask:
+                low = mask & -mask
+                bit = low.bit_length() - 1
+                pairs.append((BLOOM_BYTES - 1 - bit // 8, 1 << (bit % 8)))
+                mask ^= low
+            alternatives.append(tuple(pairs))
+        tests.append(alternatives)
+    return tests
+
+
+def bloom_passes(data: bytes, offset: int, tests: BloomTests) -> bool:
+    """
+    Whether the bloom at C{offset} in C{data} passes every group of C{tests}.
+    """
+    for group in tests:
+        for pairs in group:
+            for index, bit in pairs:
+                if not data[offset + index] & bit:
+                    break
+            else:
+                break
+        else:
+            return False
+    return True
+
+
 class _BudgetExceededError(Exception):
     """
     A group's bit lists are longer than the current budget (internal to the search).
@@ -197,21 +239,27 @@ def _value_candidates(store: KeyValueStore, section: int, mask: int, budget: lis
     the value's bit lists, read in turns so that its cost is three times
     its length.
 
+    This is the inner loop of a search over many blocks, so it walks the
+    store's key iterators itself rather than through L{BitList}s.
+
     @param budget: a one-element list holding the keys still allowed; spent in place.
     @raise _BudgetExceededError: the budget ran out first.
     """
-    lists = [BitList(store, bit, section) for bit in _mask_bits(mask)]
-    found: list[list[int]] = [[] for _ in lists]
-    while True:
-        for position, bit_list in enumerate(lists):
-            try:
-                number = next(bit_list)
-            except StopIteration:
-                return set(found[position])
-            found[position].append(number)
-            budget[0] -= 1
-            if budget[0] < 0:
+    lists = [(store.iterate(LOG_INDEX, bit_prefix(bit, section)), []) for bit in _mask_bits(mask)]
+    remaining = budget[0]
+    try:
+        while True:
+            for pairs, keys in lists:
+                pair = next(pairs, None)
+                if pair is None:
+                    base = section * SECTION_SIZE
+                    return {base + int.from_bytes(key[-2:], "big") for key in keys}
+                keys.append(pair[0])
+            remaining -= len(lists)
+            if remaining < 0:
                 raise _BudgetExceededError()
+    finally:
+        budget[0] = remaining
 
 
 def _mask_bits(mask: int) -> list[int]:
@@ -256,6 +304,7 @@ def candidate_blocks(
 
     @param groups: as for L{bloom_matches}; each group has at least one mask.
     """
+    tests = bloom_tests(groups)
     number = first
     while number <= last:
         section = number // SECTION_SIZE
@@ -266,7 +315,7 @@ def candidate_blocks(
             numbers = sorted(n for n in _section_candidates(store, section, groups) if number <= n <= section_last)
         for candidate in numbers:
             bloom = read_block_bloom(store, candidate)
-            if bloom is not None and bloom != EMPTY_BLOOM and bloom_matches(bloom, groups):
+            if bloom is not None and bloom != EMPTY_BLOOM and bloom_passes(bloom, 0, tests):
                 yield candidate
         number = section_last + 1
 
@@ -277,8 +326,11 @@ __all__ = [
     "SECTION_SIZE",
     "SHORT_STRETCH",
     "BitList",
+    "BloomTests",
     "bit_prefix",
     "bloom_matches",
+    "bloom_passes",
+    "bloom_tests",
     "candidate_blocks",
     "index_block",
     "read_bloom",

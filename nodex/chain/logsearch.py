@@ -16,11 +16,12 @@ from functools import cached_property
 
 from nodex.chain.calls import CallTimeoutError
 from nodex.chain.errors import ChainError
-from nodex.chain.logindex import candidate_blocks, value_mask
-from nodex.chain.storedlogs import BlockLogCache, BloomTests, StoredBlockLogs, bloom_tests
+from nodex.chain.logindex import BloomTests, bloom_tests, candidate_blocks, value_mask
+from nodex.chain.storedlogs import BlockLogCache, StoredBlockLogs
 from nodex.db.kv import KeyValueStore
-from nodex.db.schema import read_canonical_hash
+from nodex.db.schema import read_block_bloom, read_canonical_hash
 from nodex.primitives import Address, Hash32
+from nodex.structures.bloom import EMPTY_BLOOM
 from nodex.structures.logs import MAX_TOPICS, Log
 from nodex.structures.receipts import Receipt
 
@@ -223,6 +224,30 @@ def stored_block_log_entries(
     ]
 
 
+def warm_block_log_cache(store: KeyValueStore, last: int, cache: BlockLogCache, blocks: int) -> int:
+    """
+    Walk the logs and transaction hashes of the newest canonical blocks
+    with logs, up to C{last}, into C{cache}, so that the first searches of
+    recent blocks after a start find them walked, as later ones do.
+
+    @param blocks: how many heights, ending at C{last}, to look at.
+    @return: how many blocks were added.
+    @raise nodex.structures.errors.RLPError: stored receipts are malformed.
+    """
+    added = 0
+    for number in range(max(0, last - blocks + 1), last + 1):
+        bloom = read_block_bloom(store, number)
+        block_hash = read_canonical_hash(store, number)
+        if bloom is None or bloom == EMPTY_BLOOM or block_hash is None or cache.get(block_hash) is not None:
+            continue
+        block_logs = StoredBlockLogs.read(store, block_hash)
+        if block_logs is not None:
+            block_logs.walk_all(store, block_hash)
+            cache.put(block_hash, block_logs)
+            added += 1
+    return added
+
+
 def search_logs(
     store: KeyValueStore,
     first: int,
@@ -267,4 +292,5 @@ __all__ = [
     "read_block_log_entries",
     "search_logs",
     "stored_block_log_entries",
+    "warm_block_log_cache",
 ]

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from threading import Lock
 
+from nodex.chain.logindex import BloomTests, bloom_passes
 from nodex.crypto import keccak256
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_body_rlp, read_receipts_rlp
@@ -25,12 +26,6 @@ from nodex.structures.blocks import decode_body
 from nodex.structures.bloom import BLOOM_BYTES
 from nodex.structures.logs import MAX_TOPICS, Log
 from nodex.structures.receipts import decode_receipts
-
-BloomTests = list[list[tuple[tuple[int, int], ...]]]
-"""
-Bloom criteria as byte tests: per group, the alternatives, each the
-C{(byte index, bit)} pairs that must all be set in a 256-byte bloom.
-"""
 
 ReceiptSpan = tuple[bytes, int, int, int, int, int]
 """
@@ -46,42 +41,6 @@ _BLOOM_PREFIX = b"\xb9\x01\x00"
 
 _TOPIC_PREFIXES = b"\xa0" * MAX_TOPICS
 """The RLP prefixes of up to four 32-byte topics."""
-
-
-def bloom_tests(groups: Sequence[Sequence[int]]) -> BloomTests:
-    """
-    The byte tests of bloom masks (L{nodex.chain.logindex.value_mask}s,
-    grouped as for L{nodex.chain.logindex.bloom_matches}).
-    """
-    tests = []
-    for group in groups:
-        alternatives = []
-        for mask in group:
-            pairs = []
-            while mask:
-                low = mask & -mask
-                bit = low.bit_length() - 1
-                pairs.append((BLOOM_BYTES - 1 - bit // 8, 1 << (bit % 8)))
-                mask ^= low
-            alternatives.append(tuple(pairs))
-        tests.append(alternatives)
-    return tests
-
-
-def bloom_passes(data: bytes, offset: int, tests: BloomTests) -> bool:
-    """
-    Whether the bloom at C{offset} in C{data} passes every group of C{tests}.
-    """
-    for group in tests:
-        for pairs in group:
-            for index, bit in pairs:
-                if not data[offset + index] & bit:
-                    break
-            else:
-                break
-        else:
-            return False
-    return True
 
 
 class StoredBlockLogs:
@@ -145,6 +104,18 @@ class StoredBlockLogs:
                 if matches(log):
                     selected.append((index, first_log + offset, log))
         return selected
+
+    def walk_all(self, store: KeyValueStore, block_hash: bytes) -> None:
+        """
+        Build every log and transaction hash now, so that no later
+        selection has to (what warming a cache does).
+
+        @raise nodex.structures.errors.RLPError: the body is malformed.
+        """
+        for index, (_, _, start, end, _, count) in enumerate(self._spans):
+            if count and self._logs[index] is None:
+                self._logs[index] = _walk_logs(self._raw, start, end)
+        self.transaction_hashes(store, block_hash, range(len(self._spans)))
 
     def transaction_hashes(self, store: KeyValueStore, block_hash: bytes, indexes: Sequence[int]) -> list[Hash32] | None:
         """
@@ -354,4 +325,4 @@ def _walk_transactions(raw: bytes) -> list[tuple[int, int, int, bool]]:
     return bounds
 
 
-__all__ = ["BlockLogCache", "BloomTests", "Selection", "StoredBlockLogs", "bloom_passes", "bloom_tests"]
+__all__ = ["BlockLogCache", "ReceiptSpan", "Selection", "StoredBlockLogs"]

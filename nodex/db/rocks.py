@@ -183,16 +183,18 @@ class RocksStore:
         Walk one column family from C{prefix} while the keys start with it.
         """
         iterator = column.iter()
+        # Log searches walk thousands of short key lists: the bound methods are looked up once.
+        valid, key_of, value_of, advance = iterator.valid, iterator.key, iterator.value, iterator.next
         try:
             iterator.seek(prefix)
-            while iterator.valid():
-                key = iterator.key()
+            while valid():
+                key = key_of()
                 if not key.startswith(prefix):
                     break
-                yield key, iterator.value()
-                iterator.next()
+                yield key, value_of()
+                advance()
         finally:
-            del iterator
+            del iterator, valid, key_of, value_of, advance
 
     def close(self) -> None:
         """

@@ -17,6 +17,7 @@ from nodex.chain.logsearch import (
     read_block_log_entries,
     search_logs,
     stored_block_log_entries,
+    warm_block_log_cache,
 )
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import write_body_rlp, write_canonical_hash, write_header_rlp, write_receipts_rlp
@@ -274,3 +275,25 @@ class StoredWalkTests(SynchronousTestCase):
         write_receipts_rlp(batch, block.hash, b"\xc3\x01\x02")
         store.write(batch)
         self.assertRaises(RLPError, stored_block_log_entries, store, block.hash, 1, LogFilter())
+
+
+class WarmCacheTests(SynchronousTestCase):
+    """
+    Tests for L{warm_block_log_cache}.
+    """
+
+    def test_newest_blocks_with_logs(self) -> None:
+        """
+        Warming walks the newest canonical blocks that have logs into the
+        cache, and searches then answer as without it.
+        """
+        store = MemoryStore()
+        for number in range(30):
+            block, receipts = make_block(number, [[Log(ONE, (A,), bytes([number]))]] if number % 2 else [[]])
+            store_block(store, block, receipts)
+        cache = BlockLogCache()
+        self.assertEqual(warm_block_log_cache(store, 29, cache, 10), 5)
+        self.assertEqual(len(cache), 5)
+        self.assertEqual(warm_block_log_cache(store, 29, cache, 10), 0)
+        log_filter = LogFilter(topics=((A,),))
+        self.assertEqual(search_logs(store, 0, 29, log_filter, cache=cache), search_logs(store, 0, 29, log_filter))

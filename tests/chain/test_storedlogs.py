@@ -6,8 +6,8 @@ import random
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.logindex import bloom_matches, value_mask
-from nodex.chain.storedlogs import BlockLogCache, StoredBlockLogs, bloom_passes, bloom_tests
+from nodex.chain.logindex import bloom_matches, bloom_passes, bloom_tests, value_mask
+from nodex.chain.storedlogs import BlockLogCache, StoredBlockLogs
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import write_receipts_rlp
 from nodex.primitives import Address, Hash32

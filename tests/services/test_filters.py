@@ -5,7 +5,7 @@ Tests for L{nodex.services.filters}.
 from collections.abc import Callable
 from dataclasses import replace
 
-from twisted.internet.defer import maybeDeferred
+from twisted.internet.defer import fail, maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
@@ -18,6 +18,7 @@ from nodex.chain.logsearch import (
     LogLimitError,
     LogQueryError,
     TooManyLogsError,
+    warm_block_log_cache,
 )
 from nodex.db.memory import MemoryStore
 from nodex.interfaces import BlockNotFoundError, ChainEvent, ChainHead, IFilterService
@@ -130,6 +131,33 @@ class FilterServiceTests(SynchronousTestCase):
         The service provides L{IFilterService}.
         """
         self.assertTrue(verifyObject(IFilterService, self.service))
+
+    def test_warms_its_cache_at_start(self) -> None:
+        """
+        The service walks the newest stored blocks with logs into its cache
+        in its reader pool when it is made; a failure there is logged.
+        """
+        calls: list[tuple[object, ...]] = []
+
+        def record(function: Callable[..., object], *args: object) -> object:
+            """
+            Remember what runs in the pool, and run it.
+            """
+            calls.append((function, *args))
+            return maybeDeferred(function, *args)
+
+        service = FilterService(self.store, self.chain, None, record, self.clock)  # type: ignore[arg-type]
+        self.assertEqual(len(service._cache), 10)
+        self.assertEqual(calls[0][:3], (warm_block_log_cache, self.store, 9))
+
+        def failing(function: Callable[..., object], *args: object) -> object:
+            """
+            Fail whatever runs in the pool.
+            """
+            return fail(RuntimeError("no pool"))
+
+        FilterService(self.store, self.chain, None, failing, self.clock)  # type: ignore[arg-type]
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
 
     def test_get_logs_range(self) -> None:
         """
