@@ -9,7 +9,7 @@ running reactor, one block after another, as automining does (the thread
 hand-offs included); the store is RocksDB in a temporary directory (or
 memory with C{--memory}).  C{--profile} prints the cProfile table of the run.
 
-    .venv/bin/python benchmarks/mine_block.py [--blocks 2000] [--memory] [--threads] [--profile]
+    .venv/bin/python benchmarks/mine_block.py [--blocks 2000] [--memory] [--threads] [--profile] [--erc20]
 """
 
 import argparse
@@ -74,6 +74,29 @@ def transfers(count: int) -> list[Transaction]:
     ]
 
 
+def token_transfers(count: int) -> tuple[Transaction, list[Transaction]]:
+    """
+    The test token's deployment by cow1 and C{count} C{transfer(to, 1)}
+    calls after it, signed in advance.
+    """
+    import json
+
+    artifact = json.loads((Path(__file__).resolve().parent.parent / "tests/data/contracts/Token.json").read_text())
+    key = keccak256(b"cow1")
+    arguments = (
+        (96).to_bytes(32, "big") + (160).to_bytes(32, "big") + (10**24).to_bytes(32, "big")
+        + (5).to_bytes(32, "big") + b"Token".ljust(32, b"\x00") + (3).to_bytes(32, "big") + b"TOK".ljust(32, b"\x00")
+    )
+    creation = bytes.fromhex(artifact["bytecode"][2:]) + arguments
+    deploy = sign_transaction(LegacyTransaction(0, 1, 3_000_000, b"", 0, creation), key, 33)
+    token = keccak256(bytes([0xD6, 0x94]) + deploy.sender + b"\x80")[12:]
+    call = keccak256(b"transfer(address,uint256)")[:4] + (bytes([0x42]) * 20).rjust(32, b"\x00") + (1).to_bytes(32, "big")
+    calls = [
+        sign_transaction(LegacyTransaction(n, 1, 60_000, token, 0, call), key, 33) for n in range(1, count + 1)
+    ]
+    return deploy, calls
+
+
 def mine_threaded(miner: Miner, pool: OneShotPool, signed: list[Transaction]) -> None:
     """
     Run the reactor and mine one block per transaction, each after the last.
@@ -94,9 +117,10 @@ def mine_threaded(miner: Miner, pool: OneShotPool, signed: list[Transaction]) ->
     reactor.run()  # type: ignore[attr-defined]
 
 
-def run(blocks: int, memory: bool, profile: bool, threads: bool = False) -> None:
+def run(blocks: int, memory: bool, profile: bool, threads: bool = False, erc20: bool = False) -> None:
     """
-    Mine C{blocks} one-transfer blocks and print the time per block.
+    Mine C{blocks} one-transfer blocks (native, or ERC-20 after a block
+    that deploys the token) and print the time per block.
     """
     preset = load_preset("regtest")
     directory = tempfile.mkdtemp(prefix="nodex-mine-")
@@ -114,7 +138,14 @@ def run(blocks: int, memory: bool, profile: bool, threads: bool = False) -> None
     chain = ChainService(store, chain_rules("regtest", 33), clock, threads=chain_threads)
     pool = OneShotPool()
     miner = Miner(chain, REGTEST_MINER_ADDRESS, "manual", clock, pool)  # type: ignore[arg-type]
-    signed = transfers(blocks)
+    if erc20:
+        deploy, signed = token_transfers(blocks)
+        pool.next = [deploy]
+        miner.mine()
+        first = 1
+    else:
+        signed = transfers(blocks)
+        first = 0
     for transaction in signed:
         transaction.sender  # recovered when the pool admits it, not when mining
     profiler = cProfile.Profile() if profile else None
@@ -134,10 +165,10 @@ def run(blocks: int, memory: bool, profile: bool, threads: bool = False) -> None
     cpu_seconds = time.process_time() - cpu_start
     if chain_threads is not None:
         chain_threads.stop()
-    assert chain.head.header.number == blocks, chain.head.header.number
+    assert chain.head.header.number == blocks + first, chain.head.header.number
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"{blocks} one-transfer blocks on {'memory' if memory else 'RocksDB'}"
+        f"{blocks} one-{'ERC-20-' if erc20 else ''}transfer blocks on {'memory' if memory else 'RocksDB'}"
         f"{' through the writer thread' if threads else ''}: "
         f"{seconds * 1e6 / blocks:.0f} us per block ({cpu_seconds * 1e6 / blocks:.0f} us of CPU),"
         f" {blocks / seconds:.0f} blocks/s, peak RSS {peak:.0f} MiB"
@@ -156,8 +187,9 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true", help="MemoryStore instead of RocksDB")
     parser.add_argument("--threads", action="store_true", help="the writer thread under a running reactor")
     parser.add_argument("--profile", action="store_true", help="print the cProfile table")
+    parser.add_argument("--erc20", action="store_true", help="token transfers instead of native ones")
     arguments = parser.parse_args()
-    run(arguments.blocks, arguments.memory, arguments.profile, arguments.threads)
+    run(arguments.blocks, arguments.memory, arguments.profile, arguments.threads, arguments.erc20)
 
 
 if __name__ == "__main__":
