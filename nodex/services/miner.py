@@ -214,17 +214,6 @@ class Miner(Service):
             lambda failure: self.log.failure("interval mining failed", failure),
         )
 
-    def automine(self, transaction: Transaction) -> Deferred[Block] | None:
-        """
-        The pool observer of C{auto} mode: when a transaction becomes
-        pending and the miner is in C{auto} mode and mining, mine a block
-        and return its Deferred (the pool answers after it); otherwise
-        L{None}.  Register it with C{pool.add_observer(miner.automine)}.
-        """
-        if self.mode == "auto" and self._enabled:
-            return self.mine()
-        return None
-
     def increase_time(self, seconds: int) -> int:
         """
         Add C{seconds} (when positive) to the offset of the next block's

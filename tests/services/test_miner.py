@@ -198,19 +198,42 @@ class MinerTests(SynchronousTestCase):
         miner.start()
         self.assertTrue(miner.is_mining)
 
-    def test_automine(self) -> None:
+    def test_mine_alone(self) -> None:
         """
-        The pool observer mines a block in auto mode while mining is on, and nothing otherwise.
+        L{Miner.mine_alone} mines a block of its transaction alone, whatever
+        the pool holds, when the check says so; the check sees the head's
+        state before the block.
         """
-        auto = self.miner("auto")
+        miner = self.miner("auto")
+        other, tx = transfer(0, 0), transfer(1, 0)
+        self.pool.transactions = [other]
+        seen = []
+
+        def check(state: Any) -> bool:
+            seen.append(state.get_nonce(tx.sender))
+            return True
+
+        block = self.successResultOf(miner.mine_alone(tx, check))
+        self.assertEqual((block.transactions, seen), ((tx,), [0]))
+        self.assertEqual(self.chain.head.header, block.header)
+
+    def test_mine_alone_declined(self) -> None:
+        """
+        When the check says no, nothing is mined and the time offset stays
+        for the next block; when it raises, the Deferred fails with its
+        exception and nothing is mined.
+        """
+        miner = self.miner("auto")
         tx = transfer(0, 0)
-        self.pool.transactions = [tx]
-        block = self.successResultOf(auto.automine(tx))
-        self.assertEqual(block.transactions, (tx,))
-        auto.stop()
-        self.assertIsNone(auto.automine(tx))
-        self.assertIsNone(self.miner("manual").automine(tx))
-        self.assertIsNone(self.miner("interval:3").automine(tx))
+        miner.increase_time(100)
+        self.assertIsNone(self.successResultOf(miner.mine_alone(tx, lambda state: False)))
+        self.assertEqual(miner.time_offset, 100)
+        self.failureResultOf(miner.mine_alone(tx, lambda state: 1 // 0), ZeroDivisionError)
+        self.assertEqual((self.blocks, miner.time_offset), ([], 100))
+        parent = self.chain.head.header
+        block = self.successResultOf(miner.mine_alone(tx, lambda state: True))
+        self.assertGreaterEqual(block.header.timestamp, parent.timestamp + 100)
+        self.assertEqual(miner.time_offset, 0)
 
     def test_interval(self) -> None:
         """
