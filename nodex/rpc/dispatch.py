@@ -365,24 +365,23 @@ class Dispatcher:
         deadline, then build its response.
         """
         remaining = deadline - self._clock.seconds()
-        timeout = self._limits.timeout
+        timer = self._clock.callLater(max(remaining, 0.0), result.cancel)
 
-        def timed_out(value: Any, seconds: float) -> Any:
-            if isinstance(value, Failure):
-                raise LimitExceededError(f"request timed out after {timeout:g} seconds")
-            return value
-
-        def succeeded(value: Any) -> Response:
-            return self._success(method, value, request_id)
-
-        def failed(failure: Failure) -> Response:
-            return _error(rpc_error_for(failure.value), request_id)
-
-        def finish(response: Response) -> Response | None:
+        def answer(value: Any) -> Response | None:
+            # One callback for the outcome, the timer and the response: a
+            # transaction in auto mode comes through here on every request.
+            if timer.active():
+                timer.cancel()
+                if isinstance(value, Failure):
+                    response = _error(rpc_error_for(value.value), request_id)
+                else:
+                    response = self._success(method, value, request_id)
+            else:
+                message = f"request timed out after {self._limits.timeout:g} seconds"
+                response = _error(LimitExceededError(message), request_id)
             return self._finish(call_id, method.name, started, response, has_id)
 
-        result.addTimeout(max(remaining, 0.0), self._clock, onTimeoutCancel=timed_out)
-        return result.addCallbacks(succeeded, failed).addCallback(finish)
+        return result.addBoth(answer)
 
     def _finish(
         self, call_id: int, name: str, started: float, response: Response, has_id: bool

@@ -16,6 +16,7 @@ from typing import Any
 
 from klein import Klein
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 from twisted.web.iweb import IRequest
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
@@ -292,27 +293,22 @@ class _DirectPost(Resource):
         answer = self._server.post(request)
         if isinstance(answer, bytes):
             return answer
-        answer.addCallback(_write_and_finish, request)
-        answer.addErrback(_fail, request)
+        answer.addBoth(_deliver, request)
         return NOT_DONE_YET
 
 
-def _write_and_finish(body: bytes, request: Request) -> None:
+def _deliver(body: bytes | Failure, request: Request) -> None:
     """
-    Write an asynchronous answer unless the client has gone.
+    Write an asynchronous answer unless the client has gone; an unexpected
+    failure of the handler becomes a 500.
     """
     if request.channel is None or request._disconnected:
         return
+    if isinstance(body, Failure):
+        request.processingFailed(body)
+        return
     request.write(body)
     request.finish()
-
-
-def _fail(failure: Any, request: Request) -> None:
-    """
-    Turn an unexpected failure of the handler into a 500.
-    """
-    if request.channel is not None and not request._disconnected:
-        request.processingFailed(failure)
 
 
 __all__ = ["BoundedRequest", "HTTPPolicy", "JSON_TYPES", "RPCServer", "RPCSite"]

@@ -269,18 +269,18 @@ class Miner(Service):
                 return None
             return [transaction] if wanted else None
 
-        def declined(block: Block | None) -> Block | None:
-            if refusal:
-                raise refusal[0]
-            return block
+        return self._produce(candidates, refusal)
 
-        return self._produce(candidates).addCallback(declined)
-
-    def _produce(self, take: Callable[[State], list[Transaction] | None]) -> Deferred[Block | None]:
+    def _produce(
+        self, take: Callable[[State], list[Transaction] | None], refusal: Sequence[BaseException] = ()
+    ) -> Deferred[Block | None]:
         """
         Build, seal and store a block of the transactions C{take} chooses
         given the head's state (on the writer thread); L{None} stores
         nothing and keeps the timestamp offset.
+
+        @param refusal: where C{take} leaves the exception that made it
+            decline, if any: the returned Deferred then fails with it.
         """
         now = int(self._clock.seconds())
         offset, self._offset = self._offset, 0
@@ -314,6 +314,8 @@ class Miner(Service):
         def mined(block: Block | None) -> Block | None:
             if block is None:
                 self._offset += offset
+                if refusal:
+                    raise refusal[0]
                 return None
             invalid = [entry for entry in skipped if entry.invalid]
             for entry in invalid:

@@ -342,7 +342,10 @@ class TransactionPool(Service):
                 raise TransactionRejectedError("insufficient funds")
             return transaction.nonce == nonce
 
-        def mined(block: Any) -> Deferred[Hash32] | Hash32:
+        def mined(block: Any) -> Any:
+            self._in_flight.pop(transaction.hash, None)
+            if isinstance(block, Failure):
+                return block
             if block is None:
                 return self._admit(found[0], transaction)
             notified = self._notify_observers([transaction])
@@ -350,12 +353,8 @@ class TransactionPool(Service):
                 return transaction.hash
             return notified.addCallback(lambda _: transaction.hash)
 
-        def landed(result: object) -> object:
-            self._in_flight.pop(transaction.hash, None)
-            return result
-
         self._in_flight[transaction.hash] = transaction
-        return automining.mine_alone(transaction, check).addBoth(landed).addCallback(mined)
+        return automining.mine_alone(transaction, check).addBoth(mined)
 
     def _thd_validate(self, transaction: Transaction, header: Header) -> tuple[int, int]:
         """
