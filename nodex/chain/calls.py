@@ -147,7 +147,8 @@ def _run(
     """
     state = open_state()
     apply_overrides(state, overrides)
-    if state.get_balance(request.sender) < request.value + gas * request.gas_price:
+    cost = request.value + gas * request.gas_price
+    if cost and state.get_balance(request.sender) < cost:
         raise InsufficientFundsError()
     try:
         return run_call(

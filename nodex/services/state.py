@@ -17,16 +17,15 @@ from typing import Any, TypeVar
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, TimeoutError as DeferredTimeoutError, succeed
 from twisted.internet.interfaces import IReactorTime
-from twisted.internet.threads import deferToThreadPool
 from twisted.python.failure import Failure
-from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from nodex.chain.calls import CallRequest, CallTimeoutError, call_environment, estimate_gas, execute_call
 from nodex.db.kv import KeyValueStore
-from nodex.db.schema import read_canonical_hash, read_header_rlp, trie_node_reader
+from nodex.db.schema import CODE, TRIE_NODES, read_canonical_hash, read_header_rlp, trie_node_reader
 from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
 from nodex.primitives import Address, Hash32
+from nodex.services.readerpool import ReaderPool
 from nodex.services.threads import RunInThread
 from nodex.state.errors import StateError
 from nodex.state.overrides import StateOverrideError, StateOverrides
@@ -35,6 +34,7 @@ from nodex.structures.accounts import Account
 from nodex.structures.errors import RLPError
 from nodex.structures.headers import Header
 from nodex.trie import SecureTrie, TrieError, make_proof
+from nodex.trie.nodecache import NodeCache
 
 T = TypeVar("T")
 
@@ -52,6 +52,9 @@ CALL_CACHE_SIZE = 1024
 
 CALL_CACHE_MAX_OUTPUT = 4096
 """Only answers up to this many bytes are kept."""
+
+CODE_CACHE_BYTES = 16 * 1024 * 1024
+"""The most bytes of code the readers keep by code hash."""
 
 DEFAULT_TIME_LIMIT = 5.0
 """Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
@@ -93,16 +96,23 @@ class StateService(Service):
         self._store = store
         self._chain_id = chain_id
         self._clock = clock
-        self._pool: ThreadPool | None = None
+        self._pool: ReaderPool | None = None
         if run_in_thread is None:
-            self._pool = ThreadPool(1, readers, name="state-reader")
-            run_in_thread = self._run_in_pool
+            self._pool = ReaderPool(clock, readers, name="state-reader")
+            run_in_thread = self._pool.run
         self._run_in_thread = run_in_thread
         self.call_gas_cap = call_gas_cap
         self.estimate_gas_cap = call_gas_cap if estimate_gas_cap is None else estimate_gas_cap
         self._time_limit = time_limit
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
         self._calls: OrderedDict[tuple[bytes, CallRequest], bytes] = OrderedDict()
+        # Shared by the reader threads: nodes are named by their hash, so
+        # what is kept stays right whatever the chain does.
+        self._node_cache = NodeCache()
+        self._codes: dict[bytes, bytes] = {}
+        self._code_bytes = 0
+        store = self._store
+        self._read_node: Callable[[bytes], bytes | None] = lambda node_hash: store.get(TRIE_NODES, node_hash)
 
     def startService(self) -> None:
         """
@@ -119,13 +129,6 @@ class StateService(Service):
         if self._pool is not None:
             self._pool.stop()
         return super().stopService()
-
-    def _run_in_pool(self, function: Callable[..., T], *args: Any) -> "Deferred[T]":
-        """
-        Run C{function} in the service's own reader pool.
-        """
-        assert self._pool is not None
-        return deferToThreadPool(self._clock, self._pool, function, *args)  # type: ignore[arg-type]
 
     def run_in_thread(self, function: Callable[..., T], *args: Any) -> "Deferred[T]":
         """
@@ -150,7 +153,7 @@ class StateService(Service):
         @raise BlockNotFoundError: the state is not in the store.
         """
         try:
-            return function(State.from_store(self._store, header.state_root))
+            return function(State(self._read_node, self._read_code, header.state_root, self._node_cache))
         except (StateError, TrieError) as exc:
             raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
@@ -251,26 +254,26 @@ class StateService(Service):
         """
         BLOCKHASH for a call at C{header}: the hashes of its own ancestors,
         read from the canonical index for a canonical block and by walking
-        the parent hashes for a block of a side chain.
+        the parent hashes for a block of a side chain.  Which of the two is
+        found out at the first BLOCKHASH, since most calls execute none.
         """
         store = self._store
-        if read_canonical_hash(store, header.number) == header.hash:
-
-            def canonical(number: int) -> Hash32 | None:
-                """
-                The canonical hash at height C{number}.
-                """
-                found = read_canonical_hash(store, number) if number < header.number else None
-                return None if found is None else Hash32(found)
-
-            return canonical
+        canonical: list[bool] = []
         known = {header.number - 1: header.parent_hash}
         lowest = [header]
 
-        def walk(number: int) -> Hash32 | None:
+        def block_hash(number: int) -> Hash32 | None:
             """
-            The ancestor's hash at height C{number}, reading headers down to it.
+            The ancestor's hash at height C{number}.
             """
+            if number >= header.number:
+                return None
+            if not canonical:
+                canonical.append(read_canonical_hash(store, header.number) == header.hash)
+            if canonical[0]:
+                found = read_canonical_hash(store, number)
+                return None if found is None else Hash32(found)
+            # A side chain's ancestors: read headers down to the height.
             while number not in known and lowest[0].number > 1:
                 parent_rlp = read_header_rlp(store, lowest[0].parent_hash)
                 if parent_rlp is None:
@@ -278,9 +281,9 @@ class StateService(Service):
                 parent = Header.decode(parent_rlp)
                 known[parent.number - 1] = parent.parent_hash
                 lowest[0] = parent
-            return known.get(number) if number < header.number else None
+            return known.get(number)
 
-        return walk
+        return block_hash
 
     def _limited(self, deferred: "Deferred[T]") -> "Deferred[T]":
         """
@@ -371,9 +374,27 @@ class StateService(Service):
         """
         A function that opens a fresh state at C{header}'s root.
         """
-        store = self._store
         root = header.state_root
-        return lambda: State.from_store(store, root)
+        read_node, read_code, node_cache = self._read_node, self._read_code, self._node_cache
+        return lambda: State(read_node, read_code, root, node_cache)
+
+    def _read_code(self, code_hash: bytes) -> bytes | None:
+        """
+        Code by its hash, kept for the next calls (the same few contracts
+        are called over and over); the kept code is bounded by its bytes.
+        """
+        codes = self._codes
+        code = codes.get(code_hash)
+        if code is None:
+            code = self._store.get(CODE, code_hash)
+            if code is not None and len(code) <= CODE_CACHE_BYTES:
+                if self._code_bytes + len(code) > CODE_CACHE_BYTES:
+                    # Rarely reached: starting again is simpler than an LRU.
+                    codes.clear()
+                    self._code_bytes = 0
+                codes[code_hash] = code
+                self._code_bytes += len(code)
+        return code
 
 
 def _call_key(header: Header, request: CallRequest) -> tuple[bytes, CallRequest] | None:
@@ -387,4 +408,4 @@ def _call_key(header: Header, request: CallRequest) -> tuple[bytes, CallRequest]
     return (header.hash, request)
 
 
-__all__ = ["ACCOUNT_CACHE_SIZE", "CALL_CACHE_MAX_OUTPUT", "CALL_CACHE_SIZE", "DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]
+__all__ = ["ACCOUNT_CACHE_SIZE", "CALL_CACHE_MAX_OUTPUT", "CALL_CACHE_SIZE", "CODE_CACHE_BYTES", "DEFAULT_CALL_GAS_CAP", "DEFAULT_TIME_LIMIT", "StateService"]

@@ -22,6 +22,7 @@ from nodex.state.errors import StateError
 from nodex.structures.accounts import EMPTY_TRIE_ROOT, Account
 from nodex.structures.errors import RLPError
 from nodex.trie import BLANK_ROOT, SecureTrie, TrieError
+from nodex.trie.nodecache import NodeCache
 
 RIPEMD160_ADDRESS = Address(b"\x00" * 19 + b"\x03")
 """Touching this account survives a revert: the consensus quirk of mainnet
@@ -71,11 +72,20 @@ class State:
         read_node: Callable[[bytes], bytes | None],
         read_code: Callable[[bytes], bytes | None],
         state_root: bytes = BLANK_ROOT,
+        node_cache: NodeCache | None = None,
     ) -> None:
+        """
+        @param read_node: fetches a trie node's RLP by its hash.
+        @param read_code: fetches code by its hash.
+        @param state_root: the root the state starts from.
+        @param node_cache: decoded trie nodes shared with other states (the
+            readers'); lookups walk them instead of decoding their own.
+        """
         self.read_node = read_node
         self.read_code = read_code
+        self._node_cache = node_cache
         self._committed_nodes: dict[bytes, bytes] = {}
-        self._trie = SecureTrie(self._read_node, state_root)
+        self._trie = SecureTrie(self._read_node, state_root, node_cache)
         self._accounts: dict[Address, Account | None] = {}
         self._storage: dict[Address, dict[int, int]] = {}
         self._storage_tries: dict[Address, SecureTrie] = {}
@@ -94,10 +104,12 @@ class State:
         self._sticky_touched: set[Address] = set()
 
     @classmethod
-    def from_store(cls, store: Any, state_root: bytes = BLANK_ROOT) -> "State":
+    def from_store(cls, store: Any, state_root: bytes = BLANK_ROOT, node_cache: NodeCache | None = None) -> "State":
         """
         A state over a key-value store (columns C{TRIE_NODES} and C{CODE} of
         L{nodex.db.schema}).
+
+        @param node_cache: decoded trie nodes shared with other states.
         """
         from nodex.db.schema import CODE, TRIE_NODES
 
@@ -105,6 +117,7 @@ class State:
             lambda node_hash: store.get(TRIE_NODES, node_hash),
             lambda code_hash: store.get(CODE, code_hash),
             state_root,
+            node_cache,
         )
 
     def _read_node(self, node_hash: bytes) -> bytes | None:
@@ -336,7 +349,7 @@ class State:
         if trie is None:
             account = self.get_account(address)
             root = EMPTY_TRIE_ROOT if account is None else account.storage_root
-            trie = SecureTrie(self._read_node, root)
+            trie = SecureTrie(self._read_node, root, self._node_cache)
             self._storage_tries[address] = trie
         return trie
 
@@ -428,9 +441,12 @@ class State:
 
         @return: whether it was cold (the caller charges the cold price).
         """
-        if address in self._warm_addresses:
+        warm = self._warm_addresses
+        if address in warm:
             return False
-        self._record(self._warm_addresses, address, True)
+        # What _record does, for a key known to be absent: every call warms a dozen addresses.
+        self._journal.append((warm, address, _MISSING))
+        warm[address] = True
         return True
 
     def mark_warm_slot(self, address: Address, key: int) -> bool:
@@ -440,9 +456,11 @@ class State:
         @return: whether it was cold.
         """
         slot = (address, key)
-        if slot in self._warm_slots:
+        warm = self._warm_slots
+        if slot in warm:
             return False
-        self._record(self._warm_slots, slot, True)
+        self._journal.append((warm, slot, _MISSING))
+        warm[slot] = True
         return True
 
     def is_warm_address(self, address: Address) -> bool:

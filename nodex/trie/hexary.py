@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from nodex.crypto import keccak256
 from nodex.trie.errors import MissingTrieNodeError, TrieError
+from nodex.trie.nodecache import NodeCache
 from nodex.trie.nibbles import common_prefix_length, key_to_nibbles, nibbles_to_key
 from nodex.trie.node_rlp import EMPTY_STRING
 from nodex.trie.nodes import (
@@ -56,15 +57,18 @@ class HexaryTrie:
     undefined: open it again at its last root.
     """
 
-    def __init__(self, read_node: NodeReader, root_hash: bytes = BLANK_ROOT) -> None:
+    def __init__(self, read_node: NodeReader, root_hash: bytes = BLANK_ROOT, node_cache: "NodeCache | None" = None) -> None:
         """
         @param read_node: looks up a node's RLP by its hash.
         @param root_hash: the root to start from; nothing is read until needed.
+        @param node_cache: decoded nodes shared with other tries; while this
+            trie is unchanged, L{get} walks them instead of loading its own.
         """
         if type(root_hash) is not bytes or len(root_hash) != 32:
             raise TrieError(f"a root hash is 32 bytes, not {root_hash!r:.80}")
         self._read_node = read_node
         self._root: Child = None if root_hash == BLANK_ROOT else HASH_REF_PREFIX + root_hash
+        self._node_cache = node_cache
 
     def _nibbles(self, key: bytes) -> bytes:
         """
@@ -103,6 +107,8 @@ class HexaryTrie:
         path = self._nibbles(key)
         node = self._root
         if type(node) is bytes:
+            if self._node_cache is not None:
+                return self._cached_get(node, path)
             node = self._root = self._load(node)
         position = 0
         while node is not None:
@@ -127,6 +133,36 @@ class HexaryTrie:
                 if type(child) is bytes:
                     child = node.child = self._load(child)
                 node = child
+        return None
+
+    def _cached_get(self, ref: bytes, path: bytes) -> bytes | None:
+        """
+        L{get} through the shared node cache, from the root reference
+        C{ref}: the shared nodes are walked, never changed or kept.
+        """
+        assert self._node_cache is not None
+        load, read_node = self._node_cache.load, self._read_node
+        node: Child = load(ref, read_node)
+        position = 0
+        while node is not None:
+            kind = type(node)
+            if kind is BranchNode:
+                if position == len(path):
+                    return node.value or None  # type: ignore[union-attr]
+                node = node.children[path[position]]  # type: ignore[union-attr]
+                if type(node) is bytes:
+                    node = load(node, read_node)
+                position += 1
+            elif kind is LeafNode:
+                return node.value if path[position:] == node.path else None  # type: ignore[union-attr]
+            else:
+                end = position + len(node.path)  # type: ignore[union-attr]
+                if path[position:end] != node.path:  # type: ignore[union-attr]
+                    return None
+                position = end
+                node = node.child  # type: ignore[union-attr]
+                if type(node) is bytes:
+                    node = load(node, read_node)
         return None
 
     # Writing

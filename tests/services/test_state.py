@@ -14,7 +14,7 @@ from zope.interface.verify import verifyObject
 from nodex.chain.calls import CallRequest, CallTimeoutError, ExecutionRevertedError
 from nodex.crypto import keccak256
 from nodex.db.memory import MemoryStore
-from nodex.db.schema import write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
+from nodex.db.schema import CODE, TRIE_NODES, write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
 from nodex.interfaces import BlockNotFoundError, IStateService
 from nodex.primitives import Address, Hash32
 from nodex.services.state import StateService
@@ -304,6 +304,57 @@ class CallCacheTests(SynchronousTestCase):
 
 BLOCKHASH_CODE = bytes.fromhex("5f35405f5260205ff3")
 """Returns BLOCKHASH of the number in its call data."""
+
+
+class ReaderCacheTests(SynchronousTestCase):
+    """
+    Tests for what the readers of L{StateService} share: decoded trie nodes
+    and code, by hash.
+    """
+
+    def setUp(self) -> None:
+        """
+        A service over a store that counts the reads of each column.
+        """
+        self.store, self.before, self.after = build_store()
+        self.reads: list[str] = []
+        store_get = self.store.get
+
+        def get(column: str, key: bytes) -> bytes | None:
+            """
+            Count, then read.
+            """
+            self.reads.append(column)
+            return store_get(column, key)
+
+        self.patch(self.store, "get", get)
+        self.service = StateService(self.store, 33, maybeDeferred, Clock())
+
+    def test_calls_read_nodes_and_code_once(self) -> None:
+        """
+        Calls with other data at the same block read no trie node and no
+        code again, and still answer right.
+        """
+        first = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.assertEqual(self.successResultOf(self.service.call(self.after, first, StateOverrides())), word(5))
+        self.assertIn(CODE, self.reads)
+        del self.reads[:]
+        second = CallRequest(sender=ALICE, to=STORAGE, data=selector("value()"))
+        self.assertEqual(self.successResultOf(self.service.call(self.after, second, StateOverrides())), word(5))
+        self.assertNotIn(CODE, self.reads)
+        self.assertNotIn(TRIE_NODES, self.reads)
+        self.assertEqual(self.successResultOf(self.service.call(self.before, first, StateOverrides())), b"")
+
+    def test_code_bounded(self) -> None:
+        """
+        The kept code stays within L{CODE_CACHE_BYTES}: past it, the cache starts again.
+        """
+        from nodex.services import state as module
+
+        self.patch(module, "CODE_CACHE_BYTES", 1)
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.successResultOf(self.service.call(self.after, request, StateOverrides()))
+        self.assertEqual(self.service._codes, {})
 
 
 class BlockHashTests(SynchronousTestCase):

@@ -1,0 +1,95 @@
+"""
+A fixed pool of reader threads for the state service: reads and calls
+against immutable state roots, several at a time, so that one long call
+does not hold up the others.
+
+It does what a C{ThreadPool(1, n)} with C{deferToThreadPool} does for a
+read, with one queue and no coordinator: every C{eth_call} and uncached
+state read crosses to a reader thread and back, and with one client that
+crossing is a large part of the answer's time.
+"""
+
+import threading
+from collections.abc import Callable
+from queue import SimpleQueue
+from typing import Any, TypeVar
+
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+T = TypeVar("T")
+
+_Job = tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]
+
+
+class ReaderPool:
+    """
+    C{size} threads taking jobs from one queue, each job's result delivered
+    on the reactor thread.  Jobs queued before L{start} wait for it.
+    """
+
+    def __init__(self, reactor: Any, size: int, name: str) -> None:
+        """
+        @param reactor: delivers the results (C{callFromThread}).
+        @param size: the number of threads, at least one.
+        @param name: the prefix of the threads' names.
+        """
+        if size < 1:
+            raise ValueError(f"a reader pool needs at least one thread, not {size}")
+        self._reactor = reactor
+        self._size = size
+        self._name = name
+        self._queue: SimpleQueue[_Job | None] = SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """
+        Start the threads (once).
+        """
+        if not self._threads:
+            self._threads = [
+                threading.Thread(target=self._work, name=f"{self._name}-{index}", daemon=True)
+                for index in range(self._size)
+            ]
+            for thread in self._threads:
+                thread.start()
+
+    def stop(self) -> None:
+        """
+        Let the queued jobs run, then end the threads and wait for them.
+        """
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._queue.put(None)
+        for thread in threads:
+            thread.join()
+
+    def run(self, function: Callable[..., T], *args: Any) -> "Deferred[T]":
+        """
+        Queue C{function(*args)}.
+
+        @return: a Deferred that fires on the reactor thread with its result
+            or fails with its exception.
+        """
+        deferred: Deferred[T] = Deferred()
+        self._queue.put((deferred, function, args))
+        return deferred
+
+    def _work(self) -> None:
+        """
+        One thread: run jobs and hand their outcomes to the reactor, until told to end.
+        """
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            deferred, function, args = job
+            try:
+                result = function(*args)
+            except BaseException:
+                self._reactor.callFromThread(deferred.errback, Failure())
+            else:
+                self._reactor.callFromThread(deferred.callback, result)
+
+
+__all__ = ["ReaderPool"]
