@@ -148,6 +148,7 @@ class ChainService(Service):
         self._threads = threads
         self._close_store = close_store
         self._run_writer: Callable[..., Deferred[Any]] = threads.run_writer if threads else maybeDeferred
+        self._run_small_writer: Callable[..., Deferred[Any]] = threads.run_writer_small if threads else maybeDeferred
         self._run_reader: Callable[..., Deferred[Any]] = threads.run_reader if threads else maybeDeferred
         self._observers: list[Callable[[ChainEvent], None]] = []
         self._recent: OrderedDict[bytes, tuple[Block, tuple[Receipt, ...]]] = OrderedDict()
@@ -235,11 +236,15 @@ class ChainService(Service):
                     self.log.failure("chain observer {observer!r} failed", observer=observer)
         return change.result
 
-    def _write(self, function: Callable[..., _Change], *args: Any) -> Deferred[Any]:
+    def _write(self, function: Callable[..., _Change], *args: Any, small: bool = False) -> Deferred[Any]:
         """
         Run a writer job and publish what it changed.
+
+        @param small: the job is known to take a few milliseconds at most:
+            it may run at once on this thread when the writer is idle.
         """
-        return self._run_writer(function, *args).addCallback(self._publish)
+        run = self._run_small_writer if small else self._run_writer
+        return run(function, *args).addCallback(self._publish)
 
     # Imports
 
@@ -275,16 +280,19 @@ class ChainService(Service):
         """
         return self._write(self._thd_import_built_block, block, outcome)
 
-    def produce_block(self, producer: BlockProducer) -> Deferred[Block | None]:
+    def produce_block(self, producer: BlockProducer, small: bool = False) -> Deferred[Block | None]:
         """
         Build a block on the tip on the writer thread and store it, so that
         blocks produced one after another each build on the previous one.
 
+        @param small: the producer's block is known to be small (see
+            L{nodex.services.threads.SerialThread.run_small}): when the writer
+            is idle it is built at once on the calling thread.
         @return: a Deferred firing with the stored block (L{None} when the
             producer declined), or failing with L{InvalidBlockError} if the
             producer's block breaks a rule.
         """
-        return self._write(self._thd_produce_block, producer)
+        return self._write(self._thd_produce_block, producer, small=small)
 
     def rewind(self, number: int) -> Deferred[None]:
         """

@@ -2,7 +2,11 @@
 The threads of the chain (DESIGN §4): one writer thread for block import,
 mining and rewinds, so that there is one writer at a time in arrival order,
 and a small pool of reader threads for reads and EVM calls against an
-immutable state root.  The reactor thread only routes.
+immutable state root.  The reactor thread only routes, with one exception:
+a writer job known to be small (L{SerialThread.run_small}: the block of one
+automined transaction of bounded gas) runs at once on the calling thread
+when the writer is idle, since handing it to the writer thread and back
+cost more than the job (docs/chain-service.md, "Small writes").
 
 Services take the two I{run} functions rather than the pools, so that unit
 tests pass L{twisted.internet.defer.maybeDeferred} and run synchronously.
@@ -13,7 +17,7 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any, TypeVar
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
@@ -44,6 +48,7 @@ class SerialThread:
         self._queue: SimpleQueue[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
         self._queue = SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._outstanding = 0
 
     def start(self) -> None:
         """
@@ -70,8 +75,36 @@ class SerialThread:
             or its exception.
         """
         deferred: Deferred[T] = Deferred()
+        self._outstanding += 1
         self._queue.put((deferred, function, args, kwargs))
         return deferred
+
+    def run_small(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> "Deferred[T]":
+        """
+        Run a job the caller knows to be small (a few milliseconds at most):
+        at once on the calling thread when the thread runs and no job is
+        queued or running, else queued like any other (L{run}).
+
+        Call it from the reactor thread, like L{run}: jobs are counted there
+        until their results are delivered, so an idle writer cannot be
+        running a job, and jobs still run one at a time in arrival order.
+
+        @return: a Deferred with the job's result or exception (already
+            fired when the job ran at once).
+        """
+        if self._outstanding or self._thread is None:
+            return self.run(function, *args, **kwargs)
+        return maybeDeferred(function, *args, **kwargs)
+
+    def _deliver(self, deferred: Deferred[Any], result: Any) -> None:
+        """
+        Fire a job's Deferred on the reactor thread; the job is done.
+        """
+        self._outstanding -= 1
+        if isinstance(result, Failure):
+            deferred.errback(result)
+        else:
+            deferred.callback(result)
 
     def _work(self) -> None:
         """
@@ -85,9 +118,8 @@ class SerialThread:
             try:
                 result = function(*args, **kwargs)
             except BaseException:
-                self._reactor.callFromThread(deferred.errback, Failure())
-            else:
-                self._reactor.callFromThread(deferred.callback, result)
+                result = Failure()
+            self._reactor.callFromThread(self._deliver, deferred, result)
 
 
 class ChainThreads:
@@ -129,6 +161,12 @@ class ChainThreads:
         Run C{function} on the writer thread, after every write queued before it.
         """
         return self.writer.run(function, *args, **kwargs)
+
+    def run_writer_small(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> "Deferred[T]":
+        """
+        Run a small writer job, at once when the writer is idle (L{SerialThread.run_small}).
+        """
+        return self.writer.run_small(function, *args, **kwargs)
 
     def run_reader(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> "Deferred[T]":
         """

@@ -512,6 +512,8 @@ class HeldReads:
         """
         return maybeDeferred(function, *args)
 
+    run_writer_small = run_writer
+
     def run_reader(self, function: Any, *args: Any) -> Deferred[Any]:
         """
         Hold the read.
@@ -663,6 +665,44 @@ class ChainThreadsTests(TestCase):
         serial.start()
         serial.stop()
         self.assertEqual(done, [1, 2])
+
+    @inlineCallbacks
+    def test_small_job_at_once_when_idle(self) -> Any:
+        """
+        A small job runs at once on the calling thread when the writer is
+        idle; while a job is queued or running, it waits its turn on the
+        writer thread, after the jobs before it.
+        """
+        serial = SerialThread(reactor, "test-serial")
+        serial.start()
+        self.addCleanup(serial.stop)
+        now = serial.run_small(lambda: threading.current_thread().name)
+        self.assertEqual(self.successResultOf(now), threading.current_thread().name)
+        self.failureResultOf(serial.run_small(lambda: 1 // 0), ZeroDivisionError)
+        gate = threading.Event()
+        order: list[str] = []
+        blocking = serial.run(lambda: (gate.wait(10), order.append("first")))
+        waiting = serial.run_small(lambda: order.append(threading.current_thread().name))
+        self.assertNoResult(waiting)
+        gate.set()
+        yield blocking
+        yield waiting
+        self.assertEqual(order, ["first", "test-serial"])
+        # Idle again once every result was delivered.
+        again = serial.run_small(lambda: threading.current_thread().name)
+        self.assertEqual(self.successResultOf(again), threading.current_thread().name)
+
+    def test_small_job_queued_before_start(self) -> None:
+        """
+        Before the thread starts, a small job is queued like any other.
+        """
+        serial = SerialThread(reactor, "test-serial")
+        done: list[int] = []
+        serial.run_small(done.append, 1)
+        self.assertEqual(done, [])
+        serial.start()
+        serial.stop()
+        self.assertEqual(done, [1])
 
     def test_needs_a_reader(self) -> None:
         """

@@ -25,6 +25,7 @@ from nodex.primitives import Hash32
 from nodex.services.chain import ChainService
 from nodex.services.miner import (
     MINED_LOG_INTERVAL,
+    SMALL_BLOCK_GAS,
     Miner,
     MiningModeError,
     SealNotFoundError,
@@ -217,6 +218,36 @@ class MinerTests(SynchronousTestCase):
         self.assertEqual((block.transactions, seen), ((tx,), [0]))
         self.assertEqual(self.chain.head.header, block.header)
 
+    def test_mine_alone_small_blocks(self) -> None:
+        """
+        The block of a transaction of at most L{SMALL_BLOCK_GAS} is a small
+        writer job (built at once when the writer is idle); a heavier one
+        goes through the writer thread.
+        """
+        runs: list[str] = []
+
+        class Writers:
+            def run_writer(self, function: Any, *args: Any) -> Deferred[Any]:
+                runs.append("writer")
+                return maybeDeferred(function, *args)
+
+            def run_writer_small(self, function: Any, *args: Any) -> Deferred[Any]:
+                runs.append("small")
+                return maybeDeferred(function, *args)
+
+            def run_reader(self, function: Any, *args: Any) -> Deferred[Any]:
+                return maybeDeferred(function, *args)
+
+        chain = ChainService(self.store, sample_rules(), self.clock, threads=Writers())  # type: ignore[arg-type]
+        miner = Miner(chain, COINBASE, "auto", self.clock, self.pool)
+        light = transfer(0, 0)
+        heavy = sign_transaction(
+            LegacyTransaction(1, 1, SMALL_BLOCK_GAS + 1, light.to, 1, b""), KEYS[0], sample_rules().chain_id
+        )
+        self.successResultOf(miner.mine_alone(light, lambda state: True))
+        self.successResultOf(miner.mine_alone(heavy, lambda state: True))
+        self.assertEqual(runs, ["small", "writer"])
+
     def test_mine_alone_declined(self) -> None:
         """
         When the check says no, nothing is mined and the time offset stays
@@ -342,6 +373,8 @@ class QueuedWriter:
         deferred: Deferred[Any] = Deferred()
         self.queue.append((deferred, function, args))
         return deferred
+
+    run_writer_small = run_writer
 
     def run_reader(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
         """
