@@ -11,9 +11,10 @@ ethers decode reasons, custom errors and panics.
 """
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from nodex.interfaces import (
     AccountOverride,
@@ -152,6 +153,18 @@ def reverted(exc: ExecutionRevertedError) -> RPCError:
     return RPCError(str(exc), data=encoders.data(exc.data), code=REVERTED)
 
 
+def _revert_error(failure: Failure) -> NoReturn:
+    """
+    Turn a revert into its -32015 answer; pass any other failure on.
+
+    @raise RPCError: the call reverted.
+    """
+    failure.trap(ExecutionRevertedError)
+    exc = failure.value
+    assert isinstance(exc, ExecutionRevertedError)
+    raise reverted(exc) from exc
+
+
 class StateMethods:
     """
     State reads and calls at any block.
@@ -258,17 +271,15 @@ class StateMethods:
             header = block.header
         return await self._state.get_code(header, address)
 
-    async def call(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> bytes:
+    def call(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> "Deferred[bytes]":
         """
         C{eth_call}: the return data of the call on the block's state.
 
-        @raise RPCError: -32015 with the revert payload.
+        @return: a Deferred firing with the return data, or failing with
+            L{RPCError} -32015 with the revert payload (or as the state
+            service's C{call} fails).
         """
-        header = await self._header(selector)
-        try:
-            return await self._state.call(header, request, overrides)
-        except ExecutionRevertedError as exc:
-            raise reverted(exc) from exc
+        return self._at(selector, lambda header: self._state.call(header, request, overrides)).addErrback(_revert_error)
 
     async def estimate_gas(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> int:
         """

@@ -165,6 +165,41 @@ class StateServiceTests(SynchronousTestCase):
         self.clock.advance(5)
         self.failureResultOf(estimate, CallTimeoutError)
 
+    def test_outcome_after_the_time_limit(self) -> None:
+        """
+        What the thread answers after the time limit is dropped (a failure
+        too, without being logged as unhandled); an answer in time stops the
+        timer; a caller that gives up stops it too.
+        """
+        running: list[Deferred[object]] = []
+
+        def run(*args: object) -> Deferred[object]:
+            """
+            A thread that answers when the test says.
+            """
+            running.append(Deferred())
+            return running[-1]
+
+        service = StateService(self.store, 33, run, self.clock, time_limit=5)
+        late = service.call(self.after, CallRequest(to=STORAGE), StateOverrides())
+        self.clock.advance(5)
+        self.failureResultOf(late, CallTimeoutError)
+        running[0].callback(b"late")
+        running.append(Deferred())
+        estimate = service.estimate_gas(self.after, CallRequest(to=STORAGE), StateOverrides())
+        self.clock.advance(5)
+        running[2].errback(RuntimeError("late"))
+        self.failureResultOf(estimate, CallTimeoutError)
+        self.assertEqual(self.flushLoggedErrors(RuntimeError), [])
+        in_time = service.call(self.after, CallRequest(to=STORAGE, data=b"\x01"), StateOverrides())
+        running[3].callback(b"answer")
+        self.assertEqual(self.successResultOf(in_time), b"answer")
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        abandoned = service.call(self.after, CallRequest(to=STORAGE, data=b"\x02"), StateOverrides())
+        abandoned.cancel()
+        self.failureResultOf(abandoned)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
 
 class ProofTests(SynchronousTestCase):
     """
