@@ -18,6 +18,7 @@ from functools import cached_property
 
 from nodex.crypto import keccak256
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
+from nodex.rlpcore import encode_bytes, encode_list_payload
 from nodex.structures.bloom import BLOOM_BYTES
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
@@ -97,15 +98,21 @@ class Header:
         return self._encoded
 
     @cached_property
+    def _encoded_fields(self) -> list[bytes]:
+        # Each field encoded once: the hash, the hash for merged mining and
+        # the full encoding are lists of the same leading fields.
+        return [encode_bytes(field) for field in self._fields]
+
+    @cached_property
     def _encoded(self) -> bytes:
-        return encode_rlp(self._fields)
+        return encode_list_payload(b"".join(self._encoded_fields))
 
     @cached_property
     def hash(self) -> Hash32:
         """
         The block hash: Keccak-256 of the RLP of the first 17 fields.
         """
-        return keccak256(encode_rlp(self._fields[:_HASHED_FIELDS]))
+        return keccak256(encode_list_payload(b"".join(self._encoded_fields[:_HASHED_FIELDS])))
 
     @cached_property
     def hash_for_merged_mining(self) -> Hash32:
@@ -113,7 +120,7 @@ class Header:
         What a merged-mining coinbase commits to: Keccak-256 of the RLP of the
         first 16 fields (no merged-mining field).
         """
-        return keccak256(encode_rlp(self._fields[:_MERGED_MINING_HASHED_FIELDS]))
+        return keccak256(encode_list_payload(b"".join(self._encoded_fields[:_MERGED_MINING_HASHED_FIELDS])))
 
     @classmethod
     def decode(cls, raw: bytes) -> "Header":
