@@ -198,6 +198,52 @@ def execute_call(
     return result
 
 
+def call_within(
+    open_state: Callable[[], State],
+    block: BlockEnvironment,
+    request: CallRequest,
+    overrides: StateOverrides,
+    gas_cap: int,
+    budget: int,
+) -> CallResult | None:
+    """
+    The result L{execute_call} would give, if running the call with at most
+    C{budget} gas can tell it; L{None} when the call needs its full gas.
+
+    The gas a message starts with is seen only through the GAS instruction
+    and through running out (in any frame: a caller survives its callee's
+    halt, and the gas a CALL forwards is capped by what is left).  A run
+    with less gas that ends without either therefore takes the same path
+    to the same output as the run with the full gas, and its answer is the
+    full run's.  A revert in such a run is the full run's revert too.  With
+    a gas price the sender's cost depends on the gas: such a call is never
+    tried.
+
+    @param budget: the most gas of the trial run.
+    @raise ExecutionRevertedError: the call reverts, whatever its gas.
+    @raise InsufficientFundsError: the sender cannot pay the value.
+    @raise nodex.state.overrides.StateOverrideError: a bad override set.
+    @raise CallError: a call of at most C{budget} gas is below its intrinsic gas.
+    """
+    if request.gas_price:
+        return None
+    gas = gas_cap if request.gas is None else min(request.gas, gas_cap)
+    if gas <= budget:
+        return execute_call(open_state, block, request, overrides, gas_cap)
+    try:
+        result = _run(open_state, block, request, overrides, budget)
+    except InsufficientFundsError:
+        raise
+    except InvalidTransactionError:
+        # The intrinsic gas alone is above the budget.
+        return None
+    if result.limit_dependent:
+        return None
+    if result.error == "execution reverted":
+        raise ExecutionRevertedError(result.output)
+    return result
+
+
 def request_intrinsic_gas(request: CallRequest) -> int:
     """
     The intrinsic gas of the transaction the request describes.
@@ -296,6 +342,7 @@ __all__ = [
     "ExecutionRevertedError",
     "InsufficientFundsError",
     "call_environment",
+    "call_within",
     "decode_revert_reason",
     "estimate_gas",
     "execute_call",

@@ -91,12 +91,16 @@ class CallResult:
     @ivar output: the return data, or the revert data.
     @ivar gas_used: the gas consumed, refund deducted, intrinsic gas included.
     @ivar error: why it failed, or L{None}.
+    @ivar limit_dependent: whether the run did something whose outcome
+        could differ with more gas (see
+        L{nodex.evm.frame.ExecutionContext.limit_dependent}).
     """
 
     success: bool
     output: bytes
     gas_used: int
     error: str | None
+    limit_dependent: bool = False
 
 
 def error_description(error: Exception | None) -> str | None:
@@ -314,7 +318,7 @@ def run_call(
     gas_used = gas - evm.gas_left
     if evm.error is None:
         gas_used -= min(gas_used // 5, evm.refund_counter)
-    return CallResult(evm.error is None, evm.output, gas_used, error_description(evm.error))
+    return CallResult(evm.error is None, evm.output, gas_used, error_description(evm.error), context.limit_dependent)
 
 
 @dataclass(frozen=True)

@@ -90,9 +90,14 @@ class ExecutionContext:
     @ivar block: the block environment.
     @ivar tx: the transaction environment.
     @ivar tracer: the attached tracer, or L{None}.
+    @ivar limit_dependent: set once something happened whose outcome could
+        differ with more gas: the GAS instruction ran, or a frame halted
+        exceptionally (out of gas among the reasons).  While it is unset,
+        the same message given more gas runs the same way to the same
+        output (L{nodex.chain.calls.call_within}).
     """
 
-    __slots__ = ("state", "block", "tx", "tracer", "pending_step")
+    __slots__ = ("state", "block", "tx", "tracer", "pending_step", "limit_dependent")
 
     def __init__(
         self,
@@ -107,6 +112,7 @@ class ExecutionContext:
         self.tracer = tracer
         # A traced CALL or CREATE step waiting for its cost to be known.
         self.pending_step: tuple[Any, ...] | None = None
+        self.limit_dependent = False
 
 
 class Evm:

@@ -161,6 +161,7 @@ def process_create_message(message: Message, context: ExecutionContext) -> Evm:
             evm.gas_left = 0
             evm.output = b""
             evm.error = error
+            context.limit_dependent = True
         else:
             state.set_code(target, code)
     else:
@@ -210,6 +211,7 @@ def _fail(evm: Evm, error: ExceptionalHalt) -> None:
     evm.gas_left = 0
     evm.output = b""
     evm.error = error
+    evm.context.limit_dependent = True
 
 
 def _run(evm: Evm) -> None:

@@ -15,6 +15,7 @@ from nodex.chain.calls import (
     CallRequest,
     ExecutionRevertedError,
     InsufficientFundsError,
+    call_within,
     decode_revert_reason,
     estimate_gas,
     execute_call,
@@ -198,6 +199,74 @@ class ExecuteCallTests(SynchronousTestCase):
         """
         error = self.assertRaises(InsufficientFundsError, self.call, STORAGE, b"", value=10**19)
         self.assertEqual(str(error), "insufficient funds for transfer")
+
+
+class CallWithinTests(SynchronousTestCase):
+    """
+    Tests for L{call_within}: a call's answer from a run with less gas,
+    when that run cannot differ from the full one.
+    """
+
+    def setUp(self) -> None:
+        """
+        Build the world.
+        """
+        self.open_state = make_world()
+
+    def within(self, code: bytes | None = None, budget: int = 100_000, **kwargs: object) -> object:
+        """
+        Try a call of ALICE (to a contract with C{code} by an override, or
+        to the Storage contract's get()) within C{budget} gas.
+        """
+        target = STORAGE if code is None else Address(b"\x61" * 20)
+        overrides = NO_OVERRIDES if code is None else StateOverrides({target: AccountOverride(code=code)})
+        data = selector("get()") if code is None else b""
+        request = CallRequest(sender=ALICE, to=target, data=data, **kwargs)  # type: ignore[arg-type]
+        return call_within(self.open_state, BLOCK, request, overrides, 50_000_000, budget)
+
+    def test_same_answer(self) -> None:
+        """
+        A plain view gives the output of the full run.
+        """
+        self.assertEqual(self.within().output, word(5))  # type: ignore[attr-defined]
+
+    def test_gas_dependent_runs_refused(self) -> None:
+        """
+        Reading GAS, running out of gas (in the call or in a callee it
+        survives), an intrinsic gas above the budget and a gas price all
+        need the full run.
+        """
+        self.assertIsNone(self.within(bytes.fromhex("5a5f5260205ff3")))
+        self.assertIsNone(self.within(bytes.fromhex("5b5f56")))
+        # CALL a looping callee with a constant gas, then return 1: the
+        # callee's halt is survived, its gas differs with more gas given.
+        callee_loop = bytes.fromhex("5b5f56")
+        caller = bytes.fromhex("5f5f5f5f5f73" + "62" * 20 + "620f4240f1" + "60015f5260205ff3")
+        target = Address(b"\x61" * 20)
+        overrides = StateOverrides(
+            {target: AccountOverride(code=caller), Address(b"\x62" * 20): AccountOverride(code=callee_loop)}
+        )
+        request = CallRequest(sender=ALICE, to=target)
+        self.assertIsNone(call_within(self.open_state, BLOCK, request, overrides, 50_000_000, 100_000))
+        self.assertIsNone(self.within(budget=20_000))
+        self.assertIsNone(self.within(gas_price=1))
+
+    def test_revert_is_final(self) -> None:
+        """
+        A revert without a look at the gas is the full run's revert.
+        """
+        request = CallRequest(sender=ALICE, to=REVERTER, data=selector("revertWithReason()"))
+        self.assertRaises(
+            ExecutionRevertedError, call_within, self.open_state, BLOCK, request, NO_OVERRIDES, 50_000_000, 100_000
+        )
+
+    def test_small_call_is_the_full_run(self) -> None:
+        """
+        A call whose own gas fits the budget is run whole: its out-of-gas
+        answer is final.
+        """
+        result = self.within(bytes.fromhex("5b5f56"), gas=50_000)
+        self.assertEqual((result.success, result.output), (False, b""))  # type: ignore[attr-defined]
 
 
 class EstimateGasTests(SynchronousTestCase):

@@ -17,7 +17,7 @@ from nodex.db.memory import MemoryStore
 from nodex.db.schema import CODE, TRIE_NODES, write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
 from nodex.interfaces import BlockNotFoundError, IStateService
 from nodex.primitives import Address, Hash32
-from nodex.services.state import StateService
+from nodex.services.state import INLINE_CALL_GAS, StateService
 from nodex.state.overrides import AccountOverride, StateOverrides
 from nodex.state.state import State
 from nodex.structures.accounts import Account
@@ -154,7 +154,7 @@ class StateServiceTests(SynchronousTestCase):
         """
         A call still running at the time limit fails with L{CallTimeoutError}.
         """
-        service = StateService(self.store, 33, lambda *args: Deferred(), self.clock, time_limit=5)
+        service = StateService(self.store, 33, lambda *args: Deferred(), self.clock, time_limit=5, inline_call_gas=0)
         result = service.call(self.after, CallRequest(to=STORAGE), StateOverrides())
         self.clock.advance(4.9)
         self.assertNoResult(result)
@@ -180,7 +180,7 @@ class StateServiceTests(SynchronousTestCase):
             running.append(Deferred())
             return running[-1]
 
-        service = StateService(self.store, 33, run, self.clock, time_limit=5)
+        service = StateService(self.store, 33, run, self.clock, time_limit=5, inline_call_gas=0)
         late = service.call(self.after, CallRequest(to=STORAGE), StateOverrides())
         self.clock.advance(5)
         self.failureResultOf(late, CallTimeoutError)
@@ -307,7 +307,7 @@ class CallCacheTests(SynchronousTestCase):
             self.runs.append(function)
             return maybeDeferred(function, *args)  # type: ignore[arg-type]
 
-        self.service = StateService(self.store, 33, counting, Clock())
+        self.service = StateService(self.store, 33, counting, Clock(), inline_call_gas=0)
         self.get = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
 
     def test_repeated_call(self) -> None:
@@ -335,6 +335,105 @@ class CallCacheTests(SynchronousTestCase):
             self.failureResultOf(self.service.call(self.after, revert, StateOverrides()), ExecutionRevertedError)
         self.assertEqual(len(self.runs), 4)
         self.assertEqual(self.successResultOf(self.service.call(self.after, self.get, StateOverrides())), word(5))
+
+
+class InlineCallTests(SynchronousTestCase):
+    """
+    Tests for the first run of a call on the calling thread, within
+    L{INLINE_CALL_GAS}, before the reader pool.
+    """
+
+    def setUp(self) -> None:
+        """
+        A service whose reader runs are counted.
+        """
+        self.store, self.before, self.after = build_store()
+        self.runs: list[object] = []
+
+        def counting(function: object, *args: object) -> Deferred[object]:
+            """
+            Run synchronously, counting the runs.
+            """
+            self.runs.append(function)
+            return maybeDeferred(function, *args)  # type: ignore[arg-type]
+
+        self.service = StateService(self.store, 33, counting, Clock())
+
+    def call(self, request: CallRequest, code: bytes | None = None) -> Deferred[bytes]:
+        """
+        Call C{request} after the block, with C{code} put at its target by an override.
+        """
+        overrides = StateOverrides() if code is None else StateOverrides({request.to: AccountOverride(code=code)})
+        return self.service.call(self.after, request, overrides)
+
+    def test_view_answered_at_once(self) -> None:
+        """
+        A view of a few thousand gas is answered without a reader run, with
+        the answer of the full run, and kept for the next time.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.assertEqual(self.successResultOf(self.call(request)), word(5))
+        self.assertEqual(self.successResultOf(self.call(request)), word(5))
+        self.assertEqual(self.runs, [])
+
+    def test_revert_answered_at_once(self) -> None:
+        """
+        A call that reverts without looking at its gas fails at once.
+        """
+        failure = self.failureResultOf(self.call(CallRequest(to=REVERTER, data=selector("revertWithReason()"))))
+        failure.trap(ExecutionRevertedError)
+        self.assertEqual(self.runs, [])
+
+    def test_gas_instruction_goes_to_the_pool(self) -> None:
+        """
+        A call that reads GAS gets the answer of its full gas, from the pool.
+        """
+        # GAS, PUSH0, MSTORE, PUSH1 32, PUSH0, RETURN: return the gas left.
+        code = bytes.fromhex("5a5f5260205ff3")
+        target = Address(b"\x51" * 20)
+        output = self.successResultOf(self.call(CallRequest(to=target, gas=1_000_000), code))
+        self.assertEqual(len(self.runs), 1)
+        self.assertGreater(int.from_bytes(output, "big"), INLINE_CALL_GAS)
+
+    def test_out_of_gas_goes_to_the_pool(self) -> None:
+        """
+        A call that runs out of the trial's gas runs again in the pool with
+        all of its gas (here it runs out there too: the reference answers
+        an empty output, no error).
+        """
+        # JUMPDEST, PUSH0, JUMP: loop forever.
+        code = bytes.fromhex("5b5f56")
+        target = Address(b"\x52" * 20)
+        self.assertEqual(self.successResultOf(self.call(CallRequest(to=target, gas=300_000), code)), b"")
+        self.assertEqual(len(self.runs), 1)
+
+    def test_small_gas_runs_whole_at_once(self) -> None:
+        """
+        A call whose own gas is within the trial's runs only once, at once,
+        whatever happens in it.
+        """
+        code = bytes.fromhex("5b5f56")
+        target = Address(b"\x53" * 20)
+        self.assertEqual(self.successResultOf(self.call(CallRequest(to=target, gas=50_000), code)), b"")
+        self.assertEqual(self.runs, [])
+
+    def test_gas_price_goes_to_the_pool(self) -> None:
+        """
+        With a gas price, what the sender must afford depends on the gas:
+        such a call is not tried at once.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"), gas_price=1)
+        self.assertEqual(self.successResultOf(self.call(request)), word(5))
+        self.assertEqual(len(self.runs), 1)
+
+    def test_off(self) -> None:
+        """
+        With no trial gas every call goes to the pool.
+        """
+        self.service.inline_call_gas = 0
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.assertEqual(self.successResultOf(self.call(request)), word(5))
+        self.assertEqual(len(self.runs), 1)
 
 
 BLOCKHASH_CODE = bytes.fromhex("5f35405f5260205ff3")

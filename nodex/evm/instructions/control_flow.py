@@ -69,6 +69,7 @@ def gas_left(evm: Evm) -> None:
     """
     GAS: push the gas left after paying for this instruction.
     """
+    evm.context.limit_dependent = True
     stack = evm.stack
     if len(stack) >= STACK_LIMIT:
         raise StackOverflowError
