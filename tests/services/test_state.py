@@ -3,6 +3,7 @@ Tests for L{nodex.services.state}.
 """
 
 from dataclasses import replace
+from typing import Any
 
 import rlp
 from trie import HexaryTrie
@@ -288,14 +289,14 @@ class AccountCacheTests(SynchronousTestCase):
         self.assertEqual(len(service._accounts), 2)
 
 
-class CallCacheTests(SynchronousTestCase):
+class CountedRunsMixin:
     """
-    Tests for the call cache of L{StateService}.
+    A service over the test store whose reader runs are counted in C{runs}.
     """
 
-    def setUp(self) -> None:
+    def counted_service(self, **options: Any) -> StateService:
         """
-        A service that counts its thread runs.
+        Build the store and a service that runs its reader jobs at once, counting them.
         """
         self.store, self.before, self.after = build_store()
         self.runs: list[object] = []
@@ -307,7 +308,19 @@ class CallCacheTests(SynchronousTestCase):
             self.runs.append(function)
             return maybeDeferred(function, *args)  # type: ignore[arg-type]
 
-        self.service = StateService(self.store, 33, counting, Clock(), inline_call_gas=0)
+        return StateService(self.store, 33, counting, Clock(), **options)
+
+
+class CallCacheTests(CountedRunsMixin, SynchronousTestCase):
+    """
+    Tests for the call cache of L{StateService} (every call in the pool).
+    """
+
+    def setUp(self) -> None:
+        """
+        A service that counts its thread runs.
+        """
+        self.service = self.counted_service(inline_call_gas=0)
         self.get = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
 
     def test_repeated_call(self) -> None:
@@ -337,7 +350,7 @@ class CallCacheTests(SynchronousTestCase):
         self.assertEqual(self.successResultOf(self.service.call(self.after, self.get, StateOverrides())), word(5))
 
 
-class InlineCallTests(SynchronousTestCase):
+class InlineCallTests(CountedRunsMixin, SynchronousTestCase):
     """
     Tests for the first run of a call on the calling thread, within
     L{INLINE_CALL_GAS}, before the reader pool.
@@ -347,17 +360,7 @@ class InlineCallTests(SynchronousTestCase):
         """
         A service whose reader runs are counted.
         """
-        self.store, self.before, self.after = build_store()
-        self.runs: list[object] = []
-
-        def counting(function: object, *args: object) -> Deferred[object]:
-            """
-            Run synchronously, counting the runs.
-            """
-            self.runs.append(function)
-            return maybeDeferred(function, *args)  # type: ignore[arg-type]
-
-        self.service = StateService(self.store, 33, counting, Clock())
+        self.service = self.counted_service()
 
     def call(self, request: CallRequest, code: bytes | None = None) -> Deferred[bytes]:
         """
