@@ -3,6 +3,7 @@ The composition root (L7): the C{twistd nodex} options and L{makeService},
 the one place where concrete objects are wired together.
 """
 
+import gc
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -161,7 +162,15 @@ class NodeService(MultiService):
 
     def startService(self) -> None:
         """
-        Log what starts, then start the children.
+        Log what starts, then start the children; then move everything
+        allocated so far out of the garbage collector's sight (L{gc.freeze}).
+
+        The modules, tables and services of a started node live as long as
+        the process, yet every full collection walked them all: 20-40 ms
+        pauses of the reactor thread every few thousand requests (99th
+        percentile of distinct C{eth_call}s 17-21 ms; frozen, 0.9 ms:
+        C{benchmarks/RESULTS.md}, "Calls on the reactor thread").  What is
+        allocated later is collected as before.
         """
         config = self.config
         log.info(
@@ -186,6 +195,8 @@ class NodeService(MultiService):
                 if child.running:
                     child.stopService()
             raise
+        gc.collect()
+        gc.freeze()
 
 
 def build_rpc_server(

@@ -185,6 +185,24 @@ class MakeServiceTests(SynchronousTestCase):
         self.assertEqual(len(starts), 1)
         self.assertEqual((starts[0]["network"], starts[0]["chain_id"], starts[0]["rpc"]), ("regtest", 33, "none"))
 
+    def test_start_freezes_the_heap(self) -> None:
+        """
+        Once started, the node's objects are out of the garbage collector's
+        sight (full collections no longer walk them).
+        """
+        import gc
+
+        self.addCleanup(gc.unfreeze)
+        gc.unfreeze()
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        self.assertEqual(gc.get_freeze_count(), 0)
+        node.startService()
+        self.addCleanup(node.stopService)
+        self.assertGreater(gc.get_freeze_count(), 0)
+
 
 class _Recorder(Service):
     """
