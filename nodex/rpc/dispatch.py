@@ -199,24 +199,30 @@ class Dispatcher:
             notifications only).  It never fails: every problem is a
             JSON-RPC error inside the body.
         """
+        answer = self.answer(body)
+        return answer if isinstance(answer, Deferred) else succeed(answer)
+
+    def answer(self, body: bytes) -> bytes | None | Deferred[bytes | None]:
+        """
+        Like L{handle}, but the body (or L{None}) itself when it is known at
+        once, as it is for most requests: the HTTP edge then writes it without
+        a Deferred.
+        """
         if too_deep(body):
-            return succeed(_dumps(_error(InvalidRequestError("the request is nested too deeply"))))
+            return _dumps(_error(InvalidRequestError("the request is nested too deeply")))
         try:
             payload = json.loads(body, parse_constant=_reject_constant)
         except RecursionError:
-            return succeed(_dumps(_error(InvalidRequestError("the request is nested too deeply"))))
+            return _dumps(_error(InvalidRequestError("the request is nested too deeply")))
         except ValueError as exc:
-            return succeed(_dumps(_error(ParseError(f"parse error: {_first_line(exc)}"))))
+            return _dumps(_error(ParseError(f"parse error: {_first_line(exc)}")))
         if isinstance(payload, list):
-            body_or_pending = self._batch(payload)
-            if isinstance(body_or_pending, Deferred):
-                return body_or_pending
-            return succeed(body_or_pending)
+            return self._batch(payload)
         deadline = self._clock.seconds() + self._limits.timeout
         answer = self._start(payload, deadline)
         if isinstance(answer, Deferred):
             return answer.addCallback(self._serialise_single)
-        return succeed(self._serialise_single(answer))
+        return self._serialise_single(answer)
 
     def _serialise_single(self, response: Response | None) -> bytes | None:
         """

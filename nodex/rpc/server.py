@@ -207,7 +207,10 @@ class RPCServer:
         if len(body) > self._policy.max_body_bytes:
             request.setResponseCode(413)
             return f"request body exceeds {self._policy.max_body_bytes} bytes\n".encode()
-        return self._dispatcher.handle(body).addCallback(self._reply, request)
+        answer = self._dispatcher.answer(body)
+        if isinstance(answer, Deferred):
+            return answer.addCallback(self._reply, request)
+        return self._reply(answer, request)
 
     @app.route("/", methods=["OPTIONS"])
     def preflight(self, request: IRequest) -> bytes:

@@ -149,6 +149,26 @@ class DispatcherTests(SynchronousTestCase):
         raw = self.successResultOf(self.dispatcher.handle(body))
         return None if raw is None else json.loads(raw)
 
+    def test_answer_at_once(self) -> None:
+        """
+        L{Dispatcher.answer} gives the body itself when it is known at once
+        (a plain method, a Deferred already fired, a notification, a parse
+        error), and a Deferred only for a method still waiting; L{handle}
+        always gives a Deferred.
+        """
+        def body(method: str, **extra: Any) -> bytes:
+            return json.dumps({"jsonrpc": "2.0", "method": method, "params": [], **extra}).encode()
+
+        ready = self.dispatcher.answer(body("test_ready", id=1))
+        self.assertEqual(json.loads(ready)["result"], "0x4")  # type: ignore[arg-type]
+        self.assertIsNone(self.dispatcher.answer(body("test_ready")))
+        self.assertIn(b"-32700", self.dispatcher.answer(b"{"))  # type: ignore[operator]
+        waiting = self.dispatcher.answer(body("test_later", id=2))
+        self.assertIsInstance(waiting, Deferred)
+        self.methods.pending[0].callback(7)
+        self.assertEqual(json.loads(self.successResultOf(waiting))["result"], "0x7")  # type: ignore[arg-type]
+        self.assertIsInstance(self.dispatcher.handle(body("test_ready", id=3)), Deferred)
+
     def test_single(self) -> None:
         """
         A request is answered with jsonrpc, id and result, in that order.
