@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, fail, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -366,11 +366,12 @@ class StateService(Service):
             calls.move_to_end(key)
             return succeed(calls[key])
         answered = self._call_at_once(header, request, overrides)
+        if isinstance(answered, Failure):
+            return fail(answered)
         if answered is not None:
-            if key is not None and isinstance(answered, bytes):
+            if key is not None:
                 self._remember_call(key, answered)
-                return succeed(answered)
-            return fail(answered) if isinstance(answered, Failure) else succeed(answered)
+            return succeed(answered)
         if key is None:
             return self._limited(self._run_in_thread(self._thd_call, header, request, overrides))
 
@@ -404,12 +405,11 @@ class StateService(Service):
         """
         if not self.inline_call_gas:
             return None
-        outcome: list[Any] = []
-        maybeDeferred(self._run_call, header, request, overrides, self.inline_call_gas).addBoth(outcome.append)
-        answer = outcome[0]
-        if isinstance(answer, Failure):
-            return answer
-        return None if answer is None else answer.output
+        try:
+            result = self._run_call(header, request, overrides, self.inline_call_gas)
+        except Exception:
+            return Failure()
+        return None if result is None else result.output
 
     def _thd_call(self, header: Header, request: CallRequest, overrides: StateOverrides) -> bytes:
         """
