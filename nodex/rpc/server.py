@@ -21,6 +21,7 @@ from twisted.web.iweb import IRequest
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
+from nodex.rpc.channel import RPCChannel
 from nodex.rpc.dispatch import Dispatcher
 
 JSON_TYPES = frozenset({b"application/json", b"application/json-rpc"})
@@ -133,24 +134,29 @@ class BoundedRequest(Request):
 
 class RPCSite(Site):
     """
-    The site of the RPC server: requests bounded by L{BoundedRequest}, and
-    no access log line per request (the dispatcher logs each call at debug
+    The site of the RPC server: requests bounded by L{BoundedRequest}, no
+    access log line per request (the dispatcher logs each call at debug
     level instead; formatting an access line costs about a tenth of a
-    request's time).
+    request's time), and channels that answer simple requests directly
+    (L{RPCChannel}) when the site has an C{rpc_server}.
     """
 
     requestFactory = BoundedRequest
+    protocol = RPCChannel
 
-    def __init__(self, resource: IResource, max_body_bytes: int) -> None:
+    def __init__(self, resource: IResource, max_body_bytes: int, rpc_server: "RPCServer | None" = None) -> None:
         """
         @param resource: the root resource.
         @param max_body_bytes: the largest request body accepted.
+        @param rpc_server: the server whose simple requests the channels
+            answer directly; L{None}: every request goes through C{resource}.
         """
         # JSON-RPC bodies are never HTML form submissions; looking for one
         # parses the Content-Type with the email package, which cost about a
         # tenth of an eth_chainId round trip.
         super().__init__(resource, parsePOSTFormSubmission=False)
         self.max_body_bytes = max_body_bytes
+        self.rpc_server = rpc_server
 
     def log(self, request: Request) -> None:
         """
@@ -171,14 +177,35 @@ class RPCServer:
         @param dispatcher: answers JSON-RPC bodies.
         @param policy: the transport rules.
         """
-        self._dispatcher = dispatcher
+        self.dispatcher = dispatcher
         self._policy = policy
+        self._hosts_allowed: set[bytes] = set()
 
     def site(self) -> RPCSite:
         """
-        A twisted.web site serving this server.
+        A twisted.web site serving this server, simple requests directly.
         """
-        return RPCSite(self.resource(), self._policy.max_body_bytes)
+        return RPCSite(self.resource(), self._policy.max_body_bytes, self)
+
+    def accepts(self, host: bytes | None, content_type: bytes | None, length: int) -> bool:
+        """
+        Whether a simple request (L{RPCChannel}) passes the transport checks
+        of L{post}; a refused one is answered by L{post} with its status.
+
+        @param host: the C{Host} header, if any.
+        @param content_type: the C{Content-Type} header, if any.
+        @param length: the body's length.
+        """
+        if content_type is None or length > self._policy.max_body_bytes:
+            return False
+        if host is not None and host not in self._hosts_allowed:
+            if not self._policy.host_allowed(host):
+                return False
+            if len(self._hosts_allowed) < 64:
+                self._hosts_allowed.add(host)
+        return content_type == b"application/json" or (
+            content_type.partition(b";")[0].strip().lower() in JSON_TYPES
+        )
 
     def resource(self) -> IResource:
         """
@@ -207,7 +234,7 @@ class RPCServer:
         if len(body) > self._policy.max_body_bytes:
             request.setResponseCode(413)
             return f"request body exceeds {self._policy.max_body_bytes} bytes\n".encode()
-        answer = self._dispatcher.answer(body)
+        answer = self.dispatcher.answer(body)
         if isinstance(answer, Deferred):
             return answer.addCallback(self._reply, request)
         return self._reply(answer, request)

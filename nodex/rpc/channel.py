@@ -1,0 +1,267 @@
+"""
+The HTTP channel of the JSON-RPC server, with a direct lane for the one
+request shape that makes up nearly all of its traffic.
+
+A client of the node sends, over a keep-alive connection, one request at a
+time: C{POST / HTTP/1.1}, a handful of headers, a JSON body with its
+C{Content-Length}, all in one TCP segment. L{RPCChannel} recognises such a
+request in the bytes it receives (L{simple_post}) and, when the transport
+rules accept it, hands the body to the dispatcher and writes the answer
+itself, without building a twisted.web C{Request}. Anything else — another
+method or path, HTTP/1.0, chunked bodies, C{Expect}, C{Origin} (CORS),
+C{Connection: close}, a body split over reads, pipelined requests, a Host or
+content type the rules refuse, a body over the limit — goes to twisted.web
+and the Klein resource unchanged, which answer it as before; the lane only
+takes what it can answer exactly as they would (same status, same headers,
+same body).
+
+Why: the C{Request} path (headers object, request line parsing per line,
+the resource lookup, C{Request.process}, C{finish} and its notifications)
+cost about a third of the node's CPU for an automined ERC-20 transfer and
+more than half of an C{eth_chainId} (docs/rpc.md, benchmarks/RESULTS.md).
+"""
+
+import re
+import time
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.tcp import Connection
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web.http import HTTPChannel, datetimeToString
+from twisted.web.server import version as SERVER_VERSION
+
+SIMPLE_REQUEST_LINE = b"POST / HTTP/1.1\r\n"
+"""The request line the direct lane serves."""
+
+MAX_SIMPLE_HEAD = 16384
+"""The largest request head the lane parses (twisted.web's own limit)."""
+
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A valid header name (RFC 9110 token)."""
+
+_DECLINED_HEADERS = frozenset({b"transfer-encoding", b"expect", b"origin", b"upgrade", b"trailer"})
+"""Headers whose requests twisted.web serves (they need more than the lane does)."""
+
+_HELD_LIMIT = 0x4000
+"""Bytes held while an answer is awaited before reading from the client stops."""
+
+
+def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
+    """
+    Recognise one whole, ordinary JSON-RPC request in C{data}.
+
+    @param data: the bytes received from an idle connection.
+    @return: the C{Host} and C{Content-Type} values (L{None} when absent)
+        and the body; or L{None} when C{data} is not exactly one
+        C{POST / HTTP/1.1} request with a C{Content-Length} body and only
+        headers that need nothing more, each name valid and present once.
+    """
+    if not data.startswith(SIMPLE_REQUEST_LINE):
+        return None
+    end = data.find(b"\r\n\r\n", len(SIMPLE_REQUEST_LINE) - 2)
+    if end < 0 or end > MAX_SIMPLE_HEAD:
+        return None
+    body = data[end + 4:]
+    host = content_type = None
+    length = -1
+    for line in data[len(SIMPLE_REQUEST_LINE):end].split(b"\r\n"):
+        name, colon, value = line.partition(b":")
+        if not colon or _TOKEN.fullmatch(name) is None:
+            return None
+        value = value.strip(b" \t")
+        if b"\n" in value or b"\r" in value or b"\x00" in value:
+            return None
+        name = name.lower()
+        if name == b"content-length":
+            if length >= 0 or not value.isdigit():
+                return None
+            length = int(value)
+        elif name == b"content-type":
+            if content_type is not None:
+                return None
+            content_type = value
+        elif name == b"host":
+            if host is not None:
+                return None
+            host = value
+        elif name in _DECLINED_HEADERS:
+            return None
+        elif name == b"connection" and value.lower() != b"keep-alive":
+            return None
+    if length != len(body):
+        return None
+    return host, content_type, body
+
+
+_date_cache: tuple[int, bytes] = (0, b"")
+
+
+def http_date() -> bytes:
+    """
+    The C{Date} header's value for now, formatted once a second.
+    """
+    global _date_cache
+    second = int(time.time())
+    if _date_cache[0] != second:
+        _date_cache = (second, datetimeToString(second))
+    return _date_cache[1]
+
+
+def response_bytes(body: bytes | None) -> bytes:
+    """
+    The whole HTTP answer to a JSON-RPC body: 200 with the JSON body, or
+    200 with no body for notifications (the headers the C{Request} path
+    writes: server, date, type and length).
+    """
+    if body is None:
+        return b"HTTP/1.1 200 OK\r\nServer: %s\r\nDate: %s\r\nContent-Length: 0\r\n\r\n" % (
+            SERVER_VERSION, http_date(),
+        )
+    return b"HTTP/1.1 200 OK\r\nServer: %s\r\nDate: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        SERVER_VERSION, http_date(), len(body), body,
+    )
+
+
+def send_now(transport: Any, data: bytes) -> None:
+    """
+    Write C{data} to a transport, sending it on the socket at once when
+    nothing is waiting to be sent before it.
+
+    A twisted TCP transport's C{write} only buffers: it asks the reactor to
+    watch the socket for writability, and sends on the next turn of the
+    loop, then stops watching — two C{epoll_ctl}, one C{epoll_wait} and a
+    turn of the reactor per answer. Sending at once when the buffer is empty
+    (as asyncio's transports do) saves them; what the socket does not take is
+    buffered by C{write} as before, and an error is left for C{write}'s own
+    send to report. Other transports (TLS, tests' C{StringTransport}) are
+    written to as usual.
+    """
+    if (
+        isinstance(transport, Connection)
+        and transport.connected
+        and not transport.disconnecting
+        and not transport._writeDisconnected
+        and not transport._tempDataBuffer
+        and transport.offset == len(transport.dataBuffer)
+    ):
+        sent = transport.writeSomeData(data)
+        if sent == len(data):
+            return
+        if isinstance(sent, int):
+            data = data[sent:]
+    transport.write(data)
+
+
+class RPCChannel(HTTPChannel):
+    """
+    An HTTP channel that answers simple JSON-RPC requests directly (see the
+    module's docstring) and everything else through twisted.web.
+
+    Its site provides C{rpc_server}: an object with C{accepts(host,
+    content_type, length) -> bool} (the transport rules) and C{dispatcher}
+    (whose C{answer(body)} gives the body, L{None} or a L{Deferred} of
+    either). A site without it gets plain twisted.web behaviour.
+
+    @ivar _answering: a direct request's answer is awaited; what arrives
+        meanwhile is held in C{_held} and read afterwards, in order.
+    """
+
+    _log = Logger()
+    _answering = False
+    _lost = False
+    _paused_reading = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+
+    def dataReceived(self, data: bytes) -> None:
+        """
+        Answer a simple request directly; give anything else to twisted.web.
+        """
+        if self._answering:
+            self._hold(data)
+            return
+        if not self.requests and self.persistent and self.line_mode and not self._buffer:
+            request = simple_post(data)
+            if request is not None and self._serve(*request):
+                return
+        super().dataReceived(data)
+
+    def connectionLost(self, reason: Failure) -> None:
+        """
+        Forget an awaited answer's connection, then close as twisted.web does.
+        """
+        self._lost = True
+        super().connectionLost(reason)
+
+    def _serve(self, host: bytes | None, content_type: bytes | None, body: bytes) -> bool:
+        """
+        Answer one simple request, unless the transport rules refuse it
+        (twisted.web then answers it with its status).
+
+        @return: whether the request was taken.
+        """
+        server: Any = getattr(self.site, "rpc_server", None)
+        if server is None or not server.accepts(host, content_type, len(body)):
+            return False
+        self.resetTimeout()
+        answer = server.dispatcher.answer(body)
+        if isinstance(answer, Deferred):
+            self._answering = True
+            saved = self.setTimeout(None)
+            answer.addBoth(self._answered, saved)
+        else:
+            self._send(response_bytes(answer))
+        return True
+
+    def _answered(self, answer: bytes | None | Failure, saved_timeout: float | None) -> None:
+        """
+        Write an awaited answer (unless the client has gone), then read what
+        arrived meanwhile.
+        """
+        self._answering = False
+        if self._lost:
+            return
+        if isinstance(answer, Failure):
+            # The dispatcher answers every error itself; this is a bug.
+            self._log.failure("answering a JSON-RPC request", answer)
+            send_now(
+                self.transport, b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            self.transport.loseConnection()
+            return
+        self._send(response_bytes(answer))
+        self.setTimeout(saved_timeout)
+        if self._paused_reading:
+            self._paused_reading = False
+            if not self._waitingForTransport:
+                self._networkProducer.resumeProducing()
+        if self._held:
+            data = b"".join(self._held)
+            self._held = []
+            self._held_bytes = 0
+            self.dataReceived(data)
+
+    def _send(self, data: bytes) -> None:
+        """
+        Write an answer; see L{send_now}.
+        """
+        send_now(self.transport, data)
+
+    def _hold(self, data: bytes) -> None:
+        """
+        Keep data that arrived while an answer is awaited; stop reading from
+        the client once a good amount is held.
+        """
+        self._held.append(data)
+        self._held_bytes += len(data)
+        if self._held_bytes > _HELD_LIMIT and not self._paused_reading:
+            self._paused_reading = True
+            self._networkProducer.pauseProducing()
+
+
+__all__ = ["RPCChannel", "http_date", "response_bytes", "send_now", "simple_post"]

@@ -1,0 +1,417 @@
+"""
+Tests for L{nodex.rpc.channel}: the direct lane for simple requests and its
+agreement with the twisted.web path.
+"""
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred, inlineCallbacks
+from twisted.internet.error import ConnectionDone
+from twisted.internet.protocol import ClientFactory, Protocol
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase, TestCase
+
+from nodex.rpc import decoders
+from nodex.rpc.channel import MAX_SIMPLE_HEAD, RPCChannel, response_bytes, simple_post
+from nodex.rpc.dispatch import Dispatcher
+from nodex.rpc.eth import EthIdentityMethods
+from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings, Param
+from nodex.rpc.server import HTTPPolicy, RPCServer
+
+CHAIN_ID = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}'
+
+
+def post(body: bytes = CHAIN_ID, *headers: bytes, line: bytes = b"POST / HTTP/1.1") -> bytes:
+    """
+    A request with C{Host}, JSON content type, the body's length and the
+    given extra header lines.
+    """
+    head = [line, b"Host: 127.0.0.1:8545", b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
+    return b"\r\n".join(head + list(headers)) + b"\r\n\r\n" + body
+
+
+class TestMethods:
+    """
+    Methods for the tests: C{test_later} answers when the test fires its
+    Deferred; C{test_big} answers a string of the given length.
+    """
+
+    def __init__(self) -> None:
+        self.waiting: list[Deferred[str]] = []
+
+    def rpc_methods(self) -> Iterable[Method]:
+        return [
+            Method("test_later", self.later),
+            Method("test_big", self.big, (Param("size", decoders.quantity),)),
+        ]
+
+    def later(self) -> Deferred[str]:
+        waiting: Deferred[str] = Deferred()
+        self.waiting.append(waiting)
+        return waiting
+
+    def big(self, size: int) -> str:
+        return "x" * size
+
+
+def make_server(policy: HTTPPolicy = HTTPPolicy(max_body_bytes=4096)) -> tuple[RPCServer, TestMethods]:
+    """
+    A server with eth_chainId (chain 33) and L{TestMethods}.
+    """
+    registry = MethodRegistry({"eth": ModuleSettings(True), "test": ModuleSettings(True)})
+    registry.add(EthIdentityMethods(33, 62))
+    methods = TestMethods()
+    registry.add(methods)
+    return RPCServer(Dispatcher(registry, Clock()), policy), methods
+
+
+def parse_responses(data: bytes) -> list[tuple[int, dict[bytes, bytes], bytes]]:
+    """
+    Split written bytes into HTTP/1.1 responses with a C{Content-Length}:
+    status, headers (names lower-cased) and body of each.
+    """
+    responses = []
+    while data:
+        head, _, data = data.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get(b"content-length", b"0"))
+        responses.append((status, headers, data[:length]))
+        data = data[length:]
+    return responses
+
+
+class SimplePostTests(SynchronousTestCase):
+    """
+    Tests for L{simple_post}.
+    """
+
+    def test_simple(self) -> None:
+        """
+        One whole request gives its Host, content type and body.
+        """
+        self.assertEqual(
+            simple_post(post(CHAIN_ID, b"Connection: keep-alive", b"User-Agent: x")),
+            (b"127.0.0.1:8545", b"application/json", CHAIN_ID),
+        )
+
+    def test_header_case_and_spaces(self) -> None:
+        """
+        Header names are matched without regard to case; values are stripped.
+        """
+        data = b"POST / HTTP/1.1\r\nhOsT:  a \r\ncontent-TYPE:\tapplication/json\r\ncontent-length: 2\r\n\r\n[]"
+        self.assertEqual(simple_post(data), (b"a", b"application/json", b"[]"))
+
+    def test_no_host_or_type(self) -> None:
+        """
+        Absent Host and Content-Type are reported as L{None} (the server's
+        rules decide).
+        """
+        self.assertEqual(simple_post(b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"), (None, None, b"{}"))
+
+    def test_declined(self) -> None:
+        """
+        Anything but one whole plain request is left to twisted.web.
+        """
+        declined = {
+            "GET": post(line=b"GET / HTTP/1.1"),
+            "other path": post(line=b"POST /x HTTP/1.1"),
+            "query": post(line=b"POST /?a HTTP/1.1"),
+            "HTTP/1.0": post(line=b"POST / HTTP/1.0"),
+            "no length": b"POST / HTTP/1.1\r\nHost: a\r\n\r\n{}",
+            "no headers": b"POST / HTTP/1.1\r\n\r\n",
+            "short body": post(CHAIN_ID)[:-1],
+            "head only": post(CHAIN_ID)[: -len(CHAIN_ID)],
+            "unfinished head": post(CHAIN_ID)[:30],
+            "pipelined": post(CHAIN_ID) * 2,
+            "two lengths": post(CHAIN_ID, b"Content-Length: %d" % len(CHAIN_ID)),
+            "signed length": post(CHAIN_ID).replace(b"Length: ", b"Length: +"),
+            "two hosts": post(CHAIN_ID, b"Host: b"),
+            "two types": post(CHAIN_ID, b"Content-Type: application/json"),
+            "chunked": post(CHAIN_ID, b"Transfer-Encoding: chunked"),
+            "expect": post(CHAIN_ID, b"Expect: 100-continue"),
+            "origin": post(CHAIN_ID, b"Origin: http://a"),
+            "close": post(CHAIN_ID, b"Connection: close"),
+            "upgrade": post(CHAIN_ID, b"Upgrade: websocket"),
+            "bad name": post(CHAIN_ID, b"Bad Name: x"),
+            "no colon": post(CHAIN_ID, b"NoColon"),
+            "folded": post(CHAIN_ID, b"X-A: 1", b" continued"),
+            "NUL": post(CHAIN_ID, b"X-A: a\x00b"),
+            "bare CR": post(CHAIN_ID, b"X-A: a\rb"),
+            "bare LF": post(CHAIN_ID, b"X-A: a\nb"),
+            "huge head": post(CHAIN_ID, b"X-A: " + b"a" * MAX_SIMPLE_HEAD),
+            "empty": b"",
+        }
+        for name, data in declined.items():
+            self.assertIsNone(simple_post(data), name)
+
+
+class ChannelTests(SynchronousTestCase):
+    """
+    Tests for L{RPCChannel} over a C{StringTransport}.
+    """
+
+    def connect(self, policy: HTTPPolicy = HTTPPolicy(max_body_bytes=4096)) -> tuple[RPCChannel, StringTransport, TestMethods]:
+        server, methods = make_server(policy)
+        site = server.site()
+        channel = site.buildProtocol(None)
+        transport = StringTransport()
+        channel.makeConnection(transport)
+        self.addCleanup(channel.connectionLost, Failure(ConnectionDone()))
+        return channel, transport, methods
+
+    def exchange(
+        self, *chunks: bytes, policy: HTTPPolicy = HTTPPolicy(max_body_bytes=4096), direct: bool = False,
+    ) -> list[tuple[int, dict[bytes, bytes], bytes]]:
+        """
+        Feed chunks to a new channel; the responses written. With C{direct},
+        fail if twisted.web builds a request.
+        """
+        channel, transport, _ = self.connect(policy)
+        if direct:
+            channel.requestFactory = lambda *args: self.fail("a twisted.web request was built")
+        for chunk in chunks:
+            channel.dataReceived(chunk)
+        return parse_responses(transport.value())
+
+    def test_direct(self) -> None:
+        """
+        A simple request is answered 200 with the JSON body, its type and
+        length.
+        """
+        [(status, headers, body)] = self.exchange(post(), direct=True)
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body), {"jsonrpc": "2.0", "id": 1, "result": "0x21"})
+        self.assertEqual(headers[b"content-type"], b"application/json")
+        self.assertEqual(int(headers[b"content-length"]), len(body))
+
+    def test_same_as_twisted_web(self) -> None:
+        """
+        The direct answer has the status, headers and body of the answer the
+        twisted.web path gives the same request (here sent in two pieces,
+        which the lane leaves to twisted.web).
+        """
+        request = post()
+        [direct] = self.exchange(request)
+        [routed] = self.exchange(request[:20], request[20:])
+        self.assertEqual(direct[0], routed[0])
+        self.assertEqual(direct[2], routed[2])
+        self.assertEqual(sorted(direct[1]), sorted(routed[1]))
+        for name in direct[1]:
+            if name != b"date":
+                self.assertEqual(direct[1][name], routed[1][name], name)
+
+    def test_notification(self) -> None:
+        """
+        A notification is answered 200 with an empty body, as twisted.web's
+        path answers it.
+        """
+        notification = b'{"jsonrpc":"2.0","method":"eth_chainId"}'
+        [direct] = self.exchange(post(notification), direct=True)
+        [routed] = self.exchange(post(notification)[:20], post(notification)[20:])
+        self.assertEqual(direct[0], 200)
+        self.assertEqual(direct[2], b"")
+        self.assertEqual(sorted(direct[1]), sorted(routed[1]))
+
+    def test_keep_alive(self) -> None:
+        """
+        Requests one after another on a connection are each answered.
+        """
+        responses = self.exchange(post(), post(b'{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}'), direct=True)
+        self.assertEqual([json.loads(body)["id"] for _, _, body in responses], [1, 2])
+
+    def test_pipelined(self) -> None:
+        """
+        Requests that arrive together are answered in order (by twisted.web).
+        """
+        second = post(b'{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')
+        responses = self.exchange(post() + second + post())
+        self.assertEqual([json.loads(body)["id"] for _, _, body in responses], [1, 2, 1])
+
+    def test_after_twisted_web(self) -> None:
+        """
+        A request twisted.web answered leaves the channel able to answer the
+        next one directly.
+        """
+        request = post()
+        responses = self.exchange(request[:10], request[10:], request)
+        self.assertEqual([status for status, _, _ in responses], [200, 200])
+
+    def test_refusals(self) -> None:
+        """
+        Requests the transport rules refuse are answered with their status
+        by twisted.web.
+        """
+        self.assertEqual(self.exchange(post().replace(b"127.0.0.1:8545", b"evil.example"))[0][0], 403)
+        self.assertEqual(self.exchange(post().replace(b"application/json", b"text/plain"))[0][0], 415)
+        self.assertEqual(self.exchange(post(b"[" + b" " * 5000 + b"]"))[0][0], 413)
+        self.assertEqual(self.exchange(post(line=b"GET / HTTP/1.1"))[0][0], 405)
+
+    def test_content_type_parameters(self) -> None:
+        """
+        Content-Type parameters and case are accepted as twisted.web's path
+        accepts them.
+        """
+        request = post().replace(b"application/json", b"Application/JSON; charset=utf-8")
+        [(status, _, body)] = self.exchange(request, direct=True)
+        self.assertEqual((status, json.loads(body)["result"]), (200, "0x21"))
+
+    def test_awaited_answer_holds_later_requests(self) -> None:
+        """
+        While an answer is awaited, later requests wait; they are answered
+        after it, in order.
+        """
+        channel, transport, methods = self.connect()
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"b","method":"eth_chainId"}'))
+        self.assertEqual(transport.value(), b"")
+        methods.waiting.pop().callback("done")
+        responses = parse_responses(transport.value())
+        self.assertEqual([json.loads(body)["id"] for _, _, body in responses], ["a", "b"])
+        self.assertEqual(json.loads(responses[0][2])["result"], "done")
+
+    def test_holding_stops_reading(self) -> None:
+        """
+        Once a good amount is held, the channel stops reading from the
+        client until the awaited answer is written.
+        """
+        channel, transport, methods = self.connect(HTTPPolicy(max_body_bytes=100_000))
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        channel.dataReceived(post(b"[" + b" " * 20_000 + b"]"))
+        self.assertEqual(transport.producerState, "paused")
+        methods.waiting.pop().callback("done")
+        self.assertEqual(transport.producerState, "producing")
+        self.assertEqual(len(parse_responses(transport.value())), 2)
+
+    def test_lost_while_awaited(self) -> None:
+        """
+        An answer that comes after the client has gone is dropped.
+        """
+        channel, transport, methods = self.connect()
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        channel.connectionLost(Failure(ConnectionDone()))
+        methods.waiting.pop().callback("done")
+        self.assertEqual(transport.value(), b"")
+
+    def test_unexpected_failure(self) -> None:
+        """
+        An answer that fails (the dispatcher answers every error itself, so
+        this is a bug) is logged, answered 500 and the connection closed.
+        """
+        channel, transport, _ = self.connect()
+        failing: Deferred[bytes] = Deferred()
+        channel.site.rpc_server.dispatcher.answer = lambda body: failing
+        channel.dataReceived(post())
+        failing.errback(RuntimeError("bug"))
+        self.assertEqual(parse_responses(transport.value())[0][0], 500)
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+    def test_timeout_suspended_while_awaited(self) -> None:
+        """
+        The idle timeout does not run while an answer is awaited, and is
+        back afterwards.
+        """
+        channel, _, methods = self.connect()
+        channel.timeOut = 30
+        channel.setTimeout(30)
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        self.assertIsNone(channel.setTimeout(None))
+        channel.setTimeout(30)
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        methods.waiting.pop().callback("x")
+        methods.waiting.pop().callback("x")
+        self.assertEqual(channel.setTimeout(None), 30)
+
+    def test_without_server(self) -> None:
+        """
+        A site without an RPC server serves every request through its
+        resource.
+        """
+        server, _ = make_server()
+        site = server.site()
+        site.rpc_server = None
+        channel = site.buildProtocol(None)
+        transport = StringTransport()
+        channel.makeConnection(transport)
+        self.addCleanup(channel.connectionLost, Failure(ConnectionDone()))
+        channel.dataReceived(post())
+        [(status, headers, body)] = parse_responses(transport.value())
+        self.assertEqual((status, json.loads(body)["result"]), (200, "0x21"))
+
+    def test_response_bytes(self) -> None:
+        """
+        L{response_bytes} writes the length of the body.
+        """
+        [(status, headers, body)] = parse_responses(response_bytes(b"[1]"))
+        self.assertEqual((status, headers[b"content-length"], body), (200, b"3", b"[1]"))
+
+
+class _Collect(Protocol):
+    """
+    A client that sends a request and collects everything until closed.
+    """
+
+    def __init__(self, request: bytes) -> None:
+        self.request = request
+        self.received: list[bytes] = []
+        self.done: Deferred[bytes] = Deferred()
+
+    def connectionMade(self) -> None:
+        self.transport.write(self.request)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.received.append(data)
+        data = b"".join(self.received)
+        head, _, body = data.partition(b"\r\n\r\n")
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:") and len(body) >= int(line.split(b":")[1]):
+                self.transport.loseConnection()
+
+    def connectionLost(self, reason: Failure) -> None:
+        self.done.callback(b"".join(self.received))
+
+
+class RealSocketTests(TestCase):
+    """
+    Tests for the direct lane over real TCP connections (its answers are
+    sent on the socket at once when nothing is buffered).
+    """
+
+    @inlineCallbacks
+    def ask(self, body: bytes) -> Any:
+        server, _ = make_server(HTTPPolicy(max_body_bytes=4096))
+        port = reactor.listenTCP(0, server.site(), interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        client = _Collect(post(body))
+        factory = ClientFactory.forProtocol(lambda: client)
+        reactor.connectTCP("127.0.0.1", port.getHost().port, factory)
+        return parse_responses((yield client.done))
+
+    @inlineCallbacks
+    def test_small_answer(self) -> Any:
+        """
+        A small answer arrives whole.
+        """
+        [(status, _, body)] = yield self.ask(CHAIN_ID)
+        self.assertEqual((status, json.loads(body)["result"]), (200, "0x21"))
+
+    @inlineCallbacks
+    def test_answer_larger_than_the_socket_takes(self) -> Any:
+        """
+        An answer larger than the socket takes at once arrives whole: the
+        rest is buffered and sent as the socket drains.
+        """
+        size = 8 * 1024 * 1024
+        [(status, _, body)] = yield self.ask(b'{"jsonrpc":"2.0","id":1,"method":"test_big","params":["0x%x"]}' % size)
+        self.assertEqual(status, 200)
+        self.assertEqual(len(json.loads(body)["result"]), size)
