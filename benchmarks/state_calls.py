@@ -230,8 +230,12 @@ def build_log_chain(path: str, blocks: int, holder: bytes, matches: set[int]) ->
     A RocksDB store of C{blocks} synthetic canonical blocks, each with five
     Transfer logs of one token between random holders, C{holder} receiving
     in the blocks of C{matches}; return the store and the last block.
+
+    The log index's bitmaps are written as the chain writes them, but to
+    their worst lag: the newest C{INDEX_LAG - 1} blocks are left to be read
+    bloom by bloom.
     """
-    from nodex.chain.logindex import index_block
+    from nodex.chain.logindex import INDEX_LAG, LogIndexer, index_block
     from nodex.db.rocks import RocksStore
     from nodex.db.schema import write_body_rlp, write_canonical_hash, write_header_rlp, write_receipts_rlp
     from nodex.primitives import Address, Hash32
@@ -273,6 +277,9 @@ def build_log_chain(path: str, blocks: int, holder: bytes, matches: set[int]) ->
             write_canonical_hash(batch, number, block.hash)
             index_block(batch, header)
         store.write(batch)
+    indexer = LogIndexer(store)
+    while indexer.catch_up(blocks - INDEX_LAG):
+        pass
     return store, block
 
 

@@ -1,44 +1,58 @@
 """
 The log index: what lets C{eth_getLogs} skip the blocks that cannot match.
 
-Two kinds of entries share the C{log_index} column:
+Entries of the C{log_index} column:
 
   - the block bloom, keyed by the 8-byte block number (the layout of
-    L{nodex.db.schema.write_block_bloom}), one per canonical block;
-  - the bit index, an inverted form of the same blooms: for every bit set in
-    a canonical block's bloom, one empty-valued key
-    C{0xff | bit (2 bytes) | section (6 bytes) | offset (2 bytes)}, where
-    C{section} is the block number divided by L{SECTION_SIZE} and C{offset}
-    the remainder.
+    L{nodex.db.schema.write_block_bloom}), one per canonical block, written
+    in the batch that makes the block canonical (L{index_block});
+  - the bloom bitmaps, an inverted form of the same blooms: for every bloom
+    bit and section of L{SECTION_SIZE} blocks, under
+    C{BITMAP_MARK | section (6 bytes) | bit (2 bytes)}, a bitmap of
+    C{SECTION_SIZE} bits (big-endian) in which bit C{offset} is set when the
+    canonical block C{section * SECTION_SIZE + offset} sets that bloom bit;
+  - C{INDEXED_KEY}: the 8-byte number through which the bitmaps are
+    written (absent: none are);
+  - C{STALE_MARK | section}: a block of that section left the canonical
+    chain, so its bitmaps may be wrong until they are rebuilt.
 
-A query for a value (an address or a topic) over a section reads the three
-bit lists of the value under their C{(bit, section)} prefixes; the shortest
-list holds every block that may contain the value, so a value that occurs
-in few blocks costs a few keys per section, however long the range.  The bit
-index needs no read-modify-write, so L{index_block} and L{unindex_block}
-only add to the caller's batch: the chain writes them inside the batch that
-moves the head (import, reorganisation, rewind).
+The bitmaps are derived from the blooms after the fact by L{LogIndexer},
+which the chain runs in its writer (every L{INDEX_LAG} blocks and at start):
+a block's import writes one bloom, not one key per set bit, and the writer
+keeps the bitmaps of the newest section in memory so that extending them
+reads nothing. A query over a section reads the three bitmaps of each value
+it asks for and combines them, which yields exactly the blocks whose bloom
+passes; blocks beyond C{INDEXED_KEY} and stale sections are read bloom by
+bloom. (This replaced, in schema version 2, an index of one empty key per
+set bit and block, whose searches walked as many keys as a value had
+blocks; see docs/state-and-logs.md.)
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from nodex.crypto import keccak256
 from nodex.db.kv import KeyValueStore, WriteBatch
-from nodex.db.schema import LOG_INDEX, delete_block_bloom, read_block_bloom, write_block_bloom
+from nodex.db.schema import LOG_INDEX, delete_block_bloom, number_key, read_block_bloom, write_block_bloom
 from nodex.structures.bloom import BLOOM_BYTES, EMPTY_BLOOM
 from nodex.structures.headers import Header
 
 SECTION_SIZE = 1024
-"""Blocks per section of the bit index."""
+"""Blocks per section: the length of a bitmap in bits."""
 
-SECTION_MARK = b"\xfe"
-"""The first byte of the key that says a section's blocks are in the bit index."""
+BITMAP_MARK = b"\xfd"
+"""The first byte of a bitmap's key; block-bloom keys are 8 bytes and start lower."""
 
-BIT_INDEX_MARK = b"\xff"
-"""The first byte of every bit-index key; block-bloom keys are 8 bytes and start lower."""
+STALE_MARK = b"\xfc"
+"""The first byte of the key that says a section's bitmaps must be rebuilt."""
 
-SHORT_STRETCH = 32
-"""Below this many blocks a section's stretch is read bloom by bloom, not through the bit index."""
+INDEXED_KEY = b"\xfb"
+"""The key of the number through which the bitmaps are written."""
+
+INDEX_LAG = 64
+"""How many blocks the bitmaps may trail the head by before the chain extends them."""
+
+CATCH_UP_BLOCKS = 4096
+"""The most blocks one L{LogIndexer.catch_up} adds (so that a long catch-up at start is many short writer jobs)."""
 
 _BLOOM_BITS = BLOOM_BYTES * 8
 
@@ -65,37 +79,27 @@ def set_bits(bloom: bytes) -> list[int]:
     return bits
 
 
-def bit_prefix(bit: int, section: int) -> bytes:
+def bitmap_key(section: int, bit: int) -> bytes:
     """
-    The key prefix of one bit's list within one section.
+    The key of one bloom bit's bitmap within one section.
 
-    @param bit: a bloom bit position, 0 .. 2047.
     @param section: a section number (block number // L{SECTION_SIZE}).
+    @param bit: a bloom bit position, 0 .. 2047.
     """
-    return BIT_INDEX_MARK + bit.to_bytes(2, "big") + section.to_bytes(6, "big")
+    return BITMAP_MARK + section.to_bytes(6, "big") + bit.to_bytes(2, "big")
 
 
-def section_key(section: int) -> bytes:
+def stale_key(section: int) -> bytes:
     """
-    The key whose presence says that the blocks of C{section} were indexed
-    by L{index_block} (not only by their block bloom), so that the bit index
-    may be trusted there.
+    The key whose presence says that the bitmaps of C{section} may be wrong.
     """
-    return SECTION_MARK + section.to_bytes(6, "big")
-
-
-def _bit_keys(header: Header) -> list[bytes]:
-    """
-    The bit-index keys of a block: one per bit set in its bloom.
-    """
-    section, offset = divmod(header.number, SECTION_SIZE)
-    suffix = offset.to_bytes(2, "big")
-    return [bit_prefix(bit, section) + suffix for bit in set_bits(header.logs_bloom)]
+    return STALE_MARK + section.to_bytes(6, "big")
 
 
 def index_block(batch: WriteBatch, header: Header) -> None:
     """
-    Add a block that becomes canonical at its height to the log index.
+    Add a block that becomes canonical at its height to the log index: its
+    bloom (the bitmaps follow, L{LogIndexer}).
 
     Call it inside the batch that makes the block canonical; a block that
     replaces another at the same height needs the other's L{unindex_block}
@@ -105,21 +109,18 @@ def index_block(batch: WriteBatch, header: Header) -> None:
     @param header: the block's header; its number and logs bloom are used.
     """
     write_block_bloom(batch, header.number, header.logs_bloom)
-    batch.put(LOG_INDEX, section_key(header.number // SECTION_SIZE), b"")
-    for key in _bit_keys(header):
-        batch.put(LOG_INDEX, key, b"")
 
 
 def unindex_block(batch: WriteBatch, header: Header) -> None:
     """
-    Remove a block that leaves the canonical chain from the log index.
+    Remove a block that leaves the canonical chain from the log index: its
+    bloom goes, and its section's bitmaps are marked for a rebuild.
 
     @param batch: the batch of the reorganisation or rewind.
     @param header: the header of the block that L{index_block} indexed.
     """
     delete_block_bloom(batch, header.number)
-    for key in _bit_keys(header):
-        batch.delete(LOG_INDEX, key)
+    batch.put(LOG_INDEX, stale_key(header.number // SECTION_SIZE), b"")
 
 
 def read_bloom(store: KeyValueStore, number: int) -> bytes | None:
@@ -130,34 +131,131 @@ def read_bloom(store: KeyValueStore, number: int) -> bytes | None:
     return read_block_bloom(store, number)
 
 
-class BitList:
+def indexed_through(store: KeyValueStore) -> int:
     """
-    A lazy iterator over the block numbers of one section whose bloom sets one bit.
+    The number through which the bitmaps are written (-1: none are).
+    """
+    value = store.get(LOG_INDEX, INDEXED_KEY)
+    return -1 if value is None else int.from_bytes(value, "big")
+
+
+def stale_sections(store: KeyValueStore) -> set[int]:
+    """
+    The sections whose bitmaps wait for a rebuild.
+    """
+    return {int.from_bytes(key[1:], "big") for key, _ in store.iterate(LOG_INDEX, STALE_MARK)}
+
+
+class LogIndexer:
+    """
+    Writes the bloom bitmaps of the canonical blocks, from their blooms.
+
+    One indexer per store, run only by the chain's writer (so never two at
+    once). It keeps the bitmaps of the section it is extending in memory,
+    as written: its batch is built from them, and they are updated only
+    once the batch is written, so a failed write leaves them as the store has
+    them.
     """
 
-    __slots__ = ("_base", "_pairs")
+    def __init__(self, store: KeyValueStore) -> None:
+        """
+        @param store: the chain's store.
+        """
+        self._store = store
+        self._section = -1
+        self._bitmaps: dict[int, int] = {}
 
-    def __init__(self, store: KeyValueStore, bit: int, section: int) -> None:
+    def catch_up(self, head: int, limit: int = CATCH_UP_BLOCKS) -> int:
         """
-        Start walking the list of C{bit} in C{section}.
-        """
-        self._base = section * SECTION_SIZE
-        self._pairs = store.iterate(LOG_INDEX, bit_prefix(bit, section))
+        Rebuild the stale sections, then extend the bitmaps towards C{head},
+        by at most C{limit} blocks; one write.
 
-    def __iter__(self) -> "BitList":
+        @param head: the canonical head's number.
+        @return: how many blocks are still to index after this call.
         """
-        This object is its own iterator.
-        """
-        return self
+        store = self._store
+        batch = store.batch()
+        through = indexed_through(store)
+        stale = sorted(stale_sections(store))
+        rebuilt = {}
+        for section in stale:
+            rebuilt[section] = self._rebuild(batch, section, min(through, head))
+            batch.delete(LOG_INDEX, stale_key(section))
+        through = min(through, head)
+        last = min(head, through + limit)
+        section = self._section
+        if section in rebuilt:
+            bitmaps = rebuilt[section]
+        else:
+            bitmaps = dict(self._bitmaps) if section >= 0 else {}
+        changed: set[int] = set()
+        for number in range(through + 1, last + 1):
+            number_section, offset = divmod(number, SECTION_SIZE)
+            if number_section != section:
+                self._write_bitmaps(batch, section, bitmaps, changed)
+                section = number_section
+                bitmaps = rebuilt[section] if section in rebuilt else self._read_section(section)
+                changed = set()
+            bloom = read_block_bloom(store, number)
+            if bloom is None:
+                # Not canonical (yet): the bitmaps stop before it.
+                last = number - 1
+                break
+            flag = 1 << offset
+            for bit in set_bits(bloom):
+                bitmaps[bit] = bitmaps.get(bit, 0) | flag
+                changed.add(bit)
+        self._write_bitmaps(batch, section, bitmaps, changed)
+        if last >= 0:
+            batch.put(LOG_INDEX, INDEXED_KEY, number_key(last))
+        else:
+            batch.delete(LOG_INDEX, INDEXED_KEY)
+        store.write(batch)
+        self._section = section
+        self._bitmaps = bitmaps
+        return max(0, head - last)
 
-    def __next__(self) -> int:
+    def _read_section(self, section: int) -> dict[int, int]:
         """
-        The next block number.
+        The stored bitmaps of a section.
+        """
+        return {
+            int.from_bytes(key[-2:], "big"): int.from_bytes(value, "big")
+            for key, value in self._store.iterate(LOG_INDEX, BITMAP_MARK + section.to_bytes(6, "big"))
+        }
 
-        @raise StopIteration: the list is exhausted.
+    @staticmethod
+    def _write_bitmaps(batch: WriteBatch, section: int, bitmaps: dict[int, int], changed: set[int]) -> None:
         """
-        key, _ = next(self._pairs)
-        return self._base + int.from_bytes(key[-2:], "big")
+        Put the changed bitmaps of a section in the batch.
+        """
+        for bit in changed:
+            batch.put(LOG_INDEX, bitmap_key(section, bit), bitmaps[bit].to_bytes(SECTION_SIZE // 8, "big"))
+
+    def _rebuild(self, batch: WriteBatch, section: int, through: int) -> dict[int, int]:
+        """
+        Recompute a section's bitmaps from the blooms of its blocks up to
+        C{through}; put them in the batch, deleting the stored ones no
+        block sets any more.
+
+        @return: the section's bitmaps.
+        """
+        base = section * SECTION_SIZE
+        bitmaps: dict[int, int] = {}
+        for number in range(base, min(through, base + SECTION_SIZE - 1) + 1):
+            bloom = read_block_bloom(self._store, number)
+            if bloom is None:
+                continue
+            flag = 1 << (number - base)
+            for bit in set_bits(bloom):
+                bitmaps[bit] = bitmaps.get(bit, 0) | flag
+        for bit in self._read_section(section):
+            if bit not in bitmaps:
+                batch.delete(LOG_INDEX, bitmap_key(section, bit))
+        self._write_bitmaps(batch, section, bitmaps, set(bitmaps))
+        if section == self._section:
+            self._section = -1
+        return bitmaps
 
 
 def value_bits(value: bytes) -> tuple[int, ...]:
@@ -227,41 +325,6 @@ def bloom_passes(data: bytes, offset: int, tests: BloomTests) -> bool:
     return True
 
 
-class _BudgetExceededError(Exception):
-    """
-    A group's bit lists are longer than the current budget (internal to the search).
-    """
-
-
-def _value_candidates(store: KeyValueStore, section: int, mask: int, budget: list[int]) -> set[int]:
-    """
-    The blocks of C{section} that have every bit of C{mask}: the shortest of
-    the value's bit lists, read in turns so that its cost is three times
-    its length.
-
-    This is the inner loop of a search over many blocks, so it walks the
-    store's key iterators itself rather than through L{BitList}s.
-
-    @param budget: a one-element list holding the keys still allowed; spent in place.
-    @raise _BudgetExceededError: the budget ran out first.
-    """
-    lists = [(store.iterate(LOG_INDEX, bit_prefix(bit, section)), []) for bit in _mask_bits(mask)]
-    remaining = budget[0]
-    try:
-        while True:
-            for pairs, keys in lists:
-                pair = next(pairs, None)
-                if pair is None:
-                    base = section * SECTION_SIZE
-                    return {base + int.from_bytes(key[-2:], "big") for key in keys}
-                keys.append(pair[0])
-            remaining -= len(lists)
-            if remaining < 0:
-                raise _BudgetExceededError()
-    finally:
-        budget[0] = remaining
-
-
 def _mask_bits(mask: int) -> list[int]:
     """
     The bit positions of an integer mask.
@@ -269,24 +332,36 @@ def _mask_bits(mask: int) -> list[int]:
     return set_bits(mask.to_bytes(BLOOM_BYTES, "big"))
 
 
-def _section_candidates(store: KeyValueStore, section: int, groups: Sequence[Sequence[int]]) -> set[int]:
+def _section_matches(store: KeyValueStore, section: int, groups: Sequence[Sequence[Sequence[int]]]) -> int:
     """
-    A superset of the blocks of C{section} that pass L{bloom_matches}: the
-    candidates of the cheapest group, found by raising a budget until one
-    group fits in it.
+    The blocks of C{section} whose bloom passes L{bloom_matches}, as a
+    bitmap (bit C{offset} for block C{section * SECTION_SIZE + offset}).
+
+    @param groups: as for L{bloom_matches}, each mask given as its bit positions.
     """
-    allowance = 64
-    while True:
-        for group in groups:
-            budget = [allowance]
-            try:
-                result: set[int] = set()
-                for mask in group:
-                    result |= _value_candidates(store, section, mask, budget)
-                return result
-            except _BudgetExceededError:
-                continue
-        allowance *= 8
+    read: dict[int, int] = {}
+
+    def bitmap(bit: int) -> int:
+        value = read.get(bit)
+        if value is None:
+            stored = store.get(LOG_INDEX, bitmap_key(section, bit))
+            value = read[bit] = 0 if stored is None else int.from_bytes(stored, "big")
+        return value
+
+    result = -1
+    for group in groups:
+        union = 0
+        for bits in group:
+            blocks = -1
+            for bit in bits:
+                blocks &= bitmap(bit)
+                if not blocks:
+                    break
+            union |= blocks
+        result &= union
+        if not result:
+            return 0
+    return result
 
 
 def candidate_blocks(
@@ -296,24 +371,38 @@ def candidate_blocks(
     The canonical blocks from C{first} to C{last} (inclusive) whose bloom
     passes L{bloom_matches}, in ascending order.
 
-    Short stretches are read bloom by bloom; longer ones go through the bit
-    index section by section, and each candidate it yields is confirmed
-    against its bloom.  Without any group every indexed block with a log is
-    a candidate.  A section without the mark of L{section_key} (its blocks
-    had only their block bloom written) is read bloom by bloom.
+    Blocks covered by the bitmaps come from them; the others (beyond
+    L{indexed_through}, in stale sections, or every block when there are
+    no groups) are read bloom by bloom. Without any group every block with
+    a log is a candidate.
 
     @param groups: as for L{bloom_matches}; each group has at least one mask.
     """
     tests = bloom_tests(groups)
+    bit_groups = [[_mask_bits(mask) for mask in group] for group in groups]
+    through = indexed_through(store) if groups else -1
+    stale = stale_sections(store) if through >= first else set()
     number = first
     while number <= last:
         section = number // SECTION_SIZE
-        section_last = min(last, section * SECTION_SIZE + SECTION_SIZE - 1)
-        if not groups or section_last - number < SHORT_STRETCH or store.get(LOG_INDEX, section_key(section)) is None:
-            numbers: Iterable[int] = range(number, section_last + 1)
-        else:
-            numbers = sorted(n for n in _section_candidates(store, section, groups) if number <= n <= section_last)
-        for candidate in numbers:
+        base = section * SECTION_SIZE
+        section_last = min(last, base + SECTION_SIZE - 1)
+        if number <= through and section not in stale:
+            covered_last = min(section_last, through)
+            matches = _section_matches(store, section, bit_groups) >> (number - base)
+            position = number
+            while matches and position <= covered_last:
+                low = matches & -matches
+                skip = low.bit_length() - 1
+                position += skip
+                if position > covered_last:
+                    break
+                yield position
+                matches >>= skip + 1
+                position += 1
+            number = covered_last + 1
+            continue
+        for candidate in range(number, section_last + 1):
             bloom = read_block_bloom(store, candidate)
             if bloom is not None and bloom != EMPTY_BLOOM and bloom_passes(bloom, 0, tests):
                 yield candidate
@@ -321,21 +410,25 @@ def candidate_blocks(
 
 
 __all__ = [
-    "BIT_INDEX_MARK",
-    "SECTION_MARK",
+    "BITMAP_MARK",
+    "CATCH_UP_BLOCKS",
+    "INDEXED_KEY",
+    "INDEX_LAG",
     "SECTION_SIZE",
-    "SHORT_STRETCH",
-    "BitList",
+    "STALE_MARK",
     "BloomTests",
-    "bit_prefix",
+    "LogIndexer",
+    "bitmap_key",
     "bloom_matches",
     "bloom_passes",
     "bloom_tests",
     "candidate_blocks",
     "index_block",
+    "indexed_through",
     "read_bloom",
-    "section_key",
     "set_bits",
+    "stale_key",
+    "stale_sections",
     "unindex_block",
     "value_bits",
     "value_mask",

@@ -7,13 +7,17 @@ and receipts are kept as the RLP the chain layer encodes: this module knows
 their keys, not their fields.  C{docs/storage.md} describes the layout.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from nodex.db.errors import SchemaVersionError, StoreError, WrongNetworkError
 from nodex.db.kv import KeyValueStore, WriteBatch
 
-SCHEMA_VERSION = 1
-"""The layout version this code reads and writes; bump it when a layout changes."""
+SCHEMA_VERSION = 2
+"""
+The layout version this code reads and writes; bump it when a layout changes.
+Version 2 replaced the log index's bit keys with bloom bitmaps
+(L{nodex.chain.logindex}); a version 1 store is migrated when it opens.
+"""
 
 HEADERS = "headers"
 """Block hash -> header RLP."""
@@ -344,13 +348,48 @@ def write_schema_version(batch: WriteBatch, version: int = SCHEMA_VERSION) -> No
     batch.put(METADATA, SCHEMA_VERSION_KEY, _int_bytes(version))
 
 
-def ensure_schema_version(store: KeyValueStore) -> None:
+def _drop_bit_index(store: KeyValueStore, keys_per_batch: int = 100_000) -> None:
     """
-    Stamp a new store with L{SCHEMA_VERSION}, or check an old store's stamp.
+    Migrate a version 1 store to version 2: delete the log index's bit keys
+    and section marks (first bytes C{0xff} and C{0xfe}); the chain builds
+    the bloom bitmaps that replace them from the blooms when it starts
+    (L{nodex.chain.logindex.LogIndexer}).
+    """
+    for mark in (b"\xfe", b"\xff"):
+        while True:
+            batch = store.batch()
+            for key, _ in store.iterate(LOG_INDEX, mark):
+                batch.delete(LOG_INDEX, key)
+                if len(batch) >= keys_per_batch:
+                    break
+            if not len(batch):
+                break
+            store.write(batch)
 
+
+MIGRATIONS: Mapping[int, Callable[[KeyValueStore], None]] = {1: _drop_bit_index}
+"""By schema version, what brings a store of that version to the next one."""
+
+
+def ensure_schema_version(
+    store: KeyValueStore, migrations: Mapping[int, Callable[[KeyValueStore], None]] = MIGRATIONS
+) -> None:
+    """
+    Stamp a new store with L{SCHEMA_VERSION}, or check an old store's stamp,
+    migrating it first when C{migrations} knows how.
+
+    @param migrations: by version, what brings a store of that version to
+        the next one (each step is stamped once done, so an interrupted
+        migration starts again from its step; every step may be repeated).
     @raise SchemaVersionError: the store holds another version.
     """
     version = read_schema_version(store)
+    while version is not None and version < SCHEMA_VERSION and version in migrations:
+        migrations[version](store)
+        version += 1
+        batch = store.batch()
+        write_schema_version(batch, version)
+        store.write(batch)
     if version is None:
         batch = store.batch()
         write_schema_version(batch)
@@ -415,6 +454,7 @@ __all__ = [
     "delete_receipts_rlp",
     "delete_total_difficulty",
     "delete_tx_lookup",
+    "MIGRATIONS",
     "ensure_schema_version",
     "number_key",
     "read_block_bloom",

@@ -25,7 +25,7 @@ from zope.interface import implementer
 
 from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.forkchoice import find_reorganisation, is_heavier, write_canonical_changes
-from nodex.chain.logindex import unindex_block
+from nodex.chain.logindex import INDEX_LAG, LogIndexer, indexed_through, stale_sections, unindex_block
 from nodex.chain.processing import (
     Ancestor,
     BlockHashes,
@@ -158,6 +158,8 @@ class ChainService(Service):
         self._head = self._tip
         self._tip_state: State | None = None
         self._tip_state_age = 0
+        self._log_indexer = LogIndexer(store)
+        self._logs_indexed = indexed_through(store)
 
     # Service
 
@@ -173,6 +175,27 @@ class ChainService(Service):
             number=self._head.header.number,
             hash=self._head.header.hash.hex(),
             td=self._head.total_difficulty,
+        )
+        if self._logs_indexed < self._head.header.number or stale_sections(self.store):
+            self._catch_up_logs()
+
+    def _catch_up_logs(self) -> None:
+        """
+        Bring the log index's bitmaps up to the head in writer jobs of a
+        bounded size (a store written by an older nodex, or one whose last
+        blocks were imported just before a stop), each queued after the
+        writes already waiting.
+        """
+
+        def step() -> int:
+            return self._thd_index_logs(force=True)
+
+        def again(remaining: int) -> None:
+            if remaining and self.running:
+                self._catch_up_logs()
+
+        self._run_writer(step).addCallback(again).addErrback(
+            lambda failure: self.log.failure("indexing the logs of stored blocks failed", failure)
         )
 
     def stopService(self) -> None:
@@ -443,6 +466,7 @@ class ChainService(Service):
         head = ChainHead(header, total_difficulty)
         self._tip = head
         self._keep_tip_state(state)
+        self._thd_index_logs(force=bool(abandoned))
         event = ChainEvent(adopted, abandoned, adopted_receipts, abandoned_receipts)
         return _Change(ImportResult.IMPORTED_BEST, head, event)
 
@@ -498,11 +522,33 @@ class ChainService(Service):
         head = ChainHead(target, total_difficulty)
         self._tip = head
         self._tip_state = None
+        self._thd_index_logs(force=True)
         self.log.info("rewound the chain to block {number}", number=number)
         event = ChainEvent((), tuple(abandoned), (), tuple(abandoned_receipts), rewound=True)
         return _Change(None, head, event)
 
     # Writer helpers
+
+    def _thd_index_logs(self, force: bool = False) -> int:
+        """
+        Extend the log index's bitmaps to the tip once they trail it by
+        L{INDEX_LAG} blocks (at once with C{force}: after a reorganisation
+        or a rewind, whose sections need rebuilding). A failure is logged:
+        the blocks are stored, and searches read the blooms the bitmaps
+        lack.
+
+        @return: how many blocks are still to index.
+        """
+        tip = self._tip.header.number
+        if not force and tip - self._logs_indexed < INDEX_LAG:
+            return 0
+        try:
+            remaining = self._log_indexer.catch_up(tip)
+        except StoreError:
+            self.log.failure("indexing the logs of blocks up to {number} failed", number=tip)
+            return 0
+        self._logs_indexed = tip - remaining
+        return remaining
 
     def _thd_state_for(self, parent: Header) -> State:
         """

@@ -7,17 +7,23 @@ from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.logindex import (
+    BITMAP_MARK,
     SECTION_SIZE,
+    LogIndexer,
+    bitmap_key,
     bloom_matches,
     candidate_blocks,
     index_block,
+    indexed_through,
     read_bloom,
-    section_key,
     set_bits,
+    stale_key,
+    stale_sections,
     unindex_block,
     value_bits,
     value_mask,
 )
+from nodex.db.errors import StoreError
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import LOG_INDEX, write_block_bloom
 from nodex.primitives import Address, Hash32
@@ -56,10 +62,12 @@ def make_header(number: int, logs: list[Log]) -> Header:
     )
 
 
-def write_chain(store: MemoryStore, count: int, rare_at: set[int]) -> list[Header]:
+def write_chain(store: MemoryStore, count: int, rare_at: set[int], bitmaps: bool = True) -> list[Header]:
     """
     Index C{count} blocks from genesis, each with a token transfer log, and
     a log of the rare topic in the blocks of C{rare_at}.
+
+    @param bitmaps: also write their bitmaps (L{LogIndexer}), as the chain does.
     """
     headers = []
     batch = store.batch()
@@ -71,6 +79,10 @@ def write_chain(store: MemoryStore, count: int, rare_at: set[int]) -> list[Heade
         index_block(batch, header)
         headers.append(header)
     store.write(batch)
+    if bitmaps:
+        indexer = LogIndexer(store)
+        while indexer.catch_up(count - 1):
+            pass
     return headers
 
 
@@ -107,44 +119,152 @@ class BitTests(SynchronousTestCase):
 
 class IndexTests(SynchronousTestCase):
     """
-    Tests for L{index_block} and L{unindex_block}.
+    Tests for L{index_block}, L{unindex_block} and L{LogIndexer}.
     """
 
-    def test_index_writes_bloom_and_bits(self) -> None:
+    def test_index_writes_the_bloom(self) -> None:
         """
-        Indexing writes the block bloom under the number and one key per set bit.
+        Indexing a block writes its bloom under its number, and nothing else.
         """
         store = MemoryStore()
-        header = write_chain(store, 1, set())[0]
+        header = write_chain(store, 1, set(), bitmaps=False)[0]
         self.assertEqual(read_bloom(store, 0), header.logs_bloom)
-        keys = [key for key, _ in store.iterate(LOG_INDEX)]
-        self.assertEqual(len(keys), 2 + len(set_bits(header.logs_bloom)))
+        self.assertEqual(len(list(store.iterate(LOG_INDEX))), 1)
+        self.assertEqual(indexed_through(store), -1)
+
+    def test_indexer_writes_bitmaps(self) -> None:
+        """
+        The indexer writes one bitmap per bloom bit set in the section, each
+        with the bits of the blocks that set it, and the number it indexed
+        through.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 3, {1}, bitmaps=False)
+        self.assertEqual(LogIndexer(store).catch_up(2), 0)
+        self.assertEqual(indexed_through(store), 2)
+        bitmaps = {
+            int.from_bytes(key[-2:], "big"): int.from_bytes(value, "big")
+            for key, value in store.iterate(LOG_INDEX, BITMAP_MARK)
+        }
+        expected: dict[int, int] = {}
+        for header in headers:
+            for bit in set_bits(header.logs_bloom):
+                expected[bit] = expected.get(bit, 0) | 1 << header.number
+        self.assertEqual(bitmaps, expected)
+        self.assertEqual(bitmaps[value_bits(RARE)[0]], 0b010)
+        for key, value in store.iterate(LOG_INDEX, BITMAP_MARK):
+            self.assertEqual(len(value), SECTION_SIZE // 8)
+
+    def test_catch_up_in_steps(self) -> None:
+        """
+        A catch-up limited to some blocks says how many remain, and later
+        ones go on from there (the indexer's kept section included).
+        """
+        store = MemoryStore()
+        write_chain(store, 2 * SECTION_SIZE + 10, {5, SECTION_SIZE + 3, 2 * SECTION_SIZE + 9}, bitmaps=False)
+        indexer = LogIndexer(store)
+        head = 2 * SECTION_SIZE + 9
+        self.assertEqual(indexer.catch_up(head, limit=500), head - 499)
+        self.assertEqual(indexed_through(store), 499)
+        while indexer.catch_up(head, limit=700):
+            pass
+        self.assertEqual(indexed_through(store), head)
+        self.assertEqual(
+            list(candidate_blocks(store, 0, head, [[value_mask(RARE)]])), [5, SECTION_SIZE + 3, 2 * SECTION_SIZE + 9]
+        )
+        # A new indexer (a restart) reads the section back from the store.
+        batch = store.batch()
+        index_block(batch, make_header(head + 1, [Log(OTHER, (RARE,), b"")]))
+        store.write(batch)
+        self.assertEqual(LogIndexer(store).catch_up(head + 1), 0)
+        self.assertEqual(list(candidate_blocks(store, 2 * SECTION_SIZE, head + 1, [[value_mask(RARE)]])), [head, head + 1])
+        self.assertEqual(list(candidate_blocks(store, 0, head + 1, [[value_mask(TOKEN)], [value_mask(TRANSFER)]])), list(range(head + 1)))
+
+    def test_stops_before_a_missing_bloom(self) -> None:
+        """
+        The bitmaps stop before a height that has no bloom (not canonical yet).
+        """
+        store = MemoryStore()
+        write_chain(store, 5, set(), bitmaps=False)
+        self.assertEqual(LogIndexer(store).catch_up(8), 4)
+        self.assertEqual(indexed_through(store), 4)
+
+    def test_failed_write_changes_nothing(self) -> None:
+        """
+        When the indexer's write fails, neither the store nor what it keeps
+        in memory moves: a later catch-up writes the same bitmaps.
+        """
+        store = MemoryStore()
+        write_chain(store, 10, {3}, bitmaps=False)
+        indexer = LogIndexer(store)
+        indexer.catch_up(4)
+        good = store.write
+
+        def failing(batch: object) -> None:
+            raise StoreError("disk full")
+
+        store.write = failing  # type: ignore[method-assign]
+        self.assertRaises(StoreError, indexer.catch_up, 9)
+        store.write = good  # type: ignore[method-assign]
+        self.assertEqual(indexed_through(store), 4)
+        indexer.catch_up(9)
+        self.assertEqual(list(candidate_blocks(store, 0, 9, [[value_mask(RARE)]])), [3])
+        self.assertEqual(list(candidate_blocks(store, 0, 9, [[value_mask(TOKEN)]])), list(range(10)))
 
     def test_unindex_removes_the_block(self) -> None:
         """
-        Unindexing a block leaves nothing of it in the column (the section mark stays).
+        Unindexing a block removes its bloom and marks its section stale;
+        the indexer's next catch-up rebuilds the section, dropping the
+        bitmaps no block sets any more.
         """
         store = MemoryStore()
-        header = write_chain(store, 1, set())[0]
+        header = write_chain(store, 1, {0})[0]
         batch = store.batch()
         unindex_block(batch, header)
         store.write(batch)
-        self.assertEqual([key for key, _ in store.iterate(LOG_INDEX)], [section_key(0)])
         self.assertIsNone(read_bloom(store, 0))
+        self.assertEqual(stale_sections(store), {0})
+        self.assertEqual(list(candidate_blocks(store, 0, 0, [[value_mask(RARE)]])), [])
+        LogIndexer(store).catch_up(-1)
+        self.assertEqual(stale_sections(store), set())
+        self.assertEqual(list(store.iterate(LOG_INDEX)), [])
 
     def test_replacement_at_same_height(self) -> None:
         """
         Unindexing one block and indexing another at its height in one
-        batch makes searches see the new block only.
+        batch makes searches see the new block only, before and after the
+        section is rebuilt.
         """
         store = MemoryStore()
         headers = write_chain(store, 40, set())
+        indexer = LogIndexer(store)
+        indexer.catch_up(39)
         batch = store.batch()
         unindex_block(batch, headers[39])
         index_block(batch, make_header(39, [Log(OTHER, (RARE,), b"")]))
         store.write(batch)
-        self.assertEqual(list(candidate_blocks(store, 0, 39, [[value_mask(RARE)]])), [39])
-        self.assertEqual(list(candidate_blocks(store, 0, 39, [[value_mask(TOKEN)]])), list(range(39)))
+        for _ in range(2):
+            self.assertEqual(list(candidate_blocks(store, 0, 39, [[value_mask(RARE)]])), [39])
+            self.assertEqual(list(candidate_blocks(store, 0, 39, [[value_mask(TOKEN)]])), list(range(39)))
+            indexer.catch_up(39)
+        self.assertIsNone(store.get(LOG_INDEX, stale_key(0)))
+        self.assertIsNotNone(store.get(LOG_INDEX, bitmap_key(0, value_bits(RARE)[0])))
+
+    def test_rewind_below_the_indexed(self) -> None:
+        """
+        After the chain is rewound below the indexed number, the indexer
+        comes back to the new head and drops the rewound blocks' bits.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 30, {25})
+        batch = store.batch()
+        for header in headers[20:]:
+            unindex_block(batch, header)
+        store.write(batch)
+        LogIndexer(store).catch_up(19)
+        self.assertEqual(indexed_through(store), 19)
+        self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(RARE)]])), [])
+        self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(TOKEN)]])), list(range(20)))
 
 
 class CandidateTests(SynchronousTestCase):
@@ -204,10 +324,10 @@ class CandidateTests(SynchronousTestCase):
         self.assertEqual(list(candidate_blocks(self.store, 5000, 9000, [[value_mask(RARE)]])), [])
         self.assertEqual(list(candidate_blocks(self.store, 5000, 5010, [])), [])
 
-    def test_blooms_without_bit_index(self) -> None:
+    def test_blooms_without_bitmaps(self) -> None:
         """
-        Sections whose blocks have only their block bloom (no mark) are
-        searched bloom by bloom.
+        Blocks beyond the bitmaps (the indexer not run yet) are searched
+        bloom by bloom.
         """
         store = MemoryStore()
         batch = store.batch()
@@ -223,19 +343,25 @@ class CandidatePropertyTests(SynchronousTestCase):
     L{candidate_blocks} agrees with checking every bloom, on random chains.
     """
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=80, deadline=None)
     @given(
         chain=st.lists(st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(0, 7), max_size=3)), max_size=3), min_size=1, max_size=90),
         groups=st.lists(st.lists(st.integers(0, 13), min_size=1, max_size=3), max_size=3),
         bounds=st.tuples(st.integers(0, 95), st.integers(0, 95)),
+        indexed=st.integers(-1, 95),
         reindexed=st.sets(st.integers(0, 89), max_size=5),
+        rewound=st.one_of(st.none(), st.integers(0, 89)),
+        catch_up_after=st.booleans(),
     )
     def test_matches_brute_force(
-        self, chain: list[list[tuple[int, list[int]]]], groups: list[list[int]], bounds: tuple[int, int], reindexed: set[int]
+        self, chain: list[list[tuple[int, list[int]]]], groups: list[list[int]], bounds: tuple[int, int],
+        indexed: int, reindexed: set[int], rewound: int | None, catch_up_after: bool,
     ) -> None:
         """
-        With small sections, the bit index yields exactly the blocks whose
-        bloom passes, in order, also after blocks are replaced at their height.
+        With small sections, the search yields exactly the blocks whose
+        bloom passes, in order: with the bitmaps written through any
+        height, after blocks are replaced at their height and after a
+        rewind, before and after the indexer catches up.
         """
         import nodex.chain.logindex as module
 
@@ -243,7 +369,6 @@ class CandidatePropertyTests(SynchronousTestCase):
         topics = [Hash32(bytes([index + 100]) * 32) for index in range(8)]
         values = addresses + topics
         self.patch(module, "SECTION_SIZE", 16)
-        self.patch(module, "SHORT_STRETCH", 4)
         store = MemoryStore()
         batch = store.batch()
         headers = {}
@@ -252,12 +377,22 @@ class CandidatePropertyTests(SynchronousTestCase):
             index_block(batch, header)
             headers[number] = header
         store.write(batch)
+        indexer = LogIndexer(store)
+        head = len(chain) - 1
+        indexer.catch_up(head, limit=indexed + 1)
         batch = store.batch()
         for number in sorted(reindexed & set(headers)):
             unindex_block(batch, headers[number])
             headers[number] = make_header(number, [Log(addresses[number % 6], (topics[number % 8],), b"")])
             index_block(batch, headers[number])
+        if rewound is not None and rewound < head:
+            for number in range(rewound + 1, head + 1):
+                unindex_block(batch, headers.pop(number))
+            head = rewound
         store.write(batch)
+        if catch_up_after:
+            while indexer.catch_up(head, limit=7):
+                pass
         masks = [[value_mask(values[v]) for v in group] for group in groups]
         first, last = min(bounds), max(bounds)
         expected = [

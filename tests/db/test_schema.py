@@ -175,6 +175,26 @@ class SchemaTests(SynchronousTestCase):
         self.assertIn("version 7", str(error))
         self.assertIn(f"version {schema.SCHEMA_VERSION}", str(error))
 
+    def test_migration_from_version_1(self) -> None:
+        """
+        A version 1 store loses its log index's bit keys and section marks
+        (in batches), keeps its blooms and everything else, and is stamped
+        with the current version.
+        """
+        keys = [b"\xff" + bytes([bit]) * 10 for bit in range(7)] + [b"\xfe" + bytes(6)]
+        batch = self.store.batch()
+        for key in keys:
+            batch.put(schema.LOG_INDEX, key, b"")
+        schema.write_block_bloom(batch, 3, b"\x01" * 256)
+        schema.write_schema_version(batch, 1)
+        self.store.write(batch)
+        self.patch(schema, "MIGRATIONS", {1: lambda store: schema._drop_bit_index(store, keys_per_batch=3)})
+        schema.ensure_schema_version(self.store, schema.MIGRATIONS)
+        self.assertEqual(schema.read_schema_version(self.store), schema.SCHEMA_VERSION)
+        self.assertEqual(
+            [key for key, _ in self.store.iterate(schema.LOG_INDEX)], [schema.number_key(3)]
+        )
+
     def test_network(self) -> None:
         """
         The network name is absent in a new store, then what genesis wrote;

@@ -29,6 +29,8 @@ from nodex.db.schema import (
 )
 from nodex.interfaces import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
+import nodex.services.chain as chain_module
+from nodex.chain.logindex import LogIndexer, indexed_through, stale_sections
 from nodex.services.chain import RECENT_BLOCKS, ChainNotInitializedError, ChainService
 from nodex.services.pool import TransactionPool
 from nodex.services.threads import ChainThreads, SerialThread
@@ -47,6 +49,9 @@ from tests.chain.test_processing import (
     sample_store,
     transfer,
 )
+
+
+original = LogIndexer.catch_up
 
 
 class ChainServiceMixin:
@@ -338,6 +343,58 @@ class ChainServiceMixin:
         event = self.events[-1]
         self.assertEqual((event.abandoned, event.adopted, event.rewound), ((b2,), (), True))
         self.assertEqual(self.imported(b2), ImportResult.IMPORTED_BEST)
+
+    def test_log_bitmaps_follow_the_chain(self) -> None:
+        """
+        The log index's bitmaps are extended once they trail the head by
+        L{INDEX_LAG} blocks, and rebuilt at once after a reorganisation and
+        after a rewind.
+        """
+        self.patch(chain_module, "INDEX_LAG", 3)
+        parent = self.genesis
+        for _ in range(5):
+            block = build_on(self.store, parent).block
+            self.imported(block)
+            parent = block.header
+            # genesis (-1 -> 2 at block 2), then every third block
+        self.assertEqual(indexed_through(self.store), 5)
+        side = self.build(self.genesis, extra_data=b"side").block
+        self.imported(side)
+        self.assertEqual(indexed_through(self.store), 5)
+        b1 = self.build(side.header).block
+        self.imported(b1)
+        longer = [build_on(self.store, b1.header).block]
+        for _ in range(4):
+            longer.append(build_on(self.store, longer[-1].header).block)
+        for block in longer:
+            self.imported(block)
+        self.assertEqual(read_canonical_hash(self.store, 1), side.hash)
+        # the reorganisation came with the side chain's sixth block: the
+        # section was rebuilt then; the seventh waits for the lag
+        self.assertEqual(stale_sections(self.store), set())
+        self.assertEqual(indexed_through(self.store), 6)
+        self.assertEqual(self.chain.head.header.number, 7)  # type: ignore[attr-defined]
+        self.successResultOf(self.chain.rewind(2))  # type: ignore[attr-defined]
+        self.assertEqual((indexed_through(self.store), stale_sections(self.store)), (2, set()))
+
+    def test_log_bitmaps_caught_up_at_start(self) -> None:
+        """
+        A chain whose bitmaps trail its head (a store migrated from schema
+        version 1, or blocks imported just before a stop) is caught up when
+        the service starts, in steps.
+        """
+        self.patch(chain_module, "INDEX_LAG", 1000)
+        parent = self.genesis
+        for _ in range(5):
+            block = build_on(self.store, parent).block
+            self.imported(block)
+            parent = block.header
+        self.assertEqual(indexed_through(self.store), -1)
+        self.patch(LogIndexer, "catch_up", lambda indexer, head, limit=2: original(indexer, head, limit))
+        chain = ChainService(self.store, sample_rules(), self.clock)
+        chain.startService()
+        self.addCleanup(chain.stopService)
+        self.assertEqual(indexed_through(self.store), 5)
 
     def test_rewind_above_head(self) -> None:
         """
