@@ -83,6 +83,15 @@ class ChainServiceMixin:
         """
         return build_on(self.store, parent, transactions, rules=self.chain.rules, **keywords)
 
+    def import_chain(self, parent: Header, count: int) -> None:
+        """
+        Build and import C{count} empty blocks, one on the other, from C{parent}.
+        """
+        for _ in range(count):
+            block = build_on(self.store, parent).block
+            self.imported(block)
+            parent = block.header
+
     def imported(self, block: Block) -> str:
         """
         Import C{block} and return the result name.
@@ -351,23 +360,13 @@ class ChainServiceMixin:
         after a rewind.
         """
         self.patch(chain_module, "INDEX_LAG", 3)
-        parent = self.genesis
-        for _ in range(5):
-            block = build_on(self.store, parent).block
-            self.imported(block)
-            parent = block.header
-            # genesis (-1 -> 2 at block 2), then every third block
+        self.import_chain(self.genesis, 5)
+        # genesis (-1 -> 2 at block 2), then every third block
         self.assertEqual(indexed_through(self.store), 5)
         side = self.build(self.genesis, extra_data=b"side").block
         self.imported(side)
         self.assertEqual(indexed_through(self.store), 5)
-        b1 = self.build(side.header).block
-        self.imported(b1)
-        longer = [build_on(self.store, b1.header).block]
-        for _ in range(4):
-            longer.append(build_on(self.store, longer[-1].header).block)
-        for block in longer:
-            self.imported(block)
+        self.import_chain(side.header, 6)
         self.assertEqual(read_canonical_hash(self.store, 1), side.hash)
         # the reorganisation came with the side chain's sixth block: the
         # section was rebuilt then; the seventh waits for the lag
@@ -384,11 +383,7 @@ class ChainServiceMixin:
         the service starts, in steps.
         """
         self.patch(chain_module, "INDEX_LAG", 1000)
-        parent = self.genesis
-        for _ in range(5):
-            block = build_on(self.store, parent).block
-            self.imported(block)
-            parent = block.header
+        self.import_chain(self.genesis, 5)
         self.assertEqual(indexed_through(self.store), -1)
         self.patch(LogIndexer, "catch_up", lambda indexer, head, limit=2: original(indexer, head, limit))
         chain = ChainService(self.store, sample_rules(), self.clock)
