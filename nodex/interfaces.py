@@ -6,7 +6,7 @@ node's services (L5).  The edges depend only on these; the composition root
 Every method that may touch storage or the network returns a Deferred.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from nodex.chain.calls import (
     ExecutionRevertedError,
     InsufficientFundsError,
 )
+from nodex.chain.importer import ChainEvent, ChainHead, ImportOutcome, ImportResult
 from nodex.chain.logsearch import (
     FilterNotFoundError,
     LogEntry,
@@ -64,19 +65,6 @@ class IPeerNetwork(Interface):
 
 
 @dataclass(frozen=True)
-class ChainHead:
-    """
-    The best block as the node knows it now.
-
-    @ivar header: the head block's header.
-    @ivar total_difficulty: the chain's total difficulty up to and including it.
-    """
-
-    header: Header
-    total_difficulty: int
-
-
-@dataclass(frozen=True)
 class TransactionLocation:
     """
     A transaction of the canonical chain and where it sits.
@@ -106,40 +94,6 @@ class ReceiptView:
     first_log_index: int
     contract_address: Address | None
     effective_gas_price: int
-
-
-class ImportResult:
-    """
-    The outcome names of a block import (reference §3.5), as plain strings.
-    """
-
-    IMPORTED_BEST = "IMPORTED_BEST"
-    IMPORTED_NOT_BEST = "IMPORTED_NOT_BEST"
-    EXIST = "EXIST"
-    NO_PARENT = "NO_PARENT"
-    INVALID_BLOCK = "INVALID_BLOCK"
-
-
-@dataclass(frozen=True)
-class ChainEvent:
-    """
-    What one change of the canonical chain did, oldest blocks first.
-
-    @ivar adopted: blocks that became canonical (the new head last).
-    @ivar abandoned: blocks that left the canonical chain in a reorganisation.
-    @ivar adopted_receipts: the receipts of each adopted block, in order.
-    @ivar abandoned_receipts: the receipts of each abandoned block, in order.
-    @ivar rewound: C{True} when the change is a L{IChainService.rewind}
-        (C{evm_revert}, C{evm_reset}): the abandoned blocks are deleted, not
-        replaced, and their transactions must not go back to the pool (which
-        the caller clears).
-    """
-
-    adopted: tuple[Block, ...]
-    abandoned: tuple[Block, ...] = ()
-    adopted_receipts: tuple[tuple[Receipt, ...], ...] = ()
-    abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
-    rewound: bool = False
 
 
 class IChainService(Interface):
@@ -205,6 +159,15 @@ class IChainService(Interface):
         @return: a Deferred firing with the L{ImportResult} name and, for
             C{INVALID_BLOCK}, the reason (else L{None}); for merged-mining
             submissions and peer scoring.
+        """
+
+    def import_blocks(blocks: "Sequence[Block]") -> "Deferred[list[ImportOutcome]]":
+        """
+        Import a run of blocks in order (each in its own atomic batch),
+        stopping after the first invalid one.
+
+        @return: a Deferred firing with an L{ImportOutcome} per block
+            imported or refused, the refused one last.
         """
 
     def add_observer(observer: "Callable[[ChainEvent], None]") -> None:
@@ -500,6 +463,7 @@ __all__ = [
     "IMiner",
     "IPeerNetwork",
     "ITransactionPool",
+    "ImportOutcome",
     "ImportResult",
     "ReceiptView",
     "ServiceError",

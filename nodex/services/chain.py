@@ -1,19 +1,18 @@
 """
-The chain service (L5): imports blocks from any source, keeps the head and
-the canonical chain, and answers reads (C{docs/chain-service.md}).
+The chain service (L5): the writer lane around the importer, the head, and
+the reads of the chain (C{docs/chain-service.md}).
 
-Every write (an import, a mined block, a rewind) runs on one writer thread
-and is one atomic batch of the store: headers, bodies, receipts, total
-difficulty, trie nodes, code, and, when the head moves, the canonical index,
-the transaction lookup, the log index and the head pointer.  The writer keeps
-its own view of the head (the I{tip}); the public L{ChainService.head} moves
-on the reactor thread after the batch is written, and the observers are told
-then.  Reads run on the reader pool against what the store holds.
+Every block enters through one door, L{nodex.chain.importer.BlockImporter}
+(DESIGN §4): imports from any source, blocks this node builds, rewinds.
+The service runs the importer on one writer thread, one job at a time in
+arrival order, and publishes what each job changed on the reactor thread:
+the public L{ChainService.head} moves after the block's batch is written,
+and the observers are told then.  Reads run on the reader pool against
+what the store holds, or at once from a cache of the blocks written last.
 """
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from threading import Lock
 from typing import Any, TypeVar
 
@@ -23,44 +22,28 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from nodex.chain.errors import ChainError, InvalidBlockError
-from nodex.chain.forkchoice import find_reorganisation, is_heavier, write_canonical_changes
-from nodex.chain.logindex import INDEX_LAG, LogIndexer, indexed_through, stale_sections, unindex_block
-from nodex.chain.processing import (
-    Ancestor,
-    BlockHashes,
-    BlockOutcome,
-    apply_block,
-    cumulative_difficulty,
-    effective_gas_price,
-    validate_block,
-    validate_header,
-    validate_uncles,
+from nodex.chain.errors import ChainError
+from nodex.chain.importer import (
+    BlockImporter,
+    BlockProducer,
+    ChainNotInitializedError,
+    Imported,
+    ImportOutcome,
+    outcomes,
+    read_head,
 )
-from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
+from nodex.chain.logindex import stale_sections
+from nodex.chain.processing import BlockOutcome, effective_gas_price
+from nodex.chain.rules import ChainRules
 from nodex.db.errors import StoreError
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import (
-    delete_body_rlp,
-    delete_canonical_hash,
-    delete_header_rlp,
-    delete_receipts_rlp,
-    delete_total_difficulty,
-    delete_tx_lookup,
     read_body_rlp,
     read_canonical_hash,
-    read_head_hash,
     read_header_rlp,
     read_receipts_rlp,
     read_total_difficulty,
     read_tx_lookup,
-    write_body_rlp,
-    write_code,
-    write_head_hash,
-    write_header_rlp,
-    write_receipts_rlp,
-    write_total_difficulty,
-    write_trie_nodes,
 )
 from nodex.evm.instructions.system import compute_contract_address
 from nodex.interfaces import (
@@ -73,46 +56,21 @@ from nodex.interfaces import (
 )
 from nodex.primitives import Address, Hash32
 from nodex.services.threads import ChainThreads
-from nodex.state.errors import StateError
 from nodex.state.state import State
 from nodex.structures.accounts import Account
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
-from nodex.structures.receipts import Receipt, decode_receipts, encode_receipts
+from nodex.structures.receipts import Receipt, decode_receipts
 
 T = TypeVar("T")
-
-BlockProducer = Callable[[Header, State, BlockHashes], tuple[Block, BlockOutcome] | None]
-"""
-Builds and seals a block on the tip: given the tip's header, a L{State} at
-its state root (which it may change) and the tip's ancestry for BLOCKHASH,
-returns the sealed block and the outcome of executing it, or L{None} to
-store nothing (it must then have left the state unchanged: reads only).
-"""
-
-TIP_STATE_BLOCKS = 256
-"""The writer keeps one L{State} across this many of its own blocks before starting afresh (bounded memory)."""
 
 RECENT_BLOCKS = 64
 """How many recently written blocks (with their receipts) the service keeps decoded for reads."""
 
-
-class ChainNotInitializedError(ChainError):
-    """
-    The store holds no chain (L{nodex.chain.genesis.initialize_chain} was not run on it).
-    """
-
-
-@dataclass(frozen=True)
-class _Change:
-    """
-    What a writer job did, for the reactor thread to publish.
-    """
-
-    result: Any
-    head: ChainHead | None = None
-    event: ChainEvent | None = None
-    reason: str | None = None
+RUN_JOB_BLOCKS = 64
+"""The most blocks of a run imported in one writer job: the observers of a
+job's blocks are told in one turn of the reactor, so a long run is cut into
+jobs whose publishing stays short (L{ChainService.import_blocks})."""
 
 
 @implementer(IChainService)
@@ -135,12 +93,13 @@ class ChainService(Service):
         close_store: bool = False,
     ) -> None:
         """
-        @param store: a store whose chain has been initialised.
+        @param store: a store whose chain has been initialised by the time
+            the service starts (or is first used); it may still be closed
+            now (the composition root opens it when the node starts).
         @param clock: the time source of the check of future timestamps.
         @param threads: the writer thread and reader pool; L{None} runs
             everything at once on the calling thread (unit tests).
         @param close_store: close the store when the service stops.
-        @raise ChainNotInitializedError: the store holds no chain.
         """
         self.store = store
         self.rules = rules
@@ -154,29 +113,46 @@ class ChainService(Service):
         self._recent: OrderedDict[bytes, tuple[Block, tuple[Receipt, ...]]] = OrderedDict()
         self._recent_lookup: dict[bytes, tuple[bytes, int]] = {}
         self._recent_lock = Lock()
-        self._tip = self._read_head()
-        self._head = self._tip
-        self._tip_state: State | None = None
-        self._tip_state_age = 0
-        self._log_indexer = LogIndexer(store)
-        self._logs_indexed = indexed_through(store)
+        self._importer: BlockImporter | None = None
+        self._head: ChainHead | None = None
+
+    @property
+    def importer(self) -> BlockImporter:
+        """
+        The importer of this chain, made on first use (the writer's own:
+        only writer jobs touch it).
+
+        @raise ChainNotInitializedError: the store holds no chain.
+        """
+        if self._importer is None:
+            self._importer = BlockImporter(
+                self.store,
+                self.rules,
+                read_header=self._thd_header,
+                read_block=self._thd_block,
+                read_receipts=self._thd_receipts,
+            )
+        return self._importer
 
     # Service
 
     def startService(self) -> None:
         """
-        Start the writer thread and the reader pool.
+        Read the head, start the writer thread and the reader pool.
+
+        @raise ChainNotInitializedError: the store holds no chain.
         """
+        head = self.head
         if self._threads is not None:
             self._threads.start()
         super().startService()
         self.log.info(
             "chain at block {number} 0x{hash}, total difficulty {td}",
-            number=self._head.header.number,
-            hash=self._head.header.hash.hex(),
-            td=self._head.total_difficulty,
+            number=head.header.number,
+            hash=head.header.hash.hex(),
+            td=head.total_difficulty,
         )
-        if self._logs_indexed < self._head.header.number or stale_sections(self.store):
+        if self.importer.logs_indexed < head.header.number or stale_sections(self.store):
             self._catch_up_logs()
 
     def _catch_up_logs(self) -> None:
@@ -221,7 +197,11 @@ class ChainService(Service):
     def head(self) -> ChainHead:
         """
         The best block as the reactor thread knows it.
+
+        @raise ChainNotInitializedError: the store holds no chain.
         """
+        if self._head is None:
+            self._head = read_head(self.store, self._thd_header)
         return self._head
 
     def add_observer(self, observer: Callable[[ChainEvent], None]) -> None:
@@ -230,44 +210,27 @@ class ChainService(Service):
         """
         self._observers.append(observer)
 
-    def _read_head(self) -> ChainHead:
-        """
-        The head the store records.
-
-        @raise ChainNotInitializedError: there is none.
-        """
-        head_hash = read_head_hash(self.store)
-        header = None if head_hash is None else self._thd_header(head_hash)
-        if header is None:
-            raise ChainNotInitializedError("the store holds no chain: write its genesis first")
-        total_difficulty = read_total_difficulty(self.store, header.hash)
-        if total_difficulty is None:
-            raise ChainNotInitializedError(f"the store has no total difficulty for its head 0x{header.hash.hex()}")
-        return ChainHead(header, total_difficulty)
-
-    def _publish(self, change: _Change) -> Any:
+    def _publish(self, step: Imported) -> Any:
         """
         On the reactor thread: move the head and tell the observers.
         """
-        if change.head is not None:
-            self._head = change.head
-        if change.event is not None:
+        if step.head is not None:
+            self._head = step.head
+        if step.event is not None:
             for observer in list(self._observers):
                 try:
-                    observer(change.event)
+                    observer(step.event)
                 except Exception:
                     self.log.failure("chain observer {observer!r} failed", observer=observer)
-        return change.result
+        return step.result
 
-    def _write(self, function: Callable[..., _Change], *args: Any, small: bool = False) -> Deferred[Any]:
+    def _publish_all(self, steps: Sequence[Imported]) -> list[ImportOutcome]:
         """
-        Run a writer job and publish what it changed.
-
-        @param small: the job is known to take a few milliseconds at most:
-            it may run at once on this thread when the writer is idle.
+        On the reactor thread: publish the steps of an import, in order.
         """
-        run = self._run_small_writer if small else self._run_writer
-        return run(function, *args).addCallback(self._publish)
+        for step in steps:
+            self._publish(step)
+        return outcomes(steps)
 
     # Imports
 
@@ -279,7 +242,7 @@ class ChainService(Service):
         @return: a Deferred firing with an L{ImportResult} name; an invalid
             block's reason is logged.
         """
-        return self._write(self._thd_import_block, block)
+        return self.import_block_explained(block).addCallback(lambda explained: explained[0])
 
     def import_block_explained(self, block: Block) -> Deferred[tuple[str, str | None]]:
         """
@@ -289,19 +252,74 @@ class ChainService(Service):
         @return: a Deferred firing with the L{ImportResult} name and, for
             C{INVALID_BLOCK}, the broken rule (else L{None}).
         """
-        return self._run_writer(self._thd_import_block, block).addCallback(
-            lambda change: (self._publish(change), change.reason)
+
+        def explained(found: list[ImportOutcome]) -> tuple[str, str | None]:
+            return found[0].result, found[0].reason
+
+        return (
+            self._run_writer(self._thd_import_run, [block])
+            .addCallback(lambda job: self._publish_all(job[0]))
+            .addCallback(explained)
         )
 
-    def import_built_block(self, block: Block, outcome: BlockOutcome) -> Deferred[str]:
+    def import_blocks(self, blocks: Sequence[Block]) -> Deferred[list[ImportOutcome]]:
+        """
+        Import a run of blocks in order, each validated, executed and
+        written in its own batch, in writer jobs of at most
+        L{RUN_JOB_BLOCKS} blocks, stopping after the first invalid one.
+
+        @return: a Deferred firing with an L{ImportOutcome} per block
+            imported or refused (blocks kept aside that followed them
+            included), the refused one last.
+        """
+        pending = list(blocks)
+        done: list[ImportOutcome] = []
+        finished: Deferred[list[ImportOutcome]] = Deferred()
+
+        def published(job: tuple[list[Imported], bool]) -> None:
+            steps, stopped = job
+            done.extend(self._publish_all(steps))
+            if stopped or not pending:
+                finished.callback(done)
+            else:
+                next_job()
+
+        def next_job() -> None:
+            job = pending[:RUN_JOB_BLOCKS]
+            del pending[:RUN_JOB_BLOCKS]
+            self._run_writer(self._thd_import_run, job).addCallback(published).addErrback(finished.errback)
+
+        next_job()
+        return finished
+
+    def import_built_block(self, block: Block, outcome: BlockOutcome, state: State | None = None) -> Deferred[str]:
         """
         Store a block whose execution outcome is already known (built by this
         node on the state of its parent); its header rules and seal are
         still checked.
 
+        @param state: the state the block was built on, after the block: kept
+            for the next block when the block becomes the tip.
         @return: a Deferred firing with an L{ImportResult} name.
         """
-        return self._write(self._thd_import_built_block, block, outcome)
+        return self._write(self._thd_import_built, block, outcome, state)
+
+    def build_on_tip(self, build: Callable[[Header, State, Any], T]) -> Deferred[tuple[T, State]]:
+        """
+        Run C{build} on the writer thread with the tip's header, a state at
+        its root and its BLOCKHASH lookup, without storing anything: the
+        first half of a block whose seal is searched elsewhere (the second
+        is L{import_built_block}).
+
+        @return: a Deferred firing with what C{build} returned and the state
+            it built on (changed by it).
+        """
+
+        def job() -> tuple[T, State]:
+            header, state, block_hashes = self.importer.tip_state()
+            return build(header, state, block_hashes), state
+
+        return self._run_writer(job)
 
     def produce_block(self, producer: BlockProducer, small: bool = False) -> Deferred[Block | None]:
         """
@@ -315,7 +333,7 @@ class ChainService(Service):
             producer declined), or failing with L{InvalidBlockError} if the
             producer's block breaks a rule.
         """
-        return self._write(self._thd_produce_block, producer, small=small)
+        return self._write(self._thd_produce, producer, small=small)
 
     def rewind(self, number: int) -> Deferred[None]:
         """
@@ -326,281 +344,125 @@ class ChainService(Service):
         """
         return self._write(self._thd_rewind, number)
 
-    def _thd_import_block(self, block: Block) -> _Change:
+    def _write(self, function: Callable[..., Imported], *args: Any, small: bool = False) -> Deferred[Any]:
         """
-        Import a block from any source (writer thread).
+        Run a writer job and publish what it changed.
+
+        @param small: the job is known to take a few milliseconds at most:
+            it may run at once on this thread when the writer is idle.
         """
-        header = block.header
-        if read_header_rlp(self.store, header.hash) is not None:
-            return _Change(ImportResult.EXIST)
-        parent = self._thd_header(header.parent_hash)
-        if parent is None:
-            return _Change(ImportResult.NO_PARENT)
-        parent_total_difficulty = read_total_difficulty(self.store, parent.hash)
-        if parent_total_difficulty is None:
-            return _Change(ImportResult.NO_PARENT)
-        on_tip = parent.hash == self._tip.header.hash
-        try:
-            validate_header(parent, header, self.rules, now=int(self._clock.seconds()))
-            validate_uncles(block, self._thd_ancestry(parent) if block.uncles else [], self.rules)
-            state = self._thd_state_for(parent)
-            self._tip_state = None
-            outcome = apply_block(block, state, self.rules.chain_id, self._thd_block_hashes(parent))
-            validate_block(block, outcome)
-        except (InvalidBlockError, StateError) as exc:
-            self.log.warn(
-                "invalid block {number} 0x{hash}: {reason}", number=header.number, hash=header.hash.hex(), reason=exc
-            )
-            return _Change(ImportResult.INVALID_BLOCK, reason=str(exc))
-        change = self._thd_store(block, outcome, parent_total_difficulty, state if on_tip else None)
-        if change.result == ImportResult.IMPORTED_BEST:
+        run = self._run_small_writer if small else self._run_writer
+        return run(function, *args).addCallback(self._publish)
+
+    # Writer jobs: the importer, then the service's cache of recent blocks
+
+    def _thd_import_run(self, blocks: Sequence[Block]) -> tuple[list[Imported], bool]:
+        """
+        Import blocks in order through the importer, stopping after the
+        first refused one (writer thread).
+
+        @return: the steps, and whether the run stopped at a refused block.
+        """
+        now = int(self._clock.seconds())
+        steps: list[Imported] = []
+        for block in blocks:
+            done = self.importer.import_block(block, now)
+            for step in done:
+                self._after_write(step)
+                self._log_import(step)
+            steps.extend(done)
+            if done[0].result == ImportResult.INVALID_BLOCK:
+                return steps, True
+        return steps, False
+
+    def _log_import(self, step: Imported) -> None:
+        """
+        The log line of one imported or refused block.
+        """
+        block = step.block
+        if step.result == ImportResult.INVALID_BLOCK:
+            assert step.block_hash is not None
+            self.log.warn("invalid block 0x{hash}: {reason}", hash=step.block_hash.hex(), reason=step.reason)
+        elif block is not None and step.result == ImportResult.IMPORTED_BEST:
             self.log.info(
                 "imported block {number} 0x{hash} with {count} transactions",
-                number=header.number,
-                hash=header.hash.hex(),
+                number=block.number,
+                hash=block.hash.hex(),
                 count=len(block.transactions),
             )
-        return change
+        elif block is not None and step.result == ImportResult.IMPORTED_NOT_BEST:
+            self.log.info("imported side block {number} 0x{hash}", number=block.number, hash=block.hash.hex())
 
-    def _thd_import_built_block(self, block: Block, outcome: BlockOutcome) -> _Change:
+    def _thd_import_built(self, block: Block, outcome: BlockOutcome, state: State | None) -> Imported:
         """
         Store a block whose outcome is known (writer thread).
         """
-        header = block.header
-        if read_header_rlp(self.store, header.hash) is not None:
-            return _Change(ImportResult.EXIST)
-        parent = self._thd_header(header.parent_hash)
-        parent_total_difficulty = None if parent is None else read_total_difficulty(self.store, parent.hash)
-        if parent is None or parent_total_difficulty is None:
-            return _Change(ImportResult.NO_PARENT)
-        try:
-            validate_header(parent, header, self.rules)
-            validate_block(block, outcome)
-        except InvalidBlockError as exc:
+        step = self.importer.import_built(block, outcome)
+        if step.result == ImportResult.INVALID_BLOCK:
             self.log.warn(
                 "invalid built block {number} 0x{hash}: {reason}",
-                number=header.number,
-                hash=header.hash.hex(),
-                reason=exc,
+                number=block.number,
+                hash=block.hash.hex(),
+                reason=step.reason,
             )
-            return _Change(ImportResult.INVALID_BLOCK)
-        if parent.hash == self._tip.header.hash:
-            self._tip_state = None
-        return self._thd_store(block, outcome, parent_total_difficulty, None)
+        elif state is not None and step.result == ImportResult.IMPORTED_BEST:
+            self.importer.keep_tip_state(block.header, state)
+        self._after_write(step)
+        return step
 
-    def _thd_produce_block(self, producer: BlockProducer) -> _Change:
+    def _thd_produce(self, producer: BlockProducer) -> Imported:
         """
         Have C{producer} build on the tip and store its block (writer thread).
         """
-        tip = self._tip.header
-        state = self._thd_state_for(tip)
-        self._tip_state = None
-        produced = producer(tip, state, self._thd_block_hashes(tip))
-        if produced is None:
-            # Declined after reading only: the state is still the tip's.
-            self._tip_state = state
-            return _Change(None)
-        block, outcome = produced
-        if block.header.parent_hash != tip.hash:
-            raise InvalidBlockError("a produced block must build on the tip")
-        validate_header(tip, block.header, self.rules)
-        validate_block(block, outcome)
-        change = self._thd_store(block, outcome, self._tip.total_difficulty, state)
-        return _Change(block, change.head, change.event)
+        step = self.importer.produce(producer)
+        self._after_write(step)
+        return step
 
-    def _thd_store(
-        self, block: Block, outcome: BlockOutcome, parent_total_difficulty: int, state: State | None
-    ) -> _Change:
-        """
-        Write a validated block in one batch, adopting it if it is the heaviest.
-
-        @param state: the block's state, if it was executed on the tip's
-            state and may be kept for the next block.
-        """
-        header = block.header
-        block_hash = header.hash
-        total_difficulty = parent_total_difficulty + cumulative_difficulty(block)
-        batch = self.store.batch()
-        write_header_rlp(batch, block_hash, header.encode())
-        write_body_rlp(batch, block_hash, block.encode_body())
-        write_receipts_rlp(batch, block_hash, encode_receipts(outcome.receipts))
-        write_total_difficulty(batch, block_hash, total_difficulty)
-        write_trie_nodes(batch, outcome.nodes)
-        for code_hash, code in outcome.code.items():
-            write_code(batch, code_hash, code)
-        tip = self._tip
-        if not is_heavier(total_difficulty, tip.total_difficulty):
-            self.store.write(batch)
-            self._remember(block, outcome.receipts)
-            self.log.info(
-                "imported side block {number} 0x{hash}", number=header.number, hash=block_hash.hex()
-            )
-            return _Change(ImportResult.IMPORTED_NOT_BEST)
-        if header.parent_hash == tip.header.hash:
-            abandoned: tuple[Block, ...] = ()
-            adopted: tuple[Block, ...] = (block,)
-            write_canonical_changes(batch, tip.header, abandoned, adopted)
-            abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
-            adopted_receipts: tuple[tuple[Receipt, ...], ...] = (outcome.receipts,)
-        else:
-            pending = {block_hash: header}
-            reorganisation = find_reorganisation(
-                lambda wanted: pending.get(wanted) or self._thd_header(wanted), tip.header, header
-            )
-            abandoned = tuple(self._thd_stored_block(old.hash) for old in reorganisation.abandoned)
-            adopted = tuple(self._thd_stored_block(new.hash) for new in reorganisation.adopted[:-1]) + (block,)
-            write_canonical_changes(batch, reorganisation.ancestor, abandoned, adopted)
-            abandoned_receipts = tuple(self._thd_stored_receipts(old.hash) for old in abandoned)
-            adopted_receipts = tuple(self._thd_stored_receipts(new.hash) for new in adopted[:-1]) + (
-                outcome.receipts,
-            )
-            state = None
-            self.log.info(
-                "reorganisation at block {number}: {abandoned} blocks abandoned, {adopted} adopted",
-                number=reorganisation.ancestor.number,
-                abandoned=len(abandoned),
-                adopted=len(adopted),
-            )
-        self.store.write(batch)
-        self._remember(block, outcome.receipts, adopted, abandoned)
-        head = ChainHead(header, total_difficulty)
-        self._tip = head
-        self._keep_tip_state(state)
-        self._thd_index_logs(force=bool(abandoned))
-        event = ChainEvent(adopted, abandoned, adopted_receipts, abandoned_receipts)
-        return _Change(ImportResult.IMPORTED_BEST, head, event)
-
-    def _keep_tip_state(self, state: State | None) -> None:
-        """
-        Keep the state of the new tip for the next block built on it, for a while.
-        """
-        if state is None or self._tip_state_age >= TIP_STATE_BLOCKS:
-            self._tip_state = None
-            self._tip_state_age = 0
-            return
-        self._tip_state = state
-        self._tip_state_age += 1
-
-    def _thd_rewind(self, number: int) -> _Change:
+    def _thd_rewind(self, number: int) -> Imported:
         """
         Delete the canonical blocks above C{number} and move the head there (writer thread).
         """
-        tip = self._tip
-        if number < 0:
-            raise ChainError(f"cannot rewind to the negative block number {number}")
-        if number >= tip.header.number:
-            return _Change(None)
-        target_hash = read_canonical_hash(self.store, number)
-        target = None if target_hash is None else self._thd_header(target_hash)
-        total_difficulty = None if target is None else read_total_difficulty(self.store, target.hash)
-        if target is None or total_difficulty is None:
-            raise ChainError(f"the store has no canonical block {number} to rewind to")
-        abandoned = []
-        abandoned_receipts = []
-        batch = self.store.batch()
-        for height in range(number + 1, tip.header.number + 1):
-            block_hash = read_canonical_hash(self.store, height)
-            if block_hash is None:
-                continue
-            block = self._thd_stored_block(block_hash)
-            abandoned.append(block)
-            abandoned_receipts.append(self._thd_stored_receipts(block_hash))
-            for transaction in block.transactions:
-                delete_tx_lookup(batch, transaction.hash)
-            delete_canonical_hash(batch, height)
-            unindex_block(batch, block.header)
-            delete_header_rlp(batch, block_hash)
-            delete_body_rlp(batch, block_hash)
-            delete_receipts_rlp(batch, block_hash)
-            delete_total_difficulty(batch, block_hash)
-        write_head_hash(batch, target.hash)
-        self.store.write(batch)
-        with self._recent_lock:
-            for block in abandoned:
-                self._forget_lookups(block)
-                self._recent.pop(block.hash, None)
-        head = ChainHead(target, total_difficulty)
-        self._tip = head
-        self._tip_state = None
-        self._thd_index_logs(force=True)
-        self.log.info("rewound the chain to block {number}", number=number)
-        event = ChainEvent((), tuple(abandoned), (), tuple(abandoned_receipts), rewound=True)
-        return _Change(None, head, event)
+        step = self.importer.rewind(number)
+        if step.event is not None:
+            with self._recent_lock:
+                for block in step.event.abandoned:
+                    self._forget_lookups(block)
+                    self._recent.pop(block.hash, None)
+            self.log.info("rewound the chain to block {number}", number=number)
+        return step
 
-    # Writer helpers
+    def _after_write(self, step: Imported) -> None:
+        """
+        Keep a block just written in the cache of recent blocks.
+        """
+        if step.block is None:
+            return
+        event = step.event
+        if event is None:
+            self._remember(step.block, step.receipts)
+        else:
+            self._remember(step.block, step.receipts, event.adopted, event.abandoned)
+            if event.abandoned:
+                self.log.info(
+                    "reorganisation at block {number}: {abandoned} blocks abandoned, {adopted} adopted",
+                    number=event.adopted[0].number - 1,
+                    abandoned=len(event.abandoned),
+                    adopted=len(event.adopted),
+                )
 
     def _thd_index_logs(self, force: bool = False) -> int:
         """
-        Extend the log index's bitmaps to the tip once they trail it by
-        L{INDEX_LAG} blocks (at once with C{force}: after a reorganisation
-        or a rewind, whose sections need rebuilding). A failure is logged:
-        the blocks are stored, and searches read the blooms the bitmaps
-        lack.
+        Extend the log index's bitmaps (L{BlockImporter.index_logs}); a
+        failure is logged: the blocks are stored, and searches read the
+        blooms the bitmaps lack.
 
         @return: how many blocks are still to index.
         """
-        tip = self._tip.header.number
-        if not force and tip - self._logs_indexed < INDEX_LAG:
-            return 0
         try:
-            remaining = self._log_indexer.catch_up(tip)
+            return self.importer.index_logs(force=force)
         except StoreError:
-            self.log.failure("indexing the logs of blocks up to {number} failed", number=tip)
+            self.log.failure("indexing the logs of blocks up to {number} failed", number=self.importer.tip.header.number)
             return 0
-        self._logs_indexed = tip - remaining
-        return remaining
-
-    def _thd_state_for(self, parent: Header) -> State:
-        """
-        A state at C{parent}'s state root: the kept tip state when it is the tip's.
-        """
-        if self._tip_state is not None and parent.hash == self._tip.header.hash:
-            return self._tip_state
-        return State.from_store(self.store, parent.state_root)
-
-    def _thd_ancestry(self, parent: Header) -> list[Ancestor]:
-        """
-        C{parent} and its ancestors, as many as an uncle check needs.
-        """
-        ancestry = []
-        header: Header | None = parent
-        while header is not None and len(ancestry) < MAX_UNCLE_DEPTH:
-            block = self._thd_stored_block(header.hash)
-            ancestry.append(Ancestor(header, frozenset(uncle.hash for uncle in block.uncles)))
-            header = None if header.number == 0 else self._thd_header(header.parent_hash)
-        return ancestry
-
-    def _thd_block_hashes(self, parent: Header) -> BlockHashes:
-        """
-        The BLOCKHASH lookup of a child of C{parent}: the canonical index when
-        C{parent} is the tip, else a walk up C{parent}'s own ancestry.
-        """
-        store = self.store
-        if parent.hash == self._tip.header.hash:
-            top = parent.number
-
-            def canonical(number: int) -> Hash32 | None:
-                if not 0 <= number <= top:
-                    return None
-                found = read_canonical_hash(store, number)
-                return None if found is None else Hash32(found)
-
-            return canonical
-        walked: dict[int, Hash32] = {parent.number: parent.hash}
-        cursor = [parent]
-
-        def walk(number: int) -> Hash32 | None:
-            if not 0 <= number <= parent.number:
-                return None
-            while number not in walked:
-                header = self._thd_header(cursor[0].parent_hash)
-                if header is None:
-                    return None
-                walked[header.number] = header.hash
-                cursor[0] = header
-            return walked[number]
-
-        return walk
 
     def _remember(
         self,
@@ -651,6 +513,7 @@ class ChainService(Service):
             return None
         return recent[0], recent[1], found[1]
 
+
     # Reads (any thread)
 
     def _thd_header(self, block_hash: bytes) -> Header | None:
@@ -690,28 +553,6 @@ class ChainService(Service):
             return recent[1]
         raw = read_receipts_rlp(self.store, block_hash)
         return None if raw is None else decode_receipts(raw)
-
-    def _thd_stored_block(self, block_hash: bytes) -> Block:
-        """
-        A block that must be stored.
-
-        @raise ChainError: it is not.
-        """
-        block = self._thd_block(block_hash)
-        if block is None:
-            raise ChainError(f"the store has no block 0x{block_hash.hex()}")
-        return block
-
-    def _thd_stored_receipts(self, block_hash: bytes) -> tuple[Receipt, ...]:
-        """
-        The receipts of a block that must be stored.
-
-        @raise ChainError: they are not.
-        """
-        receipts = self._thd_receipts(block_hash)
-        if receipts is None:
-            raise ChainError(f"the store has no receipts for block 0x{block_hash.hex()}")
-        return receipts
 
     def _thd_canonical_block(self, number: int) -> Block | None:
         """
@@ -789,7 +630,7 @@ class ChainService(Service):
         The canonical block at C{number}, or L{None} above the head; the
         head block at once, others in a reader thread.
         """
-        head = self._head.header
+        head = self.head.header
         if number == head.number:
             recent = self._recent_block(head.hash)
             if recent is not None:
@@ -854,7 +695,7 @@ class ChainService(Service):
         Run C{function} on a reader thread with a fresh L{State} at
         C{state_root} (the head's by default); its changes are thrown away.
         """
-        root = self._head.header.state_root if state_root is None else state_root
+        root = self.head.header.state_root if state_root is None else state_root
         return self._run_reader(lambda: function(State.from_store(self.store, root)))
 
     def get_account(self, address: bytes, state_root: bytes | None = None) -> Deferred[Account | None]:
@@ -900,4 +741,11 @@ def receipt_views(block: Block, receipts: Sequence[Receipt], only: int | None = 
     return views
 
 
-__all__ = ["BlockProducer", "ChainNotInitializedError", "ChainService", "receipt_views"]
+__all__ = [
+    "BlockProducer",
+    "ChainNotInitializedError",
+    "ChainService",
+    "RECENT_BLOCKS",
+    "RUN_JOB_BLOCKS",
+    "receipt_views",
+]
