@@ -18,6 +18,7 @@ from twisted.python import usage
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
 from nodex.config import ConfigError, NodeConfig, dump_toml, load_config
+from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
 from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, ITransactionPool
@@ -43,6 +44,7 @@ from nodex.services.miner import Miner
 from nodex.services.offline import OfflinePeerNetwork
 from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.state import StateService
+from nodex.services.store import StoreService
 from nodex.services.threads import ChainThreads
 
 log = Logger()
@@ -186,17 +188,29 @@ class NodeService(MultiService):
         )
         try:
             super().startService()
+        except NodexError as exc:
+            # A store that cannot be opened (held by another process, of
+            # another network): one clear line, not a traceback.
+            self._stop_started_children()
+            raise SystemExit(f"nodex: cannot start: {exc}") from exc
         except BaseException:
             # A child that cannot start (an RPC port in use) would otherwise
             # leave its started siblings' threads running, and the process
             # would hang instead of exiting with the error.
-            self.running = False
-            for child in reversed(list(self)):
-                if child.running:
-                    child.stopService()
+            self._stop_started_children()
             raise
         gc.collect()
         gc.freeze()
+
+    def _stop_started_children(self) -> None:
+        """
+        Stop the children that started before one failed: their threads
+        would otherwise keep the process from exiting with the error.
+        """
+        self.running = False
+        for child in reversed(list(self)):
+            if child.running:
+                child.stopService()
 
 
 def build_rpc_server(
@@ -235,30 +249,27 @@ def build_rpc_server(
 
 def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ChainService, Miner]:
     """
-    Open the chain under the data directory (writing its genesis on the
-    first start), and add the chain service, the miner and, on regtest, the
-    announced dev accounts to C{node}.
+    Add the store (opened, and its genesis written on the first start,
+    when the node starts), the chain service, the miner and, on regtest,
+    the announced dev accounts to C{node}.
 
-    The chain service runs on its own writer thread and reader pool and
-    closes the store when it stops, after the queued writes; the miner
-    stops before it (services stop in reverse order).
+    The store service comes first, so that it opens the database before
+    the others start and closes it after they have stopped (services stop
+    in reverse order); the chain service runs on its own writer thread and
+    reader pool, and the miner stops before it.
 
-    @raise NodexError: the store cannot be opened, holds another network or
-        genesis, or the genesis table is wrong.
+    @raise NodexError: the genesis table is wrong.
     """
-    store = RocksStore.open(str(config.datadir / CHAIN_DIRECTORY))
-    try:
-        spec = genesis_spec_from_mapping(config.genesis)
-        initialize_chain(store, config.network, spec)
-        threads = ChainThreads(reactor)
-        chain = ChainService(
-            store, chain_rules(config.network, config.chain_id), reactor, threads=threads, close_store=True
-        )
-        coinbase = REGTEST_MINER_ADDRESS if config.network == "regtest" else spec.coinbase
-        miner = Miner(chain, coinbase, config.mining_mode, reactor)
-    except BaseException:
-        store.close()
-        raise
+    path = config.datadir / CHAIN_DIRECTORY
+    store = StoreHandle(lambda: RocksStore.open(str(path)), f"the chain database in {path}")
+    spec = genesis_spec_from_mapping(config.genesis)
+    opener = StoreService(store, lambda opened: initialize_chain(opened, config.network, spec))
+    opener.setName("store")
+    opener.setServiceParent(node)
+    threads = ChainThreads(reactor)
+    chain = ChainService(store, chain_rules(config.network, config.chain_id), reactor, threads=threads)
+    coinbase = REGTEST_MINER_ADDRESS if config.network == "regtest" else spec.coinbase
+    miner = Miner(chain, coinbase, config.mining_mode, reactor)
     chain.setName("chain")
     chain.setServiceParent(node)
     miner.setName("miner")
@@ -327,6 +338,8 @@ def compose_state_and_logs(
         chain.store, chain, pool, state.run_in_thread, reactor,
         max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None, time_limit=rpc.timeout,
     )
+    filters.setName("filters")
+    filters.setServiceParent(node)
     return [StateMethods(chain, state, pool), FilterMethods(filters), FeeMethods(chain)]
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from twisted.application.service import Service
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
@@ -96,7 +97,7 @@ class _Filter:
 
 
 @implementer(IFilterService)
-class FilterService:
+class FilterService(Service):
     """
     Log searches and installed filters over one chain.
     """
@@ -137,11 +138,21 @@ class FilterService:
         self._filters: dict[int, _Filter] = {}
         self._cache = BlockLogCache(size=CACHED_BLOCKS)
         chain.add_observer(self._chain_changed)
-        # Searches of recent blocks, what dapps ask for, find them walked from the start.
-        warming = run_in_thread(warm_block_log_cache, store, chain.head.header.number, self._cache, CACHED_BLOCKS)
-        warming.addErrback(lambda failure: _log.failure("warming the cache of block logs failed", failure))
         if pool is not None:
             pool.add_observer(self._transaction_pending)
+
+    def startService(self) -> None:
+        """
+        Walk the newest stored blocks with logs into the cache, in the
+        reader pool: searches of recent blocks, what dapps ask for, find
+        them walked from the start.  (Not before the node starts: the store
+        opens then.)
+        """
+        super().startService()
+        warming = self._run_in_thread(
+            warm_block_log_cache, self._store, self._chain.head.header.number, self._cache, CACHED_BLOCKS
+        )
+        warming.addErrback(lambda failure: _log.failure("warming the cache of block logs failed", failure))
 
     # Searches
 
