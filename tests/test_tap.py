@@ -12,7 +12,7 @@ from twisted.plugin import getPlugins
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.tap import NodeService, Options, compose, makeService
+from nodex.tap import CHAIN_DIRECTORY, NodeService, Options, compose, makeService
 
 
 class OptionsTests(SynchronousTestCase):
@@ -202,6 +202,50 @@ class MakeServiceTests(SynchronousTestCase):
         node.startService()
         self.addCleanup(node.stopService)
         self.assertGreater(gc.get_freeze_count(), 0)
+
+
+    def test_nothing_opened_before_start(self) -> None:
+        """
+        Composing the node opens no database and starts no thread (twistd
+        forks into the background between composing and starting); starting
+        opens the chain database, and stopping closes it, so that another
+        node can open the same data directory afterwards.
+        """
+        import threading
+
+        options = Options(stdout=io.StringIO())
+        datadir = self.mktemp()
+        options.parseOptions(["--datadir", datadir, "--rpc", "none"])
+        assert options.config is not None
+        threads = threading.active_count()
+        node = compose(options.config, MemoryReactorClock())
+        self.assertEqual(threading.active_count(), threads)
+        self.assertFalse((options.config.datadir / CHAIN_DIRECTORY).exists())
+        node.startService()
+        self.assertTrue((options.config.datadir / CHAIN_DIRECTORY / "CURRENT").exists())
+        self.assertEqual(node.chain.head.header.number, 0)
+        node.stopService()
+        again = compose(options.config, MemoryReactorClock())
+        again.startService()
+        again.stopService()
+
+    def test_store_in_use_is_one_line(self) -> None:
+        """
+        A data directory another node holds stops the start with one line
+        naming it (a SystemExit with the message), not a traceback, and
+        the children already started are stopped.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        first = compose(options.config, MemoryReactorClock())
+        first.startService()
+        self.addCleanup(first.stopService)
+        second = compose(options.config, MemoryReactorClock())
+        error = self.assertRaises(SystemExit, second.startService)
+        self.assertIn("nodex: cannot start:", str(error))
+        self.assertIn("already open", str(error))
+        self.assertFalse(second.running)
 
 
 class _Recorder(Service):

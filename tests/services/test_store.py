@@ -1,0 +1,48 @@
+"""
+Tests for L{nodex.services.store}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.db.handle import StoreClosedError, StoreHandle
+from nodex.db.kv import KeyValueStore
+from nodex.db.memory import MemoryStore
+from nodex.db.schema import METADATA
+from nodex.services.store import StoreService
+
+
+class StoreServiceTests(SynchronousTestCase):
+    """
+    Tests for L{StoreService}.
+    """
+
+    def test_open_prepare_close(self) -> None:
+        """
+        The service opens the store and prepares it when it starts, and
+        closes it when it stops.
+        """
+        handle = StoreHandle(MemoryStore)
+        prepared: list[KeyValueStore] = []
+        service = StoreService(handle, prepared.append)
+        self.assertRaises(StoreClosedError, handle.get, METADATA, b"k")
+        service.startService()
+        self.assertEqual(prepared, [handle.opened])
+        self.assertIsNone(handle.get(METADATA, b"k"))
+        service.stopService()
+        self.assertIsNone(handle.opened)
+        self.assertRaises(StoreClosedError, handle.get, METADATA, b"k")
+
+    def test_failed_preparation_closes(self) -> None:
+        """
+        When preparing fails (another network's store), the store is closed
+        again, the error propagates and the service does not run.
+        """
+        handle = StoreHandle(MemoryStore)
+
+        def refuse(store: KeyValueStore) -> None:
+            raise ValueError("another network")
+
+        service = StoreService(handle, refuse)
+        self.assertRaises(ValueError, service.startService)
+        self.assertIsNone(handle.opened)
+        self.assertFalse(service.running)
