@@ -45,7 +45,7 @@ from nodex.services.offline import OfflinePeerNetwork
 from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
-from nodex.services.threads import ChainThreads
+from nodex.services.threads import ChainThreads, SerialThread
 
 log = Logger()
 
@@ -269,7 +269,7 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     threads = ChainThreads(reactor)
     chain = ChainService(store, chain_rules(config.network, config.chain_id), reactor, threads=threads)
     coinbase = REGTEST_MINER_ADDRESS if config.network == "regtest" else spec.coinbase
-    miner = Miner(chain, coinbase, config.mining_mode, reactor)
+    miner = Miner(chain, coinbase, config.mining_mode, reactor, seal_thread=SerialThread(reactor, "miner-seal"))
     chain.setName("chain")
     chain.setServiceParent(node)
     miner.setName("miner")

@@ -15,19 +15,21 @@ import itertools
 from collections.abc import Callable, Sequence
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.defer import Deferred, DeferredLock, maybeDeferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from nodex.chain.builder import SkippedTransaction, build_block, seal_block
-from nodex.chain.pow import solve
+from nodex.chain.builder import BuiltBlock, SkippedTransaction, build_block, seal_block
+from nodex.chain.errors import InvalidBlockError
+from nodex.chain.pow import Seal, solve
 from nodex.chain.processing import BlockHashes, BlockOutcome, effective_gas_price
-from nodex.interfaces import IMiner, ITransactionPool
+from nodex.interfaces import IMiner, ImportResult, ITransactionPool
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
 from nodex.services.errors import ServiceError
+from nodex.services.threads import RunInThread, SerialThread
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.errors import InvalidTransactionError
@@ -50,6 +52,21 @@ about 4 Mgas/s) 25 ms, at its usual 20 Mgas/s 5 ms; a native or ERC-20
 transfer takes well under a millisecond.
 """
 
+CHEAP_SEAL_DIFFICULTY = 64
+"""
+The highest difficulty whose seal is searched in the same job that builds
+the block: the search then tries a few dozen template nonces on average (well
+under a millisecond), as on regtest (difficulty 1).  Above it, building and
+sealing are split (L{Miner._produce_sealed}): the writer builds, the seal is
+searched on the miner's own thread in batches of L{SEAL_BATCH_NONCES}, and
+the sealed block is stored through the importer, so that neither the
+reactor nor the writer waits for the search.
+"""
+
+SEAL_BATCH_NONCES = 1 << 14
+"""Template nonces tried in one job of the seal thread (about 50 ms); between
+two batches the miner checks whether the head moved or the node is stopping."""
+
 MINED_LOG_INTERVAL = 1.0
 """The fewest seconds between two "mined block" log lines.  A block mined
 sooner after the last line is only counted, and the next line says how many
@@ -68,6 +85,18 @@ class MiningModeError(ServiceError):
 class SealNotFoundError(ServiceError):
     """
     The built-in solver found no seal for a block within its nonce budget.
+    """
+
+
+class MiningStoppedError(ServiceError):
+    """
+    The node stopped while the miner searched for a seal.
+    """
+
+
+class _TipMoved(Exception):
+    """
+    Another block became the head while a seal was searched: build again.
     """
 
 
@@ -144,11 +173,19 @@ class Miner(Service):
         pool: ITransactionPool | None = None,
         extra_data: bytes = b"",
         max_nonces: int = MAX_NONCES,
+        run_seal_search: RunInThread = maybeDeferred,
+        seal_thread: SerialThread | None = None,
     ) -> None:
         """
         @param mode: a C{mining.mode} value (C{interval:N} included).
         @param extra_data: the extra data of every block (at most 32 bytes).
         @param max_nonces: how many template nonces the solver tries per block.
+        @param run_seal_search: runs a batch of the seal search off the
+            reactor thread (the node gives it a thread of its own; unit
+            tests run it at once).
+        @param seal_thread: a thread of the miner's own for the seal search,
+            started and stopped with the service (instead of
+            C{run_seal_search}).
         @raise MiningModeError: C{mode} is not a mode.
         """
         self.chain = chain
@@ -163,6 +200,10 @@ class Miner(Service):
         self._loop: LoopingCall | None = None
         self._logged_at: float | None = None
         self._unlogged = 0
+        self._seal_thread = seal_thread
+        self._run_seal_search = run_seal_search if seal_thread is None else seal_thread.run
+        self._sealing = DeferredLock()
+        self._stopped = False
 
     @property
     def is_mining(self) -> bool:
@@ -175,15 +216,21 @@ class Miner(Service):
         """
         Start the interval loop, if that is the mode.
         """
+        self._stopped = False
+        if self._seal_thread is not None:
+            self._seal_thread.start()
         super().startService()
         self._update_loop()
 
     def stopService(self) -> None:
         """
-        Stop the interval loop.
+        Stop the interval loop, and any seal search at its next batch.
         """
+        self._stopped = True
         super().stopService()
         self._update_loop()
+        if self._seal_thread is not None:
+            self._seal_thread.stop()
 
     def start(self) -> None:
         """
@@ -291,59 +338,148 @@ class Miner(Service):
         given the head's state (on the writer thread); L{None} stores
         nothing and keeps the timestamp offset.
 
+        A seal at most L{CHEAP_SEAL_DIFFICULTY} is searched in the job that
+        builds the block; a dearer one on the miner's seal thread, one
+        block at a time (L{_produce_sealed}).
+
         @param refusal: where C{take} leaves the exception that made it
             decline, if any: the returned Deferred then fails with it.
         @param small: the block is small enough to be built at once on the
-            reactor thread when the writer is idle (L{SMALL_BLOCK_GAS}).
+            reactor thread when the writer is idle (L{SMALL_BLOCK_GAS}),
+            which only a cheap seal allows.
         """
+        if self.chain.head.header.difficulty > CHEAP_SEAL_DIFFICULTY:
+            return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(take, refusal)))
         now = int(self._clock.seconds())
         offset, self._offset = self._offset, 0
         skipped: list[SkippedTransaction] = []
 
         def produce(parent: Header, state: State, block_hashes: BlockHashes) -> tuple[Block, BlockOutcome] | None:
-            candidates = take(state)
-            if candidates is None:
+            built = self._build(take, parent, state, block_hashes, now + offset)
+            if built is None:
                 return None
-            timestamp = max(now + offset, parent.timestamp + 1)
-            built = build_block(
-                parent,
-                state,
-                candidates,
-                self.coinbase,
-                timestamp,
-                self.chain.rules,
-                block_hashes,
-                self._extra_data,
-            )
             header = built.block.header
             seal = solve(header.hash_for_merged_mining, header.difficulty, range(self._max_nonces))
             if seal is None:
-                raise SealNotFoundError(
-                    f"no seal for block {header.number} at difficulty {header.difficulty}"
-                    f" in {self._max_nonces} nonces: this network needs a merged miner"
-                )
+                raise self._no_seal(header)
             skipped.extend(built.skipped)
             return seal_block(built.block, seal), built.outcome
 
-        def mined(block: Block | None) -> Block | None:
+        def produced(block: Block | None) -> Block | None:
             if block is None:
                 self._offset += offset
                 if refusal:
                     raise refusal[0]
                 return None
-            invalid = [entry for entry in skipped if entry.invalid]
-            for entry in invalid:
-                self.log.info(
-                    "dropping transaction 0x{hash}: {reason}",
-                    hash=entry.transaction.hash.hex(),
-                    reason=entry.reason,
-                )
-            if invalid and self.pool is not None:
-                self.pool.remove([entry.transaction.hash for entry in invalid])
-            self._log_mined(block)
-            return block
+            return self._mined(block, skipped)
 
-        return self.chain.produce_block(produce, small=small).addCallback(mined)
+        return self.chain.produce_block(produce, small=small).addCallback(produced)
+
+    def _build(
+        self,
+        take: Callable[[State], list[Transaction] | None],
+        parent: Header,
+        state: State,
+        block_hashes: BlockHashes,
+        wanted_time: int,
+    ) -> BuiltBlock | None:
+        """
+        Build an unsealed block on C{parent} of what C{take} chooses (writer thread).
+        """
+        candidates = take(state)
+        if candidates is None:
+            return None
+        timestamp = max(wanted_time, parent.timestamp + 1)
+        return build_block(
+            parent, state, candidates, self.coinbase, timestamp, self.chain.rules, block_hashes, self._extra_data
+        )
+
+    async def _produce_sealed(
+        self, take: Callable[[State], list[Transaction] | None], refusal: Sequence[BaseException]
+    ) -> Block | None:
+        """
+        Build on the writer, search the seal on the seal thread, store the
+        sealed block through the importer; build again when the head moved
+        during the search.
+        """
+        now = int(self._clock.seconds())
+        offset, self._offset = self._offset, 0
+        while True:
+            built, state = await self.chain.build_on_tip(
+                lambda parent, state, block_hashes: self._build(take, parent, state, block_hashes, now + offset)
+            )
+            if built is None:
+                self._offset += offset
+                if refusal:
+                    raise refusal[0]
+                return None
+            try:
+                seal = await self._search_seal(built.block.header)
+            except _TipMoved:
+                continue
+            except BaseException:
+                self._offset += offset
+                raise
+            block = seal_block(built.block, seal)
+            result = await self.chain.import_built_block(block, built.outcome, state)
+            if result == ImportResult.INVALID_BLOCK:
+                raise InvalidBlockError(f"the miner's block {block.number} 0x{block.hash.hex()} was refused")
+            if result != ImportResult.IMPORTED_BEST:
+                self.log.info(
+                    "mined block {number} 0x{hash} lost to another block at its height",
+                    number=block.number,
+                    hash=block.hash.hex(),
+                )
+            return self._mined(block, built.skipped)
+
+    async def _search_seal(self, header: Header) -> Seal:
+        """
+        Search the canonical template's seal of C{header} on the seal
+        thread, in batches; between batches, give up when the node stops
+        and start over when another block became the head.
+
+        @raise SealNotFoundError: no seal within the nonce budget.
+        @raise MiningStoppedError: the miner stopped.
+        @raise _TipMoved: the head is no longer C{header}'s parent.
+        """
+        start = 0
+        while start < self._max_nonces:
+            if self._stopped:
+                raise MiningStoppedError("the node stopped while a seal was searched")
+            if self.chain.head.header.hash != header.parent_hash:
+                raise _TipMoved()
+            nonces = range(start, min(start + SEAL_BATCH_NONCES, self._max_nonces))
+            seal = await self._run_seal_search(solve, header.hash_for_merged_mining, header.difficulty, nonces)
+            if seal is not None:
+                return seal
+            start = nonces.stop
+        raise self._no_seal(header)
+
+    def _no_seal(self, header: Header) -> SealNotFoundError:
+        """
+        The error of a block whose seal is beyond the nonce budget.
+        """
+        return SealNotFoundError(
+            f"no seal for block {header.number} at difficulty {header.difficulty}"
+            f" in {self._max_nonces} nonces: this network needs a merged miner"
+        )
+
+    def _mined(self, block: Block, skipped: Sequence[SkippedTransaction]) -> Block:
+        """
+        After a block is stored: drop the transactions the builder found
+        invalid from the pool, and log the block.
+        """
+        invalid = [entry for entry in skipped if entry.invalid]
+        for entry in invalid:
+            self.log.info(
+                "dropping transaction 0x{hash}: {reason}",
+                hash=entry.transaction.hash.hex(),
+                reason=entry.reason,
+            )
+        if invalid and self.pool is not None:
+            self.pool.remove([entry.transaction.hash for entry in invalid])
+        self._log_mined(block)
+        return block
 
     def _log_mined(self, block: Block) -> None:
         """
@@ -375,12 +511,15 @@ class Miner(Service):
 
 
 __all__ = [
+    "CHEAP_SEAL_DIFFICULTY",
     "MAX_NONCES",
     "MINED_LOG_INTERVAL",
     "MODES",
+    "SEAL_BATCH_NONCES",
     "SMALL_BLOCK_GAS",
     "Miner",
     "MiningModeError",
+    "MiningStoppedError",
     "SealNotFoundError",
     "order_candidates",
     "parse_mining_mode",

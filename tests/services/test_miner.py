@@ -24,7 +24,10 @@ from nodex.interfaces import IMiner, ImportResult, ITransactionPool
 from nodex.primitives import Hash32
 from nodex.services.chain import ChainService
 from nodex.services.miner import (
+    CHEAP_SEAL_DIFFICULTY,
     MINED_LOG_INTERVAL,
+    SEAL_BATCH_NONCES,
+    MiningStoppedError,
     SMALL_BLOCK_GAS,
     Miner,
     MiningModeError,
@@ -341,6 +344,115 @@ class MinerTests(SynchronousTestCase):
         """
         miner = Miner(self.chain, COINBASE, "manual", self.clock)
         self.assertEqual(self.successResultOf(miner.mine()).transactions, ())
+
+
+class SealSearchTests(SynchronousTestCase):
+    """
+    Tests for the miner's split of building and sealing, on a chain whose
+    difficulty is above L{CHEAP_SEAL_DIFFICULTY}.
+    """
+
+    DIFFICULTY = 4 * CHEAP_SEAL_DIFFICULTY
+
+    def setUp(self) -> None:
+        """
+        A chain of difficulty L{DIFFICULTY} at a clock at 1000; seal batches
+        wait in C{self.batches} until the test runs them.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        rules = replace(sample_rules(), difficulty=DifficultyRules(10, 2048, self.DIFFICULTY, None))
+        self.store, self.genesis = sample_store(difficulty=self.DIFFICULTY)
+        self.chain = ChainService(self.store, rules, self.clock)
+        self.pool = FakePool()
+        self.batches: list[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]] = []
+        self.produced_small: list[bool] = []
+        produce = self.chain.produce_block
+        self.patch(
+            self.chain,
+            "produce_block",
+            lambda producer, small=False: self.produced_small.append(small) or produce(producer, small),
+        )
+
+    def search(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
+        """
+        Queue a batch of the seal search.
+        """
+        waiting: Deferred[Any] = Deferred()
+        self.batches.append((waiting, function, args))
+        return waiting
+
+    def run_batches(self) -> None:
+        """
+        Run the queued batches (and those they queue) in order.
+        """
+        while self.batches:
+            waiting, function, args = self.batches.pop(0)
+            waiting.callback(function(*args))
+
+    def test_seal_searched_off_the_building_job(self) -> None:
+        """
+        The block is built in a writer job, its seal searched in batches of
+        at most L{SEAL_BATCH_NONCES} nonces through the seal runner, and the
+        sealed block stored through the importer: never one job that both
+        builds and searches (which could run on the reactor thread).
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        self.pool.transactions = [transfer(0, 0)]
+        mining = miner.mine()
+        self.assertNoResult(mining)
+        self.assertEqual(self.chain.head.header, self.genesis)
+        self.assertEqual(len(self.batches), 1)
+        nonces = self.batches[0][2][2]
+        self.assertLessEqual(len(nonces), SEAL_BATCH_NONCES)
+        self.run_batches()
+        block = self.successResultOf(mining)
+        self.assertEqual(self.chain.head.header, block.header)
+        self.assertEqual(len(block.transactions), 1)
+        self.assertEqual(self.produced_small, [])
+
+    def test_head_moved_during_search(self) -> None:
+        """
+        When another block becomes the head while a seal is searched, the
+        miner builds again on the new head.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        other = Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, self.pool)
+        mining = miner.mine()
+        self.assertEqual(len(self.batches), 1)
+        waiting, function, args = self.batches.pop(0)
+        rival = self.successResultOf(other.mine())
+        waiting.callback(None)
+        self.run_batches()
+        block = self.successResultOf(mining)
+        self.assertEqual(block.header.parent_hash, rival.hash)
+        self.assertEqual(self.chain.head.header.number, 2)
+
+    def test_stop_ends_search(self) -> None:
+        """
+        Stopping the miner ends a seal search at its next batch with
+        L{MiningStoppedError}; nothing is stored and the time offset is kept.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        miner.startService()
+        miner.increase_time(30)
+        mining = miner.mine()
+        waiting, _function, _args = self.batches.pop(0)
+        miner.stopService()
+        waiting.callback(None)
+        self.failureResultOf(mining, MiningStoppedError)
+        self.assertEqual(self.chain.head.header, self.genesis)
+        self.assertEqual(miner.time_offset, 30)
+
+    def test_blocks_one_at_a_time(self) -> None:
+        """
+        Two blocks asked for at once are sealed one after the other, the
+        second on the first.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        first, second = miner.mine(), miner.mine()
+        self.run_batches()
+        self.assertEqual(self.successResultOf(second).header.parent_hash, self.successResultOf(first).hash)
 
 
 class QueuedWriter:
