@@ -289,18 +289,21 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
 
 
 def compose_pool(
-    config: NodeConfig, node: "NodeService", chain: ChainService, miner: Miner
+    config: NodeConfig, reactor: Any, node: "NodeService", chain: ChainService, miner: Miner
 ) -> tuple[TransactionPool, list[IMethodProvider]]:
     """
     Add the transaction pool to C{node}, connect it to the miner, and return
     it with the RPC providers of issue 5 (blocks, transactions, txpool, evm).
 
-    The pool validates on the chain's writer thread: in C{auto} mode the
-    validation and the block run one after the other there anyway, and no
-    third thread competes for the interpreter lock (C{benchmarks/RESULTS.md},
-    "End to end").
+    The pool checks transactions on the chain's reader pool, so that
+    admission never waits behind block imports on the writer (a transaction
+    sent to an idle pool in C{auto} mode is checked and mined in one writer
+    job instead: L{Miner.mine_alone}), and writes its changes on a thread
+    of its own.
     """
-    pool = TransactionPool(chain, chain.store, node.chain_threads.run_writer)
+    pool = TransactionPool(
+        chain, chain.store, node.chain_threads.run_reader, store_thread=SerialThread(reactor, "pool-store")
+    )
     pool.setName("pool")
     pool.setServiceParent(node)
     miner.pool = pool
@@ -358,7 +361,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     prepare_datadir(config.datadir)
     node = NodeService(config)
     chain, miner = compose_chain(config, reactor, node)
-    pool, providers = compose_pool(config, node, chain, miner)
+    pool, providers = compose_pool(config, reactor, node, chain, miner)
     providers += compose_state_and_logs(config, reactor, node, chain, pool)
     peers = OfflinePeerNetwork()
     if config.rpc.endpoint != "none":

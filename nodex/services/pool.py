@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, gatherResults, succeed
+from twisted.internet.defer import Deferred, gatherResults, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -36,6 +36,7 @@ from nodex.db.kv import KeyValueStore
 from nodex.db.schema import METADATA, trie_node_reader
 from nodex.interfaces import ChainEvent, IChainService, IMiner, ITransactionPool
 from nodex.primitives import UINT64_CEILING, Address, Hash32
+from nodex.services.threads import SerialThread
 from nodex.services.errors import TransactionRejectedError
 from nodex.structures.accounts import Account
 from nodex.structures.errors import (
@@ -164,13 +165,20 @@ class TransactionPool(Service):
         account_slots: int = ACCOUNT_SLOTS,
         global_slots: int = GLOBAL_SLOTS,
         price_bump_percent: int = PRICE_BUMP_PERCENT,
+        store_thread: SerialThread | None = None,
     ) -> None:
         """
         @param chain: the chain whose head the transactions are checked against;
             the pool observes it to drop mined transactions and take back
             abandoned ones.
         @param store: where the pool persists its transactions.
-        @param run_in_thread: runs the state reads off the reactor thread.
+        @param run_in_thread: runs the admission checks (signature recovery,
+            state reads) off the reactor thread; the node gives it the
+            reader pool, so that admission does not wait behind block
+            imports on the writer.
+        @param store_thread: the thread that writes the pool's changes to
+            the store, in order (started and stopped with the service);
+            L{None} writes at once on the calling thread (unit tests).
         @param read_account: reads an account at a state root (default: from
             C{store}'s state tries).
         """
@@ -187,17 +195,29 @@ class TransactionPool(Service):
         self._automining: AutoMining | None = None
         self._in_flight: dict[Hash32, Transaction] = {}
         self._persisted: set[Hash32] = set()
+        self._store_thread = store_thread
         chain.add_observer(self._chain_changed)
 
     def startService(self) -> None:
         """
-        Load the transactions persisted by an earlier run (in the background).
+        Start the store thread; load the transactions persisted by an
+        earlier run (in the background).
         """
+        if self._store_thread is not None:
+            self._store_thread.start()
         super().startService()
         self.load().addCallbacks(
             lambda count: self.log.info("transaction pool: {count} transactions restored", count=count),
             lambda failure: self.log.failure("cannot restore the transaction pool", failure),
         )
+
+    def stopService(self) -> None:
+        """
+        Stop the store thread after the writes queued on it.
+        """
+        super().stopService()
+        if self._store_thread is not None:
+            self._store_thread.stop()
 
     # Reading
 
@@ -446,16 +466,16 @@ class TransactionPool(Service):
         promoted = [tx for tx in sender.pending_run() if tx.nonce not in was_pending or tx is transaction]
         return self._notify(promoted).addCallback(self._keep, transaction)
 
-    def _keep(self, _: object, transaction: Transaction) -> Hash32:
+    def _keep(self, _: object, transaction: Transaction) -> Hash32 | Deferred[Hash32]:
         """
         Persist an accepted transaction once its observers are done, unless
         they have already mined it (C{auto} mode: the block holds it then,
         and writing it only to delete it would be wasted).
 
-        @return: its hash, the answer of L{add}.
+        @return: its hash, the answer of L{add}, once it is written.
         """
         if self._by_hash.get(transaction.hash) is transaction:
-            self._persist([transaction], [])
+            return self._persist([transaction], []).addCallback(lambda _: transaction.hash)
         return transaction.hash
 
     def _check_bump(self, old: Transaction, new: Transaction) -> None:
@@ -634,9 +654,12 @@ class TransactionPool(Service):
 
     # Persistence
 
-    def _persist(self, added: Iterable[Transaction], removed: Iterable[Transaction]) -> None:
+    def _persist(self, added: Iterable[Transaction], removed: Iterable[Transaction]) -> Deferred[None]:
         """
-        Write the pool's changes to the store in one batch.
+        Write the pool's changes to the store in one batch, on the store
+        thread (in the order of the calls); a failed write is logged.
+
+        @return: a Deferred firing once the batch is written.
         """
         batch = self._store.batch()
         persisted = self._persisted
@@ -647,8 +670,13 @@ class TransactionPool(Service):
         for transaction in added:
             persisted.add(transaction.hash)
             batch.put(METADATA, pool_key(transaction.hash), transaction.encode())
-        if len(batch):
-            self._store.write(batch)
+        if not len(batch):
+            return succeed(None)
+        if self._store_thread is None:
+            writing = maybeDeferred(self._store.write, batch)
+        else:
+            writing = self._store_thread.run(self._store.write, batch)
+        return writing.addErrback(lambda failure: self.log.failure("cannot write the pool's changes", failure))
 
     def load(self) -> Deferred[int]:
         """

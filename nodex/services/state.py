@@ -71,6 +71,18 @@ thread; a call that turns out to need more, or to look at its gas, runs
 again in the pool.  100,000 gas take about 5 ms at the EVM's usual rate.
 """
 
+INLINE_WINDOW = 0.05
+INLINE_WINDOW_BUDGET = 0.01
+"""
+The total of the inline trials: within any L{INLINE_WINDOW} seconds, the
+trials run on the reactor thread while they have taken less than
+L{INLINE_WINDOW_BUDGET} seconds in all; beyond it every call goes to the
+reader pool until the window ends.  One trial is bounded by its gas, this
+bounds their sum: a batch of a hundred 100,000-gas views, or many clients
+at once, no longer hold the reactor for the sum of their trials (at most
+about a fifth of its time goes to trials, plus one trial's overrun).
+"""
+
 DEFAULT_TIME_LIMIT = 5.0
 """Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
 
@@ -124,6 +136,8 @@ class StateService(Service):
         self.estimate_gas_cap = call_gas_cap if estimate_gas_cap is None else estimate_gas_cap
         self._time_limit = time_limit
         self.inline_call_gas = inline_call_gas
+        self._window_start = float("-inf")
+        self._window_spent = 0.0
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
         self._calls: OrderedDict[tuple[bytes, CallRequest], bytes] = OrderedDict()
         # Shared by the reader threads: nodes are named by their hash, so
@@ -403,13 +417,27 @@ class StateService(Service):
         @return: the output or the failure of the call, or L{None} when it
             needs more gas than the trial had (it then runs in the pool).
         """
-        if not self.inline_call_gas:
+        if not self.inline_call_gas or not self._inline_allowed():
             return None
+        started = self._clock.seconds()
         try:
             result = self._run_call(header, request, overrides, self.inline_call_gas)
         except Exception:
             return Failure()
+        finally:
+            self._window_spent += self._clock.seconds() - started
         return None if result is None else result.output
+
+    def _inline_allowed(self) -> bool:
+        """
+        Whether the trials of the current window have time left
+        (L{INLINE_WINDOW_BUDGET}); a new window starts when one has passed.
+        """
+        now = self._clock.seconds()
+        if now - self._window_start >= INLINE_WINDOW:
+            self._window_start = now
+            self._window_spent = 0.0
+        return self._window_spent < INLINE_WINDOW_BUDGET
 
     def _thd_call(self, header: Header, request: CallRequest, overrides: StateOverrides) -> bytes:
         """
@@ -505,5 +533,7 @@ __all__ = [
     "DEFAULT_CALL_GAS_CAP",
     "DEFAULT_TIME_LIMIT",
     "INLINE_CALL_GAS",
+    "INLINE_WINDOW",
+    "INLINE_WINDOW_BUDGET",
     "StateService",
 ]

@@ -5,6 +5,7 @@ events, observers and persistence.
 """
 
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet.defer import Deferred, maybeDeferred
@@ -19,7 +20,7 @@ from nodex.db.schema import METADATA
 from nodex.interfaces import ChainEvent, ChainHead, IChainService, ITransactionPool, ReceiptView, TransactionLocation
 from nodex.primitives import Address, Hash32
 from nodex.services.errors import TransactionRejectedError
-from nodex.services.pool import POOL_KEY_PREFIX, TransactionPool, store_account_reader
+from nodex.services.pool import POOL_KEY_PREFIX, TransactionPool, pool_key, store_account_reader
 from nodex.structures.accounts import Account
 from nodex.structures.blocks import Block
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
@@ -441,6 +442,89 @@ class TransactionPoolValidationTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(message, "pending transaction with same hash already exists")
         message = self.failureResultOf(pool.add(queued), TransactionRejectedError).getErrorMessage()
         self.assertEqual(message, "queued transaction with same hash already exists")
+
+
+class QueuedThread:
+    """
+    Stands in for a L{nodex.services.threads.SerialThread}: jobs wait until
+    L{flush}, as they would on a thread, and record what thread ran them.
+    """
+
+    def __init__(self) -> None:
+        """
+        No jobs yet; not started.
+        """
+        self.jobs: list[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]] = []
+        self.started = self.stopped = False
+
+    def start(self) -> None:
+        """
+        Record the start.
+        """
+        self.started = True
+
+    def stop(self) -> None:
+        """
+        Record the stop.
+        """
+        self.stopped = True
+
+    def run(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
+        """
+        Queue a job.
+        """
+        waiting: Deferred[Any] = Deferred()
+        self.jobs.append((waiting, function, args))
+        return waiting
+
+    def flush(self) -> None:
+        """
+        Run the queued jobs in order.
+        """
+        while self.jobs:
+            waiting, function, args = self.jobs.pop(0)
+            waiting.callback(function(*args))
+
+
+class TransactionPoolStoreThreadTests(PoolFixture, SynchronousTestCase):
+    """
+    The pool writes its changes on its store thread, never on the calling
+    (reactor) thread, and answers once the write is done.
+    """
+
+    def test_write_on_store_thread(self) -> None:
+        """
+        An accepted transaction is written by a job of the store thread;
+        L{TransactionPool.add} answers after it.
+        """
+        thread = QueuedThread()
+        pool = self.make_pool(store_thread=thread)
+        pool.startService()
+        self.assertTrue(thread.started)
+        tx = legacy(0)
+        adding = pool.add(tx)
+        self.assertNoResult(adding)
+        self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
+        self.assertEqual(len(thread.jobs), 1)
+        thread.flush()
+        self.assertEqual(self.successResultOf(adding), tx.hash)
+        self.assertEqual([key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX)], [pool_key(tx.hash)])
+        pool.stopService()
+        self.assertTrue(thread.stopped)
+
+    def test_failed_write_logged(self) -> None:
+        """
+        A write that fails is logged; the transaction stays pooled.
+        """
+        thread = QueuedThread()
+        pool = self.make_pool(store_thread=thread)
+        tx = legacy(0)
+        adding = pool.add(tx)
+        waiting, _function, _args = thread.jobs.pop(0)
+        waiting.errback(RuntimeError("disk full"))
+        self.assertEqual(self.successResultOf(adding), tx.hash)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+        self.assertIs(pool.get(tx.hash), tx)
 
 
 class TransactionPoolOrderingTests(PoolFixture, SynchronousTestCase):

@@ -18,7 +18,7 @@ from nodex.db.memory import MemoryStore
 from nodex.db.schema import CODE, TRIE_NODES, write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
 from nodex.interfaces import BlockNotFoundError, IStateService
 from nodex.primitives import Address, Hash32
-from nodex.services.state import INLINE_CALL_GAS, StateService
+from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, INLINE_WINDOW_BUDGET, StateService
 from nodex.state.overrides import AccountOverride, StateOverrides
 from nodex.state.state import State
 from nodex.structures.accounts import Account
@@ -308,7 +308,8 @@ class CountedRunsMixin:
             self.runs.append(function)
             return maybeDeferred(function, *args)  # type: ignore[arg-type]
 
-        return StateService(self.store, 33, counting, Clock(), **options)
+        self.clock = Clock()
+        return StateService(self.store, 33, counting, self.clock, **options)
 
 
 class CallCacheTests(CountedRunsMixin, SynchronousTestCase):
@@ -427,6 +428,34 @@ class InlineCallTests(CountedRunsMixin, SynchronousTestCase):
         """
         request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"), gas_price=1)
         self.assertEqual(self.successResultOf(self.call(request)), word(5))
+        self.assertEqual(len(self.runs), 1)
+
+    def test_total_of_trials_bounded(self) -> None:
+        """
+        Trials on the calling thread stop once they have taken
+        L{INLINE_WINDOW_BUDGET} seconds within a window: later calls go to
+        the pool until a window has passed.
+        """
+        run_call = self.service._run_call
+
+        def slow(*args: object) -> object:
+            """
+            A trial that takes 4 ms of the clock.
+            """
+            self.clock.advance(0.004)
+            return run_call(*args)
+
+        self.patch(self.service, "_run_call", slow)
+        for value in range(3):
+            request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()") + word(value))
+            self.successResultOf(self.call(request))
+        self.assertEqual(self.runs, [])
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()") + word(7))
+        self.successResultOf(self.call(request))
+        self.assertEqual(len(self.runs), 1)
+        self.clock.advance(INLINE_WINDOW)
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()") + word(8))
+        self.successResultOf(self.call(request))
         self.assertEqual(len(self.runs), 1)
 
     def test_off(self) -> None:
