@@ -20,6 +20,7 @@ from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
 from nodex.config import ConfigError, NodeConfig, dump_toml, load_config
 from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
+from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, ITransactionPool
 from nodex.rpc.chain_methods import ChainMethods
@@ -48,9 +49,6 @@ from nodex.services.store import StoreService
 from nodex.services.threads import ChainThreads, SerialThread
 
 log = Logger()
-
-CHAIN_DIRECTORY = "chaindata"
-"""The RocksDB database of the chain, under the data directory."""
 
 
 class Options(usage.Options):

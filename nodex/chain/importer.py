@@ -377,12 +377,17 @@ class BlockImporter:
         block_hash = header.hash
         if read_header_rlp(self.store, block_hash) is not None:
             return Imported(ImportResult.EXIST, block_hash=block_hash)
-        parent = self._read_header(header.parent_hash)
-        parent_total_difficulty = None if parent is None else read_total_difficulty(self.store, parent.hash)
+        tip = self.tip
+        if header.parent_hash == tip.header.hash:
+            parent: Header | None = tip.header
+            parent_total_difficulty: int | None = tip.total_difficulty
+        else:
+            parent = self._read_header(header.parent_hash)
+            parent_total_difficulty = None if parent is None else read_total_difficulty(self.store, parent.hash)
         if parent is None or parent_total_difficulty is None:
             self._keep_orphan(block)
             return Imported(ImportResult.NO_PARENT, block_hash=block_hash)
-        on_tip = parent.hash == self.tip.header.hash
+        on_tip = parent.hash == tip.header.hash
         try:
             validate_header(parent, header, self.rules, now=now)
             validate_uncles(block, self.ancestry(parent) if block.uncles else [], self.rules)

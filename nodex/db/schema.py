@@ -7,6 +7,9 @@ and receipts are kept as the RLP the chain layer encodes: this module knows
 their keys, not their fields.  C{docs/storage.md} describes the layout.
 """
 
+CHAIN_DIRECTORY = "chaindata"
+"""The RocksDB database of the chain, under the node's data directory."""
+
 from collections.abc import Callable, Mapping
 
 from nodex.db.errors import SchemaVersionError, StoreError, WrongNetworkError
@@ -431,6 +434,7 @@ def check_network(store: KeyValueStore, name: str) -> None:
 
 
 __all__ = [
+    "CHAIN_DIRECTORY",
     "ALL_COLUMNS",
     "BODIES",
     "CANONICAL",
