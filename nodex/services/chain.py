@@ -67,6 +67,11 @@ T = TypeVar("T")
 RECENT_BLOCKS = 64
 """How many recently written blocks (with their receipts) the service keeps decoded for reads."""
 
+IMPORT_LOG_INTERVAL = 1.0
+"""The fewest seconds between two "imported block" lines: a sync or a run
+imports thousands of blocks a second, and the next line counts the blocks
+that went unlogged (as the miner does for mined blocks)."""
+
 RUN_JOB_BLOCKS = 64
 """The most blocks of a run imported in one writer job: the observers of a
 job's blocks are told in one turn of the reactor, so a long run is cut into
@@ -115,6 +120,8 @@ class ChainService(Service):
         self._recent_lock = Lock()
         self._importer: BlockImporter | None = None
         self._head: ChainHead | None = None
+        self._logged_at: float | None = None
+        self._unlogged = 0
 
     @property
     def importer(self) -> BlockImporter:
@@ -384,11 +391,18 @@ class ChainService(Service):
             assert step.block_hash is not None
             self.log.warn("invalid block 0x{hash}: {reason}", hash=step.block_hash.hex(), reason=step.reason)
         elif block is not None and step.result == ImportResult.IMPORTED_BEST:
+            now = self._clock.seconds()
+            if self._logged_at is not None and now - self._logged_at < IMPORT_LOG_INTERVAL:
+                self._unlogged += 1
+                return
+            self._logged_at = now
+            unlogged, self._unlogged = self._unlogged, 0
             self.log.info(
-                "imported block {number} 0x{hash} with {count} transactions",
+                "imported block {number} 0x{hash} with {count} transactions{since}",
                 number=block.number,
                 hash=block.hash.hex(),
                 count=len(block.transactions),
+                since=f" ({unlogged} blocks imported since the last line)" if unlogged else "",
             )
         elif block is not None and step.result == ImportResult.IMPORTED_NOT_BEST:
             self.log.info("imported side block {number} 0x{hash}", number=block.number, hash=block.hash.hex())

@@ -30,9 +30,10 @@ from nodex.db.schema import (
 from nodex.interfaces import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
 import nodex.chain.importer as importer_module
+from nodex.chain.importer import BlockImporter
 import nodex.services.chain as chain_module
 from nodex.chain.logindex import LogIndexer, indexed_through, stale_sections
-from nodex.services.chain import RECENT_BLOCKS, ChainNotInitializedError, ChainService
+from nodex.services.chain import RECENT_BLOCKS, RUN_JOB_BLOCKS, ChainNotInitializedError, ChainService
 from nodex.services.pool import TransactionPool
 from nodex.services.threads import ChainThreads, SerialThread
 from nodex.state.state import State
@@ -495,6 +496,58 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         self.assertEqual(self.successResultOf(chain.import_block(b2)), ImportResult.IMPORTED_BEST)
         self.assertEqual([tx.hash for tx in pool.pending()], [lost.hash])
         self.assertIsNone(pool.get(kept.hash))
+
+    def test_import_blocks_in_jobs(self) -> None:
+        """
+        A run of blocks is imported in writer jobs of at most
+        L{RUN_JOB_BLOCKS} blocks, with an outcome and an event per block,
+        and one "imported block" log line for the lot while the clock stands.
+        """
+        from twisted.logger import globalLogPublisher
+
+        builder_store, _ = sample_store()
+        builder = BlockImporter(builder_store, sample_rules())
+        blocks = []
+        parent = self.genesis
+        for _ in range(RUN_JOB_BLOCKS * 2 + 5):
+            block = build_on(builder_store, parent).block
+            builder.import_block(block)
+            blocks.append(block)
+            parent = block.header
+        jobs: list[int] = []
+        run_writer = self.chain._run_writer
+        self.chain._run_writer = lambda function, *args: (jobs.append(len(args[0])), run_writer(function, *args))[1]
+        lines: list[dict] = []
+        globalLogPublisher.addObserver(lines.append)
+        self.addCleanup(globalLogPublisher.removeObserver, lines.append)
+        found = self.successResultOf(self.chain.import_blocks(blocks))
+        self.assertEqual(jobs, [RUN_JOB_BLOCKS, RUN_JOB_BLOCKS, 5])
+        self.assertEqual([outcome.block_hash for outcome in found], [block.hash for block in blocks])
+        self.assertEqual({outcome.result for outcome in found}, {ImportResult.IMPORTED_BEST})
+        self.assertEqual(len(self.events), len(blocks))
+        self.assertEqual(self.chain.head.header, blocks[-1].header)
+        imported = [line for line in lines if line.get("log_format", "").startswith("imported block")]
+        self.assertEqual(len(imported), 1)
+
+    def test_import_blocks_stops_at_invalid(self) -> None:
+        """
+        A run stops at its first invalid block, which is the last outcome;
+        the blocks after it are not tried.
+        """
+        builder_store, _ = sample_store()
+        builder = BlockImporter(builder_store, sample_rules())
+        blocks = []
+        parent = self.genesis
+        for _ in range(4):
+            block = build_on(builder_store, parent).block
+            builder.import_block(block)
+            blocks.append(block)
+            parent = block.header
+        bad = Block(reseal(replace(blocks[1].header, state_root=Hash32(b"\x05" * 32))))
+        found = self.successResultOf(self.chain.import_blocks([blocks[0], bad, blocks[2], blocks[3]]))
+        self.assertEqual([outcome.result for outcome in found], [ImportResult.IMPORTED_BEST, ImportResult.INVALID_BLOCK])
+        self.assertIn("state root", found[1].reason)
+        self.assertEqual(self.chain.head.header, blocks[0].header)
 
     def test_uninitialized_store(self) -> None:
         """
