@@ -11,6 +11,7 @@ is still doing, so that a long call never holds up other answers.
 """
 
 from collections import OrderedDict
+from threading import Lock
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -145,6 +146,7 @@ class StateService(Service):
         self._node_cache = NodeCache()
         self._codes: dict[bytes, bytes] = {}
         self._code_bytes = 0
+        self._codes_lock = Lock()
         store = self._store
         self._read_node: Callable[[bytes], bytes | None] = lambda node_hash: store.get(TRIE_NODES, node_hash)
 
@@ -505,12 +507,14 @@ class StateService(Service):
         if code is None:
             code = self._store.get(CODE, code_hash)
             if code is not None and len(code) <= CODE_CACHE_BYTES:
-                if self._code_bytes + len(code) > CODE_CACHE_BYTES:
-                    # Rarely reached: starting again is simpler than an LRU.
-                    codes.clear()
-                    self._code_bytes = 0
-                codes[code_hash] = code
-                self._code_bytes += len(code)
+                # Reader threads miss at once; the byte count needs the lock.
+                with self._codes_lock:
+                    if self._code_bytes + len(code) > CODE_CACHE_BYTES:
+                        # Rarely reached: starting again is simpler than an LRU.
+                        codes.clear()
+                        self._code_bytes = 0
+                    codes[code_hash] = code
+                    self._code_bytes += len(code)
         return code
 
 
