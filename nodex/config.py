@@ -184,6 +184,56 @@ _MODULE_SCHEMA = {
     "enabled_methods": _strings,
 }
 
+def _node_ids(value: Any) -> list[str]:
+    """
+    An array of node ids: 64-byte public keys in hex (C{0x} optional).
+    """
+    ids = _strings(value)
+    for text in ids:
+        digits = text.removeprefix("0x")
+        if len(digits) != 128 or not re.fullmatch(r"[0-9a-fA-F]+", digits):
+            raise ValueError(f"{_show(text)}: want a node id of 128 hex digits")
+    return ids
+
+
+def _banned_addresses(value: Any) -> list[str]:
+    """
+    An array of IPv4 or IPv6 addresses and CIDR blocks that may be banned
+    (not loopback, not the wildcard address; no host names).
+    """
+    from nodex.services.bans import InvalidBanError, parse_ban_target
+
+    texts = _strings(value)
+    for text in texts:
+        try:
+            parse_ban_target(text, allow_host_names=False)
+        except InvalidBanError:
+            raise ValueError(
+                f"{_show(text)}: want an IP address or CIDR block, not loopback or the wildcard address"
+            ) from None
+    return texts
+
+
+def _punishments(max_records_low: int) -> dict[str, Check]:
+    """
+    The punishment parameters of one kind of scoring record.
+    """
+    return {
+        "duration": _integer(1),
+        "increment": _integer(0, 10000),
+        "max_duration": _integer(0),
+        "max_records": _integer(max_records_low),
+    }
+
+
+_SCORING_SCHEMA = {
+    "punishment_enabled": _boolean,
+    "banned_peer_ids": _node_ids,
+    "banned_peer_ips": _banned_addresses,
+    "node": _punishments(1),
+    "address": _punishments(0),
+}
+
 SCHEMA: dict[str, Any] = {
     "network": _choice(*NETWORKS),
     "datadir": _datadir,
@@ -208,6 +258,7 @@ SCHEMA: dict[str, Any] = {
     "manhole": {"endpoint": endpoint},
     "wallet": {"enabled": _boolean},
     "genesis": _table,
+    "scoring": _SCORING_SCHEMA,
 }
 """Every configuration key: nested tables, and at the leaves the checks."""
 
@@ -426,6 +477,64 @@ def load_config(config_file: str | None, flag_layer: Raw) -> NodeConfig:
     return build(effective(file_layer, flag_layer))
 
 
+@dataclass(frozen=True)
+class PunishmentConfig:
+    """
+    The punishments of one kind of peer scoring record (reference §15).
+
+    @ivar duration: the first punishment, in seconds.
+    @ivar increment: percent added per earlier punishment.
+    @ivar max_duration: the longest punishment in seconds (0: none).
+    @ivar max_records: the most records kept (0: no bound).
+    """
+
+    duration: int
+    increment: int
+    max_duration: int
+    max_records: int
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """
+    The peer scoring and ban settings (C{[scoring]}).
+    """
+
+    punishment_enabled: bool
+    banned_peer_ids: tuple[str, ...]
+    banned_peer_ips: tuple[str, ...]
+    node: PunishmentConfig
+    address: PunishmentConfig
+
+
+def scoring_config(config: NodeConfig) -> ScoringConfig:
+    """
+    The C{[scoring]} table of an effective configuration.
+
+    @raise ConfigError: a key is missing from every layer.
+    """
+    try:
+        table = config.raw["scoring"]
+        return ScoringConfig(
+            punishment_enabled=table["punishment_enabled"],
+            banned_peer_ids=tuple(table["banned_peer_ids"]),
+            banned_peer_ips=tuple(table["banned_peer_ips"]),
+            node=_punishment_config(table["node"]),
+            address=_punishment_config(table["address"]),
+        )
+    except KeyError as exc:
+        raise ConfigError(f"configuration key {exc} of [scoring] is missing from every layer") from None
+
+
+def _punishment_config(table: Mapping[str, Any]) -> PunishmentConfig:
+    """
+    One C{[scoring.node]} or C{[scoring.address]} table.
+
+    @raise KeyError: a key is missing.
+    """
+    return PunishmentConfig(table["duration"], table["increment"], table["max_duration"], table["max_records"])
+
+
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -483,6 +592,8 @@ __all__ = [
     "ModuleConfig",
     "NETWORKS",
     "NodeConfig",
+    "PunishmentConfig",
+    "ScoringConfig",
     "RPCConfig",
     "SCHEMA",
     "build",
@@ -495,4 +606,5 @@ __all__ = [
     "merge",
     "mining_mode",
     "read_file",
+    "scoring_config",
 ]

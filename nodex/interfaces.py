@@ -29,12 +29,14 @@ from nodex.chain.logsearch import (
     LogQueryError,
 )
 from nodex.primitives import Address, Hash32
+from nodex.services.bans import InvalidBanError
 from nodex.services.errors import (
     BlockNotFoundError,
     ServiceError,
     TransactionRejectedError,
     UnknownAccountError,
 )
+from nodex.services.scoring import ScoringRecord
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -292,6 +294,52 @@ class IAccounts(Interface):
             the node holds no unlocked key for.
         """
 
+class IPeerScoring(Interface):
+    """
+    Peer reputation and bans as the operator sees them: the C{sco} RPC
+    module (reference §3.11).  The P2P layer's side is L{IReputation}.
+    """
+
+    def ban_address(address: str) -> "Deferred[None]":
+        """
+        Ban one IPv4 or IPv6 address, every address a host name resolves to,
+        or a CIDR block; existing connections from it are dropped at once.
+
+        @return: a Deferred firing with L{None}, or failing with
+            L{InvalidBanError} (-32602) for loopback, the wildcard address,
+            malformed input or a host name that does not resolve.
+        """
+
+    def unban_address(address: str) -> "Deferred[None]":
+        """
+        Lift a ban named as L{ban_address} takes it (a block exactly as
+        banned); lifting a ban that does not exist is not an error.
+
+        @return: a Deferred firing with L{None}, or failing with L{InvalidBanError}.
+        """
+
+    def banned_addresses() -> "list[str]":
+        """
+        The banned single addresses, then the blocks as C{<address>/<bits>}.
+        """
+
+    def peer_records() -> "list[ScoringRecord]":
+        """
+        The scoring records: by node id (least recently used first), then by IP address.
+        """
+
+    def clear_address_record(address: str) -> bool:
+        """
+        Forget the scoring record of an IP address; whether there was one.
+        """
+
+    def clear_node_records(prefix: str) -> int:
+        """
+        Forget the scoring records of the node ids whose hex form starts
+        with C{prefix} (lower-case hex digits); how many there were.
+        """
+
+
 @dataclass(frozen=True)
 class StorageProof:
     """
@@ -437,6 +485,51 @@ class IFilterService(Interface):
         """
 
 
+class PeerEvent:
+    """
+    The events of the peer scoring model (reference §15), in its order.
+    """
+
+    INVALID_BLOCK = "INVALID_BLOCK"
+    VALID_BLOCK = "VALID_BLOCK"
+    INVALID_TRANSACTION = "INVALID_TRANSACTION"
+    VALID_TRANSACTION = "VALID_TRANSACTION"
+    FAILED_HANDSHAKE = "FAILED_HANDSHAKE"
+    SUCCESSFUL_HANDSHAKE = "SUCCESSFUL_HANDSHAKE"
+    INVALID_NETWORK = "INVALID_NETWORK"
+    INCOMPATIBLE_PROTOCOL = "INCOMPATIBLE_PROTOCOL"
+    UNEXPECTED_GENESIS = "UNEXPECTED_GENESIS"
+    DISCONNECTION = "DISCONNECTION"
+    REPEATED_MESSAGE = "REPEATED_MESSAGE"
+    INVALID_MESSAGE = "INVALID_MESSAGE"
+    UNEXPECTED_MESSAGE = "UNEXPECTED_MESSAGE"
+    TIMEOUT_MESSAGE = "TIMEOUT_MESSAGE"
+    INVALID_HEADER = "INVALID_HEADER"
+
+
+class IReputation(Interface):
+    """
+    Peer reputation and bans (reference §15), as the P2P layer sees it.
+    """
+
+    def record_event(event: str, node_id: "bytes | None", address: str) -> None:
+        """
+        Record a L{PeerEvent} against the node id (when known) and the IP address.
+        """
+
+    def is_allowed(node_id: "bytes | None", address: str) -> bool:
+        """
+        Whether a peer may connect or have its messages handled now: C{False} when its node id or
+        address has bad reputation, or its address, a CIDR block holding it, or its node id is banned.
+        """
+
+    def add_ban_observer(observer: "Callable[[], None]") -> None:
+        """
+        Call C{observer} (on the reactor thread) whenever a record turns bad or a ban is added, so
+        the P2P layer can disconnect existing connections that C{is_allowed} now refuses.
+        """
+
+
 __all__ = [
     "AccountOverride",
     "AccountProof",
@@ -461,6 +554,9 @@ __all__ = [
     "IAccounts",
     "IChainService",
     "IMiner",
+    "IPeerScoring",
+    "InvalidBanError",
+    "ScoringRecord",
     "IPeerNetwork",
     "ITransactionPool",
     "ImportOutcome",
@@ -471,4 +567,6 @@ __all__ = [
     "TransactionRejectedError",
     "UnknownAccountError",
     "WIRE_PROTOCOL_VERSION",
+    "IReputation",
+    "PeerEvent",
 ]

@@ -17,7 +17,7 @@ from twisted.python import usage
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
-from nodex.config import ConfigError, NodeConfig, dump_toml, load_config
+from nodex.config import ConfigError, NodeConfig, dump_toml, load_config, scoring_config
 from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
 from nodex.db.schema import CHAIN_DIRECTORY
@@ -31,6 +31,7 @@ from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.net import NetMethods
 from nodex.rpc.fee_methods import FeeMethods
 from nodex.rpc.filter_methods import FilterMethods
+from nodex.rpc.sco import ScoMethods
 from nodex.rpc.registry import IMethodProvider, MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy, RPCServer
 from nodex.rpc.state_methods import StateMethods
@@ -44,6 +45,8 @@ from nodex.services.listening import ListeningService
 from nodex.services.miner import Miner
 from nodex.services.offline import OfflinePeerNetwork
 from nodex.services.pool import AutoMining, TransactionPool
+from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
+from nodex.services.scoring import PunishmentParameters
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.threads import ChainThreads, SerialThread
@@ -344,6 +347,35 @@ def compose_state_and_logs(
     return [StateMethods(chain, state, pool), FilterMethods(filters), FeeMethods(chain)]
 
 
+def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ReputationService, list[IMethodProvider]]:
+    """
+    Add the reputation service (peer scoring and bans, C{[scoring]}) to
+    C{node} as C{"reputation"}, and return it with the C{sco} RPC provider.
+    The P2P service takes the reputation service as its L{IReputation}.
+
+    Host names given to C{sco_banAddress} are resolved by the reactor's
+    name resolver, which runs C{getaddrinfo} in the reactor's thread pool.
+    """
+    scoring = scoring_config(config)
+
+    def parameters(seconds: int, increment: int, max_seconds: int) -> PunishmentParameters:
+        return PunishmentParameters(seconds * 1000, increment, max_seconds * 1000)
+
+    settings = ReputationSettings(
+        node=parameters(scoring.node.duration, scoring.node.increment, scoring.node.max_duration),
+        address=parameters(scoring.address.duration, scoring.address.increment, scoring.address.max_duration),
+        max_node_records=scoring.node.max_records,
+        max_address_records=scoring.address.max_records,
+        punishment_enabled=scoring.punishment_enabled,
+        banned_node_ids=configured_node_ids(scoring.banned_peer_ids),
+        banned_addresses=scoring.banned_peer_ips,
+    )
+    reputation = ReputationService(reactor, host_resolver(reactor.nameResolver), settings)
+    reputation.setName("reputation")
+    reputation.setServiceParent(node)
+    return reputation, [ScoMethods(reputation)]
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
@@ -361,6 +393,9 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     chain, miner = compose_chain(config, reactor, node)
     pool, providers = compose_pool(config, reactor, node, chain, miner)
     providers += compose_state_and_logs(config, reactor, node, chain, pool)
+    # The P2P service takes the reputation service as its IReputation.
+    reputation, reputation_providers = compose_reputation(config, reactor, node)
+    providers += reputation_providers
     peers = OfflinePeerNetwork()
     if config.rpc.endpoint != "none":
         server = build_rpc_server(config, reactor, peers, providers)
@@ -393,6 +428,7 @@ __all__ = [
     "compose",
     "compose_chain",
     "compose_pool",
+    "compose_reputation",
     "compose_state_and_logs",
     "makeService",
     "prepare_datadir",

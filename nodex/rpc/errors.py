@@ -29,6 +29,7 @@ from nodex.interfaces import (
     CallTimeoutError,
     ExecutionRevertedError,
     FilterNotFoundError,
+    InvalidBanError,
     LogLimitError,
     LogQueryError,
     StateOverrideError,
@@ -174,6 +175,7 @@ ERROR_CODES: dict[type[Exception], int] = {
     LogQueryError: INVALID_METHOD_PARAMS,
     LogLimitError: -32012,
     FilterNotFoundError: -32000,
+    InvalidBanError: INVALID_METHOD_PARAMS,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

@@ -1,0 +1,341 @@
+"""
+The reputation service (L5): the peer scoring model of reference §15 and the
+bans of §3.11 in the node's service tree.  The P2P layer reports events and
+asks before it accepts a connection or handles a message (L{IReputation});
+the C{sco} RPC module bans, unbans, lists and clears (L{IPeerScoring}).
+
+Everything lives in memory and runs on the reactor thread except host-name
+resolution, which the injected resolver does off it.  Time comes from the
+injected clock.
+"""
+
+import ipaddress
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from twisted.application.service import Service
+from twisted.internet.address import IPv4Address as TwistedIPv4Address
+from twisted.internet.address import IPv6Address as TwistedIPv6Address
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import (
+    IDelayedCall,
+    IHostnameResolver,
+    IHostResolution,
+    IReactorTime,
+    IResolutionReceiver,
+)
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from nodex.interfaces import IPeerScoring, IReputation
+from nodex.services.bans import (
+    AddressBlock,
+    BanList,
+    HostName,
+    IPAddress,
+    InvalidBanError,
+    check_bannable,
+    parse_ban_target,
+    parse_peer_address,
+)
+from nodex.services.scoring import PunishmentParameters, ScoringRecord, ScoringTable
+
+log = Logger()
+
+Resolve = Callable[[str], "Deferred[list[str]]"]
+"""Resolves a host name to its IP address texts (off the reactor thread)."""
+
+
+@dataclass(frozen=True)
+class ReputationSettings:
+    """
+    The parameters of the scoring model and the configured bans.
+
+    @ivar node: punishment durations of the records by node id.
+    @ivar address: punishment durations of the records by IP address.
+    @ivar max_node_records: most records by node id kept (least recently used leave first).
+    @ivar max_address_records: most records by address kept (0: no bound).
+    @ivar punishment_enabled: when C{False}, peers are scored but never punished.
+    @ivar banned_node_ids: node ids refused whatever their records.
+    @ivar banned_addresses: addresses and CIDR blocks banned from the start.
+    """
+
+    node: PunishmentParameters = PunishmentParameters(12 * 60_000, 10, 0)
+    address: PunishmentParameters = PunishmentParameters(12 * 60_000, 10, 6000 * 60_000)
+    max_node_records: int = 100
+    max_address_records: int = 0
+    punishment_enabled: bool = True
+    banned_node_ids: frozenset[bytes] = frozenset()
+    banned_addresses: tuple[str, ...] = ()
+
+
+@implementer(IResolutionReceiver)
+class _Collector:
+    """
+    Gathers the addresses of one host-name resolution and fires a Deferred
+    with them when it completes.
+    """
+
+    def __init__(self, done: "Deferred[list[str]]") -> None:
+        self._done = done
+        self._addresses: list[str] = []
+
+    def resolutionBegan(self, resolution: IHostResolution) -> None:
+        """
+        Nothing to do until addresses arrive.
+        """
+
+    def addressResolved(self, address: TwistedIPv4Address | TwistedIPv6Address) -> None:
+        """
+        Keep one resolved address.
+        """
+        if address.host not in self._addresses:
+            self._addresses.append(address.host)
+
+    def resolutionComplete(self) -> None:
+        """
+        Fire with every address resolved (none when the name does not resolve).
+        """
+        self._done.callback(self._addresses)
+
+
+def host_resolver(resolver: IHostnameResolver) -> Resolve:
+    """
+    A L{Resolve} over a Twisted host-name resolver (the reactor's
+    C{nameResolver} runs C{getaddrinfo} in its thread pool).
+    """
+    def resolve(name: str) -> "Deferred[list[str]]":
+        done: Deferred[list[str]] = Deferred()
+        resolver.resolveHostName(
+            _Collector(done), name, 0, (TwistedIPv4Address, TwistedIPv6Address)
+        )
+        return done
+
+    return resolve
+
+
+@implementer(IReputation, IPeerScoring)
+class ReputationService(Service):
+    """
+    Scores peers by node id and by IP address, punishes them, and keeps the
+    bans.
+
+    @ivar nodes: the records by node id.
+    @ivar addresses: the records by IP address (text of the normalised address).
+    @ivar bans: the banned addresses and blocks.
+    """
+
+    def __init__(self, clock: IReactorTime, resolve: Resolve, settings: ReputationSettings = ReputationSettings()) -> None:
+        """
+        @param clock: the time of the model, and where observers are called.
+        @param resolve: resolves host names given to L{ban_address}.
+        @param settings: the model's parameters and the configured bans.
+        @raise InvalidBanError: a configured ban is not an address or block
+            that may be banned.
+        """
+        self._clock = clock
+        self._resolve = resolve
+        self.settings = settings
+        enabled = settings.punishment_enabled
+        self.nodes = ScoringTable(settings.node, settings.max_node_records, enabled)
+        self.addresses = ScoringTable(settings.address, settings.max_address_records, enabled)
+        self.bans = BanList()
+        for text in settings.banned_addresses:
+            target = parse_ban_target(text, allow_host_names=False)
+            assert not isinstance(target, HostName)
+            self.bans.add(target)
+        self._observers: list[Callable[[], None]] = []
+        self._pending: IDelayedCall | None = None
+
+    def _now(self) -> int:
+        """
+        The time in unix milliseconds.
+        """
+        return int(self._clock.seconds() * 1000)
+
+    def stopService(self) -> "Deferred[None] | None":
+        """
+        Drop a pending notification of the observers.
+        """
+        if self._pending is not None and self._pending.active():
+            self._pending.cancel()
+        self._pending = None
+        return super().stopService()
+
+    # IReputation
+
+    def record_event(self, event: str, node_id: bytes | None, address: str) -> None:
+        """
+        Record C{event} against the node id (when known) and the IP address;
+        tell the observers when a record turns bad.
+
+        @raise ValueError: C{event} is not a L{nodex.interfaces.PeerEvent}.
+        """
+        now = self._now()
+        turned_bad = []
+        if node_id is not None and self.nodes.record(node_id, event, now):
+            turned_bad.append(("node", node_id.hex()[:8], self.nodes.get(node_id)))
+        key = self._address_key(address)
+        if self.addresses.record(key, event, now):
+            turned_bad.append(("address", key, self.addresses.get(key)))
+        for kind, name, score in turned_bad:
+            log.info(
+                "peer {kind} {name} punished after {event} until {until} ms (punishment {count})",
+                kind=kind, name=name, event=event, until=score.punished_until, count=score.punishments,
+            )
+        if turned_bad:
+            self._notify()
+
+    def is_allowed(self, node_id: bytes | None, address: str) -> bool:
+        """
+        Whether a peer may connect, or have its messages handled, now.
+        """
+        ip = parse_peer_address(address)
+        if ip is not None and self.bans.is_banned(ip):
+            return False
+        now = self._now()
+        if node_id is not None:
+            if node_id in self.settings.banned_node_ids or not self.nodes.has_good_reputation(node_id, now):
+                return False
+        key = str(ip) if ip is not None else address
+        return self.addresses.has_good_reputation(key, now)
+
+    def add_ban_observer(self, observer: Callable[[], None]) -> None:
+        """
+        Call C{observer} on the reactor thread, soon after a record turns bad
+        or a ban is added (once for several in the same turn).
+        """
+        self._observers.append(observer)
+
+    def _address_key(self, address: str) -> str:
+        """
+        The key of an address's record: the normalised IP text (an IPv4-mapped
+        IPv6 address counts as its IPv4 address), or the text itself.
+        """
+        ip = parse_peer_address(address)
+        return str(ip) if ip is not None else address
+
+    def _notify(self) -> None:
+        """
+        Schedule one call of every observer.
+        """
+        if self._observers and (self._pending is None or not self._pending.active()):
+            self._pending = self._clock.callLater(0, self._call_observers)
+
+    def _call_observers(self) -> None:
+        """
+        Call every observer; one that raises is logged and the others still run.
+        """
+        self._pending = None
+        for observer in list(self._observers):
+            try:
+                observer()
+            except Exception:
+                log.failure("a ban observer failed", Failure())
+
+    # IPeerScoring
+
+    def ban_address(self, address: str) -> "Deferred[None]":
+        """
+        Ban an address, a block, or what a host name resolves to.
+
+        @return: a Deferred firing with L{None}, or failing with L{InvalidBanError}.
+        """
+        return Deferred.fromCoroutine(self._change_ban(address, ban=True))
+
+    def unban_address(self, address: str) -> "Deferred[None]":
+        """
+        Lift a ban; not an error when there is none.
+
+        @return: a Deferred firing with L{None}, or failing with L{InvalidBanError}.
+        """
+        return Deferred.fromCoroutine(self._change_ban(address, ban=False))
+
+    async def _change_ban(self, text: str, ban: bool) -> None:
+        """
+        Parse C{text}, resolve it if it is a host name, and add or remove the bans.
+
+        @raise InvalidBanError: it cannot be banned.
+        """
+        target = parse_ban_target(text)
+        targets: list[IPAddress | AddressBlock]
+        if isinstance(target, HostName):
+            targets = await self._resolved(target.name)
+        else:
+            targets = [target]
+        changed = False
+        for each in targets:
+            changed |= self.bans.add(each) if ban else self.bans.remove(each)
+        if changed:
+            log.info(
+                "{what} {target} ({addresses})",
+                what="banned" if ban else "unbanned", target=text,
+                addresses=", ".join(str(each) for each in targets),
+            )
+        if ban and changed:
+            self._notify()
+
+    async def _resolved(self, name: str) -> list[IPAddress | AddressBlock]:
+        """
+        The addresses C{name} resolves to, each checked.
+
+        @raise InvalidBanError: it resolves to nothing, to something
+            malformed, or to a loopback or wildcard address.
+        """
+        try:
+            texts = await self._resolve(name)
+        except Exception:
+            log.failure("cannot resolve {name}", Failure(), name=name)
+            raise InvalidBanError(name) from None
+        if not texts:
+            raise InvalidBanError(name)
+        addresses: list[IPAddress | AddressBlock] = []
+        for text in texts:
+            try:
+                address = ipaddress.ip_address(text.partition("%")[0])
+            except ValueError:
+                raise InvalidBanError(name) from None
+            addresses.append(check_bannable(address, name))
+        return addresses
+
+    def banned_addresses(self) -> list[str]:
+        """
+        The banned single addresses, then the blocks as C{<address>/<bits>}.
+        """
+        return self.bans.listing()
+
+    def peer_records(self) -> list[ScoringRecord]:
+        """
+        The records by node id (least recently used first), then by address.
+        """
+        now = self._now()
+        records = [ScoringRecord.of("node", key.hex()[:8], score) for key, score in self.nodes.items(now)]
+        records += [ScoringRecord.of("address", str(key), score) for key, score in self.addresses.items(now)]
+        return records
+
+    def clear_address_record(self, address: str) -> bool:
+        """
+        Forget an address's record; whether there was one.
+        """
+        return self.addresses.remove(self._address_key(address))
+
+    def clear_node_records(self, prefix: str) -> int:
+        """
+        Forget the records of the node ids whose hex form starts with C{prefix}.
+        """
+        matching = [key for key in self.nodes.keys() if key.hex().startswith(prefix.lower())]
+        for key in matching:
+            self.nodes.remove(key)
+        return len(matching)
+
+
+def configured_node_ids(texts: Iterable[str]) -> frozenset[bytes]:
+    """
+    The node ids of C{scoring.banned_peer_ids} (hex, already checked by the
+    configuration).
+    """
+    return frozenset(bytes.fromhex(text.removeprefix("0x")) for text in texts)
+
+
+__all__ = ["ReputationService", "ReputationSettings", "Resolve", "configured_node_ids", "host_resolver"]
