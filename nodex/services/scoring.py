@@ -120,7 +120,7 @@ class PeerScore:
     @ivar punishments: how many times the record was punished; a reset keeps it.
     @ivar good_reputation: C{False} while punished.
     @ivar punished_since: when the current punishment began (unix
-        milliseconds), 0 when there is none.
+        milliseconds); meaningless while the reputation is good.
     @ivar punishment: the current punishment's length in milliseconds.
     """
 
@@ -137,7 +137,7 @@ class PeerScore:
         """
         When the current punishment ends (unix milliseconds), 0 when not punished.
         """
-        return self.punished_since + self.punishment if self.punished_since else 0
+        return 0 if self.good_reputation else self.punished_since + self.punishment
 
     def count(self, event: str) -> int:
         """
