@@ -370,7 +370,7 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
         banned_node_ids=configured_node_ids(scoring.banned_peer_ids),
         banned_addresses=scoring.banned_peer_ips,
     )
-    reputation = ReputationService(reactor, host_resolver(reactor.nameResolver), settings)
+    reputation = ReputationService(reactor, host_resolver(reactor), settings)
     reputation.setName("reputation")
     reputation.setServiceParent(node)
     return reputation, [ScoMethods(reputation)]

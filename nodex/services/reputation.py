@@ -19,8 +19,8 @@ from twisted.internet.address import IPv6Address as TwistedIPv6Address
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import (
     IDelayedCall,
-    IHostnameResolver,
     IHostResolution,
+    IReactorPluggableNameResolver,
     IReactorTime,
     IResolutionReceiver,
 )
@@ -100,14 +100,15 @@ class _Collector:
         self._done.callback(self._addresses)
 
 
-def host_resolver(resolver: IHostnameResolver) -> Resolve:
+def host_resolver(reactor: IReactorPluggableNameResolver) -> Resolve:
     """
-    A L{Resolve} over a Twisted host-name resolver (the reactor's
-    C{nameResolver} runs C{getaddrinfo} in its thread pool).
+    A L{Resolve} over the reactor's host-name resolver, looked up at each
+    resolution (the default one runs C{getaddrinfo} in the reactor's thread
+    pool, off the reactor thread).
     """
     def resolve(name: str) -> "Deferred[list[str]]":
         done: Deferred[list[str]] = Deferred()
-        resolver.resolveHostName(
+        reactor.nameResolver.resolveHostName(
             _Collector(done), name, 0, (TwistedIPv4Address, TwistedIPv6Address)
         )
         return done

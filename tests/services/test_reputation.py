@@ -394,7 +394,11 @@ class HostResolverTests(SynchronousTestCase):
                 return receiver
 
         resolver = Resolver()
-        result = self.successResultOf(host_resolver(resolver)("peer.example"))
+
+        class Reactor:
+            nameResolver = resolver
+
+        result = self.successResultOf(host_resolver(Reactor())("peer.example"))
         self.assertEqual(result, ["203.0.113.5", "2001:db8::5"])
         self.assertEqual(asked, [("peer.example", 0, (IPv4Address, IPv6Address))])
         self.assertTrue(resolver.assertProvides)
