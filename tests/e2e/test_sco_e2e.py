@@ -128,6 +128,28 @@ class ScoNodeTests(TestCase):
         self.assertEqual(response["error"]["code"], -32602)
         self.assertEqual(await self.result("sco_bannedAddresses"), [])
 
+    async def test_bad_inputs_every_method(self) -> None:
+        """
+        Every sco method answers bad parameters with -32602 and a message naming the problem.
+        """
+        await self.start_node()
+        cases = [
+            ("sco_banAddress", [], "missing value for required argument 0"),
+            ("sco_banAddress", [{"address": "192.0.2.7"}], "invalid argument 0: want a string, got an object"),
+            ("sco_unbanAddress", [True], "invalid argument 0: want a string, got a boolean"),
+            ("sco_unbanAddress", ["192.0.2.7", "x"], "too many arguments, want at most 1"),
+            ("sco_peerList", [1], "too many arguments, want at most 0"),
+            ("sco_bannedAddresses", ["192.0.2.7"], "too many arguments, want at most 0"),
+            ("sco_reputationSummary", [None], "too many arguments, want at most 0"),
+            ("sco_clearPeerScoring", ["xyz"], "invalid argument 0: want an IP address, or a node id of 8 to 128 hex digits"),
+            ("sco_clearPeerScoring", [12345678], "invalid argument 0: want a string, got a number"),
+        ]
+        for method, params, message in cases:
+            response = await self.rpc(method, *params)
+            self.assertEqual(response["error"], {"code": -32602, "message": message}, method)
+        response = await self.rpc("sco_banAddress", "1" * 100_000)
+        self.assertEqual(response["error"], {"code": -32602, "message": "invalid banned address " + "1" * 64 + "..."})
+
     async def test_host_name(self) -> None:
         """
         A host name is resolved by the reactor's resolver and every address it names is banned.
