@@ -45,7 +45,7 @@ import sys
 from twisted.internet import reactor
 from nodex.config import load_config
 from nodex.tap import compose
-config = load_config(None, {{"datadir": sys.argv[2], "rpc": {{"endpoint": "tcp:" + sys.argv[1] + ":interface=127.0.0.1"}}}})
+config = load_config(None, {{"datadir": sys.argv[2], "rpc": {{"endpoint": "tcp:" + sys.argv[1] + ":interface=127.0.0.1", "ws": "none"}}}})
 node = compose(config, reactor)
 node.startService()
 reactor.addSystemEventTrigger("before", "shutdown", node.stopService)

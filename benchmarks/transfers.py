@@ -59,7 +59,7 @@ from nodex.tap import compose
 port, datadir, profile = sys.argv[1], sys.argv[2], sys.argv[3]
 log = open(datadir + "/node.log", "w")
 globalLogBeginner.beginLoggingTo([textFileLogObserver(log)], redirectStandardIO=False)
-config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "tcp:" + port + ":interface=127.0.0.1"}})
+config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "tcp:" + port + ":interface=127.0.0.1", "ws": "none"}})
 node = compose(config, reactor)
 node.startService()
 reactor.addSystemEventTrigger("before", "shutdown", node.stopService)

@@ -251,6 +251,9 @@ SCHEMA: dict[str, Any] = {
         "estimate_gas_cap": _integer(21000),
         "max_log_blocks": _integer(0),
         "max_logs": _integer(0),
+        "ws": endpoint,
+        "ws_max_subscriptions": _integer(1, 100_000),
+        "ws_max_queue_bytes": _integer(65536),
         "modules": {name: _MODULE_SCHEMA for name in MODULES},
     },
     "p2p": {"endpoint": endpoint, "network_id": _integer(0), "peers": _peers},
@@ -393,6 +396,9 @@ class RPCConfig:
     max_log_blocks: int
     max_logs: int
     modules: Mapping[str, ModuleConfig]
+    ws: str = "none"
+    ws_max_subscriptions: int = 128
+    ws_max_queue_bytes: int = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -453,6 +459,9 @@ def build(raw: Raw) -> NodeConfig:
                 max_log_blocks=rpc["max_log_blocks"],
                 max_logs=rpc["max_logs"],
                 modules=modules,
+                ws=rpc.get("ws", "none"),
+                ws_max_subscriptions=rpc.get("ws_max_subscriptions", 128),
+                ws_max_queue_bytes=rpc.get("ws_max_queue_bytes", 16 * 1024 * 1024),
             ),
             p2p_endpoint=raw["p2p"]["endpoint"],
             p2p_network_id=raw["p2p"]["network_id"],

@@ -35,9 +35,11 @@ from nodex.rpc.sco import ScoMethods
 from nodex.rpc.registry import IMethodProvider, MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy, RPCServer
 from nodex.rpc.state_methods import StateMethods
+from nodex.rpc.subscription_methods import SubscriptionMethods
 from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.rpc.txpool import TxPoolMethods
 from nodex.rpc.web3 import Web3Methods, client_version
+from nodex.rpc.websocket import RPCWebSocketFactory, WebSocketSettings
 from nodex.services.accounts import DevAccounts
 from nodex.services.chain import ChainService
 from nodex.services.filters import FilterService
@@ -49,6 +51,7 @@ from nodex.services.reputation import ReputationService, ReputationSettings, con
 from nodex.services.scoring import PunishmentParameters
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
+from nodex.services.subscriptions import SubscriptionService
 from nodex.services.threads import ChainThreads, SerialThread
 
 log = Logger()
@@ -71,6 +74,7 @@ class Options(usage.Options):
         ["datadir", None, None, "Data directory [default: ~/.nodex/<network>]."],
         ["config", None, None, "TOML configuration file laid over the network preset."],
         ["rpc", None, None, "JSON-RPC server endpoint, or none [default: tcp:4444:interface=127.0.0.1]."],
+        ["ws", None, None, "JSON-RPC WebSocket endpoint, or none [default: tcp:4445:interface=127.0.0.1 on regtest, else none]."],
         ["p2p", None, None, "Peer-to-peer server endpoint, or none [default: per network]."],
         ["mining", None, None, "Mining mode: auto, interval:SECONDS, manual or off [default: per network]."],
         ["manhole", None, None, "SSH manhole endpoint, or none [default: none]."],
@@ -103,6 +107,7 @@ class Options(usage.Options):
                 layer[key] = self[option]
         for option, section, key in (
             ("rpc", "rpc", "endpoint"),
+            ("ws", "rpc", "ws"),
             ("p2p", "p2p", "endpoint"),
             ("mining", "mining", "mode"),
             ("manhole", "manhole", "endpoint"),
@@ -178,11 +183,12 @@ class NodeService(MultiService):
         config = self.config
         log.info(
             "nodex starting: network {network}, chain id {chain_id}, data dir {datadir}, "
-            "RPC {rpc}, P2P {p2p} (not yet available), manhole {manhole}, mining {mining}",
+            "RPC {rpc}, WebSocket {ws}, P2P {p2p} (not yet available), manhole {manhole}, mining {mining}",
             network=config.network,
             chain_id=config.chain_id,
             datadir=config.datadir,
             rpc=config.rpc.endpoint,
+            ws=config.rpc.ws,
             p2p=config.p2p_endpoint,
             manhole=config.manhole_endpoint,
             mining=config.mining_mode,
@@ -376,6 +382,30 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
     return reputation, [ScoMethods(reputation)]
 
 
+def compose_subscriptions(chain: ChainService, pool: ITransactionPool | None) -> SubscriptionMethods:
+    """
+    The subscription service over the chain and the pool, and its RPC
+    provider (C{eth_subscribe}, C{eth_unsubscribe}; over HTTP they answer
+    that a WebSocket is needed).
+    """
+    return SubscriptionMethods(SubscriptionService(chain, pool))
+
+
+def websocket_factory(
+    config: NodeConfig, server: RPCServer, subscriptions: SubscriptionMethods, reactor: Any
+) -> RPCWebSocketFactory:
+    """
+    The WebSocket server of a configuration: the HTTP server's dispatcher
+    and Host/Origin rules, with the WebSocket limits.
+    """
+    settings = WebSocketSettings(
+        max_message_bytes=config.rpc.max_body_bytes,
+        max_subscriptions=config.rpc.ws_max_subscriptions,
+        max_queue_bytes=config.rpc.ws_max_queue_bytes,
+    )
+    return RPCWebSocketFactory(server.dispatcher, server.policy, subscriptions, settings, reactor=reactor)
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
@@ -396,12 +426,21 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     # The P2P service takes the reputation service as its IReputation.
     reputation, reputation_providers = compose_reputation(config, reactor, node)
     providers += reputation_providers
+    subscriptions = compose_subscriptions(chain, pool)
+    providers.append(subscriptions)
     peers = OfflinePeerNetwork()
+    if config.rpc.endpoint == "none" and config.rpc.ws == "none":
+        return node
+    server = build_rpc_server(config, reactor, peers, providers)
     if config.rpc.endpoint != "none":
-        server = build_rpc_server(config, reactor, peers, providers)
         rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
         rpc.setName("rpc")
         rpc.setServiceParent(node)
+    if config.rpc.ws != "none":
+        factory = websocket_factory(config, server, subscriptions, reactor)
+        ws = ListeningService("WebSocket", serverFromString(reactor, config.rpc.ws), factory, factory.close_all)
+        ws.setName("ws")
+        ws.setServiceParent(node)
     return node
 
 
@@ -430,6 +469,8 @@ __all__ = [
     "compose_pool",
     "compose_reputation",
     "compose_state_and_logs",
+    "compose_subscriptions",
     "makeService",
     "prepare_datadir",
+    "websocket_factory",
 ]

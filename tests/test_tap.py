@@ -151,7 +151,7 @@ class MakeServiceTests(SynchronousTestCase):
         The node has an RPC service that listens on the configured endpoint when started.
         """
         options = Options(stdout=io.StringIO())
-        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:4545:interface=127.0.0.1"])
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:4545:interface=127.0.0.1", "--ws", "none"])
         assert options.config is not None
         reactor = MemoryReactorClock()
         node = compose(options.config, reactor)

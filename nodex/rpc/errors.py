@@ -33,6 +33,7 @@ from nodex.interfaces import (
     LogLimitError,
     LogQueryError,
     StateOverrideError,
+    SubscriptionLimitError,
     TransactionRejectedError,
     UnknownAccountError,
 )
@@ -176,6 +177,7 @@ ERROR_CODES: dict[type[Exception], int] = {
     LogLimitError: -32012,
     FilterNotFoundError: -32000,
     InvalidBanError: INVALID_METHOD_PARAMS,
+    SubscriptionLimitError: LIMIT_EXCEEDED,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

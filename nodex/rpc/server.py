@@ -181,6 +181,13 @@ class RPCServer:
         self._policy = policy
         self._hosts_allowed: set[bytes] = set()
 
+    @property
+    def policy(self) -> HTTPPolicy:
+        """
+        The transport rules (which the WebSocket server applies too).
+        """
+        return self._policy
+
     def site(self) -> RPCSite:
         """
         A twisted.web site serving this server, simple requests directly.

@@ -29,3 +29,10 @@ class BlockNotFoundError(ServiceError):
     A block named by number, hash or tag is not known (or not canonical when
     that was required).
     """
+
+
+class SubscriptionLimitError(ServiceError):
+    """
+    A subscription would pass a limit on how many may exist (per connection
+    or for the whole node).
+    """

@@ -2,6 +2,8 @@
 A service that listens on a server endpoint and says where it listens.
 """
 
+from collections.abc import Callable
+
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IListeningPort, IProtocolFactory, IStreamServerEndpoint
@@ -17,12 +19,22 @@ class ListeningService(Service):
 
     log = Logger()
 
-    def __init__(self, label: str, endpoint: IStreamServerEndpoint, factory: IProtocolFactory) -> None:
+    def __init__(
+        self,
+        label: str,
+        endpoint: IStreamServerEndpoint,
+        factory: IProtocolFactory,
+        drain: Callable[[], Deferred[None]] | None = None,
+    ) -> None:
         """
         @param label: what listens, for the log line (C{"RPC"}).
         @param endpoint: where to listen.
         @param factory: the protocol factory (a twisted.web site).
+        @param drain: closes the connections still open when the service
+            stops (long-lived WebSocket connections), firing when they are
+            gone; L{None} leaves them to the protocol.
         """
+        self._drain = drain
         self._label = label
         self._endpoint = endpoint
         self._factory = factory
@@ -82,13 +94,27 @@ class ListeningService(Service):
         """
         Stop listening.
 
-        @return: a Deferred firing when the port is closed.
+        @return: a Deferred firing when the port is closed (and, with a
+            C{drain}, its connections).
         """
         super().stopService()
         port, self._port = self._port, None
         if port is None:
             return None
-        return port.stopListening()
+        stopped = port.stopListening()
+        if self._drain is not None:
+            drain = self._drain
+            stopped = Deferred.fromCoroutine(_after(stopped, drain))
+        return stopped
+
+
+async def _after(stopped: Deferred[None] | None, drain: Callable[[], Deferred[None]]) -> None:
+    """
+    Wait for the port to close, then for the connections to go.
+    """
+    if stopped is not None:
+        await stopped
+    await drain()
 
 
 def _fired(port: IListeningPort) -> Deferred[IListeningPort]:

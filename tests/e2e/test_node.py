@@ -35,7 +35,7 @@ class RunningNodeTests(TestCase):
         Start a regtest node with RPC on port 0; return its URL.
         """
         options = Options()
-        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", *argv])
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv])
         node: NodeService = makeService(options)
         node.startService()
         self.addCleanup(node.stopService)
@@ -205,7 +205,7 @@ class TwistdTests(TestCase):
         """
         datadir = str(Path(self.mktemp()).resolve())
         process = self.spawn(
-            "-n", "--pidfile=", "nodex", "--datadir", datadir, "--rpc", "tcp:0:interface=127.0.0.1"
+            "-n", "--pidfile=", "nodex", "--datadir", datadir, "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none"
         )
         port = await process.listening
         pool = HTTPConnectionPool(reactor, persistent=False)
@@ -234,7 +234,7 @@ class TwistdTests(TestCase):
         self.addCleanup(taken.stopListening)
         datadir = str(Path(self.mktemp()).resolve())
         process = self.spawn(
-            "-n", "--pidfile=", "nodex", "--datadir", datadir, "--rpc", f"tcp:{taken.getHost().port}:interface=127.0.0.1"
+            "-n", "--pidfile=", "nodex", "--datadir", datadir, "--rpc", f"tcp:{taken.getHost().port}:interface=127.0.0.1", "--ws", "none"
         )
         process.listening.addErrback(lambda failure: None)
         self.assertEqual(await process.ended, 1)

@@ -39,6 +39,7 @@ from nodex.config import load_config
 layer = json.loads(sys.argv[2])
 layer["datadir"] = sys.argv[1]
 layer.setdefault("rpc", {})["endpoint"] = "tcp:0:interface=127.0.0.1"
+layer["rpc"].setdefault("ws", "none")
 config = load_config(None, layer)
 node = tap.compose(config, reactor)
 node.startService()

@@ -50,7 +50,7 @@ class NodeProcess:
         self.port = free_port()
         command = [
             sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
-            "--pidfile=", "-n", "nodex", "--datadir", datadir, "--rpc", f"tcp:{self.port}:interface=127.0.0.1",
+            "--pidfile=", "-n", "nodex", "--datadir", datadir, "--rpc", f"tcp:{self.port}:interface=127.0.0.1", "--ws", "none",
         ]
         self._log = log.open("ab")
         self.process = subprocess.Popen(command, cwd=REPOSITORY, stdout=self._log, stderr=subprocess.STDOUT)

@@ -66,7 +66,7 @@ class Web3NodeTestCase(TestCase):
             raise SkipTest("web3.py (the test extra) is not installed")
         self.datadir = datadir or self.mktemp()
         options = Options()
-        options.parseOptions(["--datadir", self.datadir, "--rpc", "tcp:0:interface=127.0.0.1", *argv])
+        options.parseOptions(["--datadir", self.datadir, "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv])
         node: NodeService = makeService(options)
         node.startService()
         self.node = node

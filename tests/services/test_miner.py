@@ -661,7 +661,7 @@ class NodeMiningTests(TestCase):
         Start a manual-mining regtest node on C{datadir} with RPC on port 0.
         """
         options = Options(stdout=io.StringIO())
-        options.parseOptions(["--datadir", datadir, "--rpc", "tcp:0:interface=127.0.0.1", "--mining", "manual"])
+        options.parseOptions(["--datadir", datadir, "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", "--mining", "manual"])
         node = makeService(options)
         node.startService()
         return node

@@ -1,0 +1,338 @@
+"""
+JSON-RPC 2.0 over WebSocket (reference §16, DESIGN §6), on autobahn.
+
+Every text message is a JSON-RPC body, answered by the same L{Dispatcher}
+as an HTTP body (single requests, batches, notifications, the same limits
+and errors); answers go back in the order they are ready, each carrying its
+request's id.  The connection also carries the notifications of its
+subscriptions (L{nodex.rpc.subscription_methods}), which end with it.
+
+The transport rules:
+
+  - the upgrade request passes the HTTP server's Host and Origin rules
+    (L{HTTPPolicy}), else it is refused with 403;
+  - a frame or a message over C{max_message_bytes} closes the connection
+    with code 1009, a binary message with 1003, invalid UTF-8 with 1007;
+  - the server pings every C{ping_interval} seconds and drops a
+    connection whose pong does not come within C{ping_timeout};
+  - what the socket does not take waits in the transport's buffer; once
+    that buffer is full (the client is not reading), at most
+    C{max_queue_bytes} more are accepted, and the client is then
+    disconnected rather than allowed to grow the node's memory.
+
+Why autobahn: it is the maintained WebSocket implementation for Twisted
+(RFC 6455 with its test suite, frame and message limits, automatic
+ping/pong, UTF-8 validation and unmasking in compiled code).
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from autobahn.twisted.websocket import WebSocketServerFactory, WebSocketServerProtocol
+from autobahn.websocket.protocol import WebSocketProtocol
+from autobahn.websocket.types import ConnectionDeny, ConnectionRequest
+from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.internet.interfaces import IPushProducer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from nodex.rpc.dispatch import Dispatcher
+from nodex.rpc.server import HTTPPolicy
+from nodex.rpc.subscription_methods import CURRENT_MESSAGE, MessageScope, SubscriptionMethods
+
+CLOSE_UNSUPPORTED_DATA = 1003
+"""The close code of a binary message (RFC 6455 §7.4.1)."""
+
+
+@dataclass(frozen=True)
+class WebSocketSettings:
+    """
+    The limits of the WebSocket server.
+
+    @ivar max_message_bytes: the largest frame and message a client may send
+        (C{rpc.max_body_bytes}, as for an HTTP body).
+    @ivar max_subscriptions: the most subscriptions one connection holds.
+    @ivar max_queue_bytes: what may wait for a client that does not read,
+        beyond the transport's own buffer, before it is disconnected.
+    @ivar ping_interval: seconds between the server's pings.
+    @ivar ping_timeout: seconds a pong may take.
+    @ivar open_timeout: seconds the opening handshake may take.
+    """
+
+    max_message_bytes: int = 5 * 1024 * 1024
+    max_subscriptions: int = 128
+    max_queue_bytes: int = 16 * 1024 * 1024
+    ping_interval: float = 30.0
+    ping_timeout: float = 30.0
+    open_timeout: float = 10.0
+
+
+@implementer(IPushProducer)
+class _SendWatch:
+    """
+    Registered with the transport as a streaming producer, only to learn
+    when its buffer is full (paused) and when it has drained (resumed).
+
+    @ivar paused: the transport's buffer is over its size.
+    @ivar queued: bytes written since it was paused.
+    """
+
+    paused = False
+    queued = 0
+
+    def pauseProducing(self) -> None:
+        """
+        The transport's buffer passed its size: start counting.
+        """
+        self.paused = True
+        self.queued = 0
+
+    def resumeProducing(self) -> None:
+        """
+        The transport sent everything it held.
+        """
+        self.paused = False
+        self.queued = 0
+
+    def stopProducing(self) -> None:
+        """
+        The connection is gone: nothing to stop.
+        """
+
+
+class RPCWebSocketProtocol(WebSocketServerProtocol):
+    """
+    One WebSocket connection: JSON-RPC messages in, answers and
+    notifications out.
+
+    @ivar subscriptions: the ids of this connection's live subscriptions.
+    @ivar max_subscriptions: how many it may hold.
+    """
+
+    factory: "RPCWebSocketFactory"
+    _log = Logger()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.subscriptions: set[bytes] = set()
+        self.max_subscriptions = 0
+        self._held: dict[bytes, list[bytes]] = {}
+        self._watch = _SendWatch()
+        self._ended = False
+
+    # Opening
+
+    def onConnect(self, request: ConnectionRequest) -> None:
+        """
+        Apply the HTTP server's Host and Origin rules to the upgrade request.
+
+        @raise ConnectionDeny: 403 when either is refused.
+        """
+        policy = self.factory.policy
+        host = request.headers.get("host")
+        if not policy.host_allowed(None if host is None else host.encode("latin-1")):
+            raise ConnectionDeny(403, "Host not allowed")
+        origin = request.headers.get("origin")
+        if origin is not None and not policy.origin_allowed(origin.encode("latin-1")):
+            raise ConnectionDeny(403, "Origin not allowed")
+        return None
+
+    def onOpen(self) -> None:
+        """
+        Watch the transport's buffer, and count the connection.
+        """
+        self.max_subscriptions = self.factory.settings.max_subscriptions
+        self.transport.registerProducer(self._watch, True)
+        self.factory.opened(self)
+
+    # Messages in
+
+    def onMessage(self, payload: bytes, isBinary: bool) -> None:
+        """
+        Answer one JSON-RPC body, through the dispatcher, with this
+        connection as the context of its subscription methods.
+        """
+        if isBinary:
+            # sendClose accepts only 1000 and the application's 3000-4999;
+            # 1003 is the protocol's own code for data it does not take.
+            self.sendCloseFrame(CLOSE_UNSUPPORTED_DATA, b"binary messages are not served: send JSON-RPC as text")
+            return
+        scope = MessageScope(self)
+        token = CURRENT_MESSAGE.set(scope)
+        try:
+            answer = self.factory.dispatcher.answer(payload)
+        finally:
+            CURRENT_MESSAGE.reset(token)
+        if isinstance(answer, Deferred):
+            answer.addCallback(self._answered, scope).addErrback(self._failed)
+        else:
+            self._answered(answer, scope)
+
+    def _answered(self, body: bytes | None, scope: MessageScope) -> None:
+        """
+        Send an answer, then the notifications its new subscriptions held.
+        """
+        if body is not None:
+            self._send(body)
+        for created in scope.created:
+            for message in self._held.pop(created, ()):
+                self._send(message)
+
+    def _failed(self, failure: Failure) -> None:
+        """
+        The dispatcher answers every error itself: this is a bug; log it.
+        """
+        self._log.failure("answering a JSON-RPC message over WebSocket", failure)
+
+    # Messages out
+
+    def hold(self, subscription_id: bytes) -> None:
+        """
+        Keep the notifications of a new subscription until the answer that
+        announces its id is sent.
+        """
+        self._held[subscription_id] = []
+
+    def push(self, subscription_id: bytes, message: bytes) -> None:
+        """
+        Send one notification, or keep it while its subscription is unannounced.
+        """
+        held = self._held.get(subscription_id)
+        if held is not None:
+            held.append(message)
+        else:
+            self._send(message)
+
+    def _send(self, data: bytes) -> None:
+        """
+        Send a text message, unless the connection is closing; disconnect a
+        client that lets more than C{max_queue_bytes} wait.
+        """
+        if self.state != WebSocketProtocol.STATE_OPEN:
+            return
+        watch = self._watch
+        if watch.paused:
+            watch.queued += len(data)
+            limit = self.factory.settings.max_queue_bytes
+            if watch.queued > limit:
+                self._log.warn(
+                    "WebSocket client {peer} does not read its answers: more than {limit} bytes wait; disconnecting",
+                    peer=self.peer,
+                    limit=limit,
+                )
+                self._end()
+                self.dropConnection(abort=True)
+                return
+        # What the node sends is bounded by the dispatcher's response limit;
+        # autobahn's message limit applies to what it receives.
+        limit = self.maxMessagePayloadSize
+        self.maxMessagePayloadSize = 0
+        try:
+            self.sendMessage(data)
+        finally:
+            self.maxMessagePayloadSize = limit
+
+    # Closing
+
+    def connectionLost(self, reason: Failure) -> None:
+        """
+        End the connection's subscriptions with it.
+        """
+        try:
+            super().connectionLost(reason)
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        """
+        End every subscription and forget the connection (once).
+        """
+        if self._ended:
+            return
+        self._ended = True
+        self._held.clear()
+        subscriptions = self.factory.subscriptions
+        if subscriptions is not None:
+            subscriptions.end_all(self)
+        self.factory.closed(self)
+
+
+class RPCWebSocketFactory(WebSocketServerFactory):
+    """
+    The WebSocket server of the JSON-RPC interface.
+
+    @ivar dispatcher: answers the messages (the HTTP server's).
+    @ivar policy: the Host and Origin rules (the HTTP server's).
+    @ivar subscriptions: the subscription methods, whose subscriptions end
+        with their connections (L{None}: the node has none).
+    """
+
+    protocol = RPCWebSocketProtocol
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        policy: HTTPPolicy,
+        subscriptions: SubscriptionMethods | None,
+        settings: WebSocketSettings = WebSocketSettings(),
+        reactor: Any = None,
+    ) -> None:
+        """
+        @param reactor: runs the ping timers (the global reactor if L{None}).
+        """
+        super().__init__(server="nodex", reactor=reactor)
+        self.dispatcher = dispatcher
+        self.policy = policy
+        self.subscriptions = subscriptions
+        self.settings = settings
+        self._open: dict[RPCWebSocketProtocol, Deferred[None]] = {}
+        self.setProtocolOptions(
+            maxFramePayloadSize=settings.max_message_bytes,
+            maxMessagePayloadSize=settings.max_message_bytes,
+            autoPingInterval=settings.ping_interval,
+            autoPingTimeout=settings.ping_timeout,
+            openHandshakeTimeout=settings.open_timeout,
+            utf8validateIncoming=True,
+            # Close with a code (1007, 1009) rather than drop the socket, so
+            # that the client learns why.
+            failByDrop=False,
+            webStatus=False,
+            perMessageCompressionAccept=lambda offers: None,
+        )
+
+    def opened(self, connection: RPCWebSocketProtocol) -> None:
+        """
+        Count an open connection.
+        """
+        self._open[connection] = Deferred()
+
+    def closed(self, connection: RPCWebSocketProtocol) -> None:
+        """
+        Forget a closed connection.
+        """
+        waiter = self._open.pop(connection, None)
+        if waiter is not None:
+            waiter.callback(None)
+
+    def connection_count(self) -> int:
+        """
+        How many connections are open.
+        """
+        return len(self._open)
+
+    def close_all(self) -> Deferred[None]:
+        """
+        Close every open connection (the node is stopping).
+
+        @return: a Deferred firing once they are all gone.
+        """
+        if not self._open:
+            return succeed(None)
+        waiters = list(self._open.values())
+        for connection in list(self._open):
+            connection.dropConnection(abort=True)
+        return DeferredList(waiters).addCallback(lambda _: None)
+
+
+__all__ = ["RPCWebSocketFactory", "RPCWebSocketProtocol", "WebSocketSettings"]

@@ -1,0 +1,252 @@
+"""
+The subscription service (L5): the pushed counterpart of the polled filters,
+behind C{eth_subscribe} over WebSocket (reference §16, DESIGN §6).
+
+A subscription is a kind (L{NEW_HEADS}, L{LOGS}, L{PENDING_TRANSACTIONS} or
+L{SYNCING}) and a C{deliver} callable of the edge that owns it; its id is
+16 random bytes.  The service observes the chain and the pool on the reactor
+thread and calls each subscription's C{deliver} there:
+
+  - after the chain service has moved its head, so that a block announced
+    is already readable (C{eth_getBlockByHash}, its receipts, its logs);
+  - once per change of the canonical chain, in the event's order: the logs
+    of abandoned blocks again with C{removed} set (a reorganisation or a
+    rewind), then each adopted block, oldest first, its header and then its
+    logs.  Nothing is queued or replayed, so nothing is delivered twice.
+
+The same object goes to every subscription of a kind (one L{NewHead} per
+block for all C{newHeads} subscribers), so that the edge can encode it once.
+"""
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from nodex.chain.logsearch import LogEntry, LogFilter, block_log_entries
+from nodex.chain.processing import cumulative_difficulty
+from nodex.interfaces import (
+    ChainEvent,
+    IChainService,
+    ISubscriptionService,
+    ITransactionPool,
+    NewHead,
+    SubscriptionKind,
+    SubscriptionLimitError,
+    SyncStatus,
+)
+from nodex.primitives import Hash32
+from nodex.structures.blocks import Block
+from nodex.structures.receipts import Receipt
+from nodex.structures.transactions import Transaction
+
+NEW_HEADS = SubscriptionKind.NEW_HEADS
+LOGS = SubscriptionKind.LOGS
+PENDING_TRANSACTIONS = SubscriptionKind.NEW_PENDING_TRANSACTIONS
+SYNCING = SubscriptionKind.SYNCING
+
+KINDS = SubscriptionKind.ALL
+"""The subscription kinds, by their C{eth_subscribe} names."""
+
+MAX_SUBSCRIPTIONS = 100_000
+"""The most subscriptions of the whole node (each edge also limits its own)."""
+
+Deliver = Callable[[Any], None]
+"""Called with each notification's object; it must not raise."""
+
+_log = Logger()
+
+
+@dataclass
+class _Subscription:
+    """
+    One subscription.
+
+    @ivar log_filter: for L{LOGS}, what a log must have.
+    @ivar full_transactions: for L{PENDING_TRANSACTIONS}, deliver the
+        transaction rather than its hash.
+    """
+
+    kind: str
+    deliver: Deliver
+    log_filter: LogFilter = field(default_factory=LogFilter)
+    full_transactions: bool = False
+
+
+@implementer(ISubscriptionService)
+class SubscriptionService:
+    """
+    Subscriptions to new heads, logs, pending transactions and the sync
+    status of one node.
+    """
+
+    def __init__(
+        self,
+        chain: IChainService,
+        pool: ITransactionPool | None,
+        random_bytes: Callable[[int], bytes] = secrets.token_bytes,
+        max_subscriptions: int = MAX_SUBSCRIPTIONS,
+    ) -> None:
+        """
+        Start observing C{chain} and C{pool}.
+
+        @param pool: the transaction pool (no pending-transaction
+            notifications without it).
+        @param random_bytes: draws the ids (tests fix it).
+        @param max_subscriptions: the most subscriptions at once.
+        """
+        self._chain = chain
+        self._random_bytes = random_bytes
+        self._max = max_subscriptions
+        self._by_id: dict[bytes, _Subscription] = {}
+        self._by_kind: dict[str, dict[bytes, _Subscription]] = {kind: {} for kind in KINDS}
+        chain.add_observer(self._chain_changed)
+        if pool is not None:
+            pool.add_observer(self._transaction_pending)
+
+    # Subscribing
+
+    def subscribe(
+        self, kind: str, deliver: Deliver, log_filter: LogFilter | None = None, full_transactions: bool = False
+    ) -> bytes:
+        """
+        Start a subscription.
+
+        @param kind: one of L{KINDS}.
+        @param deliver: called on the reactor thread with each
+            notification's object: a L{NewHead}, a L{LogEntry}, a
+            transaction hash or L{Transaction}, or a L{SyncStatus}.
+        @param log_filter: for L{LOGS}, the selection (default: every log).
+        @param full_transactions: for L{PENDING_TRANSACTIONS}, whole transactions.
+        @return: the subscription's 16-byte id.
+        @raise ValueError: an unknown kind.
+        @raise SubscriptionLimitError: the node holds L{MAX_SUBSCRIPTIONS} already.
+        """
+        if kind not in self._by_kind:
+            raise ValueError(f"unknown subscription kind {kind!r}")
+        if len(self._by_id) >= self._max:
+            raise SubscriptionLimitError(f"the node holds its limit of {self._max} subscriptions")
+        while True:
+            subscription_id = self._random_bytes(16)
+            if subscription_id not in self._by_id:
+                break
+        subscription = _Subscription(kind, deliver, log_filter or LogFilter(), full_transactions)
+        self._by_id[subscription_id] = subscription
+        self._by_kind[kind][subscription_id] = subscription
+        return subscription_id
+
+    def unsubscribe(self, subscription_id: bytes) -> bool:
+        """
+        End a subscription: nothing is delivered for it afterwards.
+
+        @return: whether it existed.
+        """
+        subscription = self._by_id.pop(subscription_id, None)
+        if subscription is None:
+            return False
+        del self._by_kind[subscription.kind][subscription_id]
+        return True
+
+    def count(self) -> int:
+        """
+        How many subscriptions exist.
+        """
+        return len(self._by_id)
+
+    # Observing
+
+    def _chain_changed(self, event: ChainEvent) -> None:
+        """
+        Deliver one change of the canonical chain (see the module's docstring).
+        """
+        log_subscribers = self._by_kind[LOGS]
+        if log_subscribers:
+            for index, block in enumerate(event.abandoned):
+                self._deliver_logs(block, _receipts(event.abandoned_receipts, index), True)
+        if not event.adopted:
+            return
+        totals = self._total_difficulties(event.adopted)
+        for index, block in enumerate(event.adopted):
+            if self._by_kind[NEW_HEADS]:
+                self._deliver(NEW_HEADS, NewHead(block, totals[index]))
+            if log_subscribers:
+                self._deliver_logs(block, _receipts(event.adopted_receipts, index), False)
+
+    def _total_difficulties(self, adopted: tuple[Block, ...]) -> list[int]:
+        """
+        The total difficulty of each adopted block, from the new head's
+        (the last adopted block is the head when observers are told).
+        """
+        total = self._chain.head.total_difficulty
+        totals = [0] * len(adopted)
+        for index in range(len(adopted) - 1, -1, -1):
+            totals[index] = total
+            total -= cumulative_difficulty(adopted[index])
+        return totals
+
+    def _deliver_logs(self, block: Block, receipts: tuple[Receipt, ...], removed: bool) -> None:
+        """
+        Deliver one block's logs to each log subscription that selects them, in block order.
+        """
+        if not any(receipt.logs for receipt in receipts):
+            return
+        hashes: list[Hash32] = [transaction.hash for transaction in block.transactions]
+        for subscription in list(self._by_kind[LOGS].values()):
+            entries = block_log_entries(block.hash, block.number, hashes, receipts, subscription.log_filter, removed)
+            for entry in entries:
+                _call(subscription.deliver, entry)
+
+    def _transaction_pending(self, transaction: Transaction) -> None:
+        """
+        Deliver a newly pending transaction (its hash, or itself to the
+        subscriptions that asked for whole transactions).
+        """
+        for subscription in list(self._by_kind[PENDING_TRANSACTIONS].values()):
+            _call(subscription.deliver, transaction if subscription.full_transactions else transaction.hash)
+
+    def sync_status_changed(self, status: SyncStatus) -> None:
+        """
+        Deliver a change of the sync status to the C{syncing} subscriptions:
+        the peer-to-peer sync calls this when it starts, progresses or ends.
+        A node without peers never syncs, so its C{syncing} subscriptions
+        stay silent.
+        """
+        self._deliver(SYNCING, status)
+
+    def _deliver(self, kind: str, item: Any) -> None:
+        """
+        Deliver the same object to every subscription of C{kind}.
+        """
+        for subscription in list(self._by_kind[kind].values()):
+            _call(subscription.deliver, item)
+
+
+def _call(deliver: Deliver, item: Any) -> None:
+    """
+    Deliver one object; an edge's failure is logged and does not stop the others.
+    """
+    try:
+        deliver(item)
+    except Exception:
+        _log.failure("delivering a subscription notification failed")
+
+
+def _receipts(receipts: tuple[tuple[Receipt, ...], ...], index: int) -> tuple[Receipt, ...]:
+    """
+    The receipts of the block at C{index} of an event, or none if the event lacks them.
+    """
+    return receipts[index] if index < len(receipts) else ()
+
+
+__all__ = [
+    "KINDS",
+    "LOGS",
+    "MAX_SUBSCRIPTIONS",
+    "NEW_HEADS",
+    "PENDING_TRANSACTIONS",
+    "SYNCING",
+    "SubscriptionService",
+]
