@@ -242,6 +242,11 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         try:
             super().connectionLost(reason)
         finally:
+            # autobahn leaves this timer behind when the peer closes the TCP
+            # connection before answering the server's close frame.
+            if self.closeHandshakeTimeoutCall is not None:
+                self.closeHandshakeTimeoutCall.cancel()
+                self.closeHandshakeTimeoutCall = None
             self._end()
 
     def _end(self) -> None:
