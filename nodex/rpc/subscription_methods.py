@@ -81,17 +81,29 @@ subscription_id = decoders.fixed_data(16, "subscription id")
 """A subscription id: 16 bytes of DATA."""
 
 
+NEW_HEAD_MEMBERS = (
+    "number", "hash", "parentHash", "nonce", "sha3Uncles", "logsBloom", "transactionsRoot", "stateRoot",
+    "receiptsRoot", "miner", "difficulty", "totalDifficulty", "extraData", "size", "gasLimit", "gasUsed",
+    "timestamp", "mixHash", "baseFeePerGas",
+)
+"""
+The members of a C{newHeads} result: the standard header members of the
+block object (geth's notification, and the reference's, carry no body and
+no chain-specific members).  Clients recognise a header by them: web3.py
+formats a notification as a block only when nearly all its members are
+standard ones.  The merged-mining members are one C{eth_getBlockByHash} away.
+"""
+
+
 def _header_object(head: NewHead) -> dict[str, Any]:
     """
-    The C{newHeads} result: the block object without its body's members
-    (C{transactions}, C{uncles}), as geth sends it.
+    The C{newHeads} result: L{NEW_HEAD_MEMBERS} of the block object.
     """
     block = head.block
-    obj = header_object(
+    full = header_object(
         block.header, head.total_difficulty, block.size, [], [], sum(uncle.difficulty for uncle in block.uncles)
     )
-    del obj["transactions"], obj["uncles"]
-    return obj
+    return {name: full[name] for name in NEW_HEAD_MEMBERS}
 
 
 def _sync_object(status: SyncStatus) -> dict[str, Any]:

@@ -12,7 +12,8 @@ The transport rules:
   - the upgrade request passes the HTTP server's Host and Origin rules
     (L{HTTPPolicy}), else it is refused with 403;
   - a frame or a message over C{max_message_bytes} closes the connection
-    with code 1009, a binary message with 1003, invalid UTF-8 with 1007;
+    with code 1009, a text message of invalid UTF-8 with 1007; a binary
+    message is read as UTF-8 JSON, as geth does (web3.py sends binary);
   - the server pings every C{ping_interval} seconds and drops a
     connection whose pong does not come within C{ping_timeout};
   - what the socket does not take waits in the transport's buffer; once
@@ -40,10 +41,6 @@ from zope.interface import implementer
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.server import HTTPPolicy
 from nodex.rpc.subscription_methods import CURRENT_MESSAGE, MessageScope, SubscriptionMethods
-
-CLOSE_UNSUPPORTED_DATA = 1003
-"""The close code of a binary message (RFC 6455 §7.4.1)."""
-
 
 @dataclass(frozen=True)
 class WebSocketSettings:
@@ -152,12 +149,11 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         """
         Answer one JSON-RPC body, through the dispatcher, with this
         connection as the context of its subscription methods.
+
+        Binary messages are read as UTF-8 JSON too, as geth does: web3.py's
+        WebSocket provider sends its requests in binary frames.  A binary
+        message that is not UTF-8 JSON gets the parse error (-32700).
         """
-        if isBinary:
-            # sendClose accepts only 1000 and the application's 3000-4999;
-            # 1003 is the protocol's own code for data it does not take.
-            self.sendCloseFrame(CLOSE_UNSUPPORTED_DATA, b"binary messages are not served: send JSON-RPC as text")
-            return
         scope = MessageScope(self)
         token = CURRENT_MESSAGE.set(scope)
         try:
