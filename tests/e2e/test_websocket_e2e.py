@@ -289,7 +289,7 @@ const artifact = JSON.parse(require("fs").readFileSync(artifactPath, "utf8"));
     });
   });
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const tx = await token.transfer("0x7986b3dF570230288501EEa3D890bd66948C9B79", 5n, { gasLimit: 100000 });
+  const tx = await token.transfer("0x7986b3df570230288501eea3d890bd66948c9b79", 5n, { gasLimit: 100000 });
   await tx.wait();
   await seen;
   await new Promise((resolve) => setTimeout(resolve, 300));
