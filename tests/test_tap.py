@@ -327,3 +327,52 @@ class PluginTests(SynchronousTestCase):
         makers = {maker.tapname: maker for maker in getPlugins(IServiceMaker, twisted.plugins)}
         self.assertIn("nodex", makers)
         self.assertIsInstance(makers["nodex"].options(), Options)
+
+
+class WebSocketCompositionTests(SynchronousTestCase):
+    """
+    The WebSocket server's options and composition.
+    """
+
+    def parse(self, *argv: str) -> Options:
+        """
+        Parse C{argv} with a data directory under the test's temporary path.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), *argv])
+        return options
+
+    def test_defaults_per_network(self) -> None:
+        """
+        WebSocket is on by default on regtest only, at 127.0.0.1:4445; --ws
+        sets it on any network.
+        """
+        expected = {"regtest": "tcp:4445:interface=127.0.0.1", "devnet": "none", "testnet": "none", "main": "none"}
+        for network, endpoint in expected.items():
+            config = self.parse("--network", network).config
+            assert config is not None
+            self.assertEqual((config.rpc.ws, config.rpc.ws_max_subscriptions), (endpoint, 128))
+        config = self.parse("--network", "main", "--ws", "tcp:8546").config
+        assert config is not None
+        self.assertEqual(config.rpc.ws, "tcp:8546")
+        self.assertRaises(usage.UsageError, self.parse, "--ws", "tcp:x")
+
+    def test_composed_with_the_http_dispatcher(self) -> None:
+        """
+        The WebSocket listener serves the HTTP server's dispatcher and rules,
+        even with HTTP off; --ws none composes none.
+        """
+        from nodex.rpc.websocket import RPCWebSocketFactory
+
+        options = self.parse("--rpc", "none", "--ws", "tcp:0:interface=127.0.0.1")
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        self.assertRaises(KeyError, node.getServiceNamed, "rpc")
+        factory = node.getServiceNamed("ws")._factory
+        self.assertIsInstance(factory, RPCWebSocketFactory)
+        body = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}'
+        self.assertEqual(factory.dispatcher.answer(body), b'{"jsonrpc":"2.0","id":1,"result":"0x21"}')
+        options = self.parse("--ws", "none")
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        self.assertRaises(KeyError, node.getServiceNamed, "ws")

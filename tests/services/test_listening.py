@@ -98,3 +98,25 @@ class ListeningServiceTests(SynchronousTestCase):
         port = self.successResultOf(TCP4ServerEndpoint(reactor, 5555).listen(Factory()))
         endpoint.result.callback(port)
         self.assertIs(self.successResultOf(waiting), port)
+
+    def test_drain_after_stop(self) -> None:
+        """
+        With a C{drain}, stopping waits for the port and then for the
+        connections the drain closes.
+        """
+        reactor = MemoryReactor()
+        drained: Deferred[None] = Deferred()
+        calls: list[str] = []
+
+        def drain() -> Deferred[None]:
+            calls.append("drain")
+            return drained
+
+        service = ListeningService("WebSocket", TCP4ServerEndpoint(reactor, 4445), Factory(), drain)
+        service.startService()
+        stopping = service.stopService()
+        assert stopping is not None
+        self.assertEqual(calls, ["drain"])
+        self.assertNoResult(stopping)
+        drained.callback(None)
+        self.successResultOf(stopping)
