@@ -21,7 +21,7 @@ from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy
 from nodex.rpc.subscription_methods import NEW_HEAD_MEMBERS, SubscriptionMethods, notification
-from nodex.rpc.websocket import RPCWebSocketFactory, RPCWebSocketProtocol, WebSocketSettings
+from nodex.rpc.websocket import RPCWebSocketFactory, RPCWebSocketProtocol, WebSocketSettings, text_frame
 from nodex.services.subscriptions import SubscriptionService
 from tests.chain.test_logsearch import make_block
 from tests.rpc.wsclient import BINARY, PING, TEXT, RawWebSocket, connect_raw, frame
@@ -442,3 +442,21 @@ class OverHTTPTests(SynchronousTestCase):
             message,
             {"jsonrpc": "2.0", "method": "eth_subscription", "params": {"subscription": "0x" + "01" * 16, "result": {"a": 1}}},
         )
+
+
+class TextFrameTests(SynchronousTestCase):
+    """
+    Tests for L{text_frame}.
+    """
+
+    def test_length_encodings(self) -> None:
+        """
+        Payloads up to 125 bytes carry their length in the second byte, up
+        to 65535 in two more bytes, longer ones in eight; the frame is final,
+        text, unmasked.
+        """
+        self.assertEqual(text_frame(b"ab"), b"\x81\x02ab")
+        self.assertEqual(text_frame(b"x" * 125)[:2], b"\x81\x7d")
+        self.assertEqual(text_frame(b"x" * 126)[:4], b"\x81\x7e\x00\x7e")
+        self.assertEqual(text_frame(b"x" * 65536)[:10], b"\x81\x7f" + (65536).to_bytes(8, "big"))
+        self.assertEqual(len(text_frame(b"x" * 65536)), 65546)
