@@ -154,13 +154,20 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
             raise ConnectionDeny(403, "Origin not allowed")
         return None
 
+    def connectionMade(self) -> None:
+        """
+        Count the connection from its first byte, so that a stopping node
+        also drops those still in their opening handshake.
+        """
+        super().connectionMade()
+        self.max_subscriptions = self.factory.settings.max_subscriptions
+        self.factory.opened(self)
+
     def onOpen(self) -> None:
         """
-        Watch the transport's buffer, and count the connection.
+        Watch the transport's buffer.
         """
-        self.max_subscriptions = self.factory.settings.max_subscriptions
         self.transport.registerProducer(self._watch, True)
-        self.factory.opened(self)
 
     # Messages in
 
@@ -327,7 +334,7 @@ class RPCWebSocketFactory(WebSocketServerFactory):
 
     def opened(self, connection: RPCWebSocketProtocol) -> None:
         """
-        Count an open connection.
+        Count a new connection.
         """
         self._open[connection] = Deferred()
 

@@ -10,7 +10,9 @@ from typing import Any
 
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.error import ConnectionDone
+from twisted.internet.protocol import Protocol
 from twisted.internet.task import Clock, deferLater
 from twisted.python.failure import Failure
 from twisted.test.proto_helpers import StringTransport
@@ -330,6 +332,21 @@ class WebSocketServerTests(TestCase):
         subscription = batch[0]["result"]
         self.assertEqual([first["params"]["subscription"], second["params"]["subscription"]], [subscription] * 2)
         self.assertEqual([first["params"]["result"]["number"], second["params"]["result"]["number"]], ["0x1", "0x2"])
+
+    async def test_close_all(self) -> None:
+        """
+        C{close_all} (the node stopping) drops every connection, those still
+        in their opening handshake too, and fires when they are gone.
+        """
+        port = self.serve()
+        client = await self.client(port)
+        silent = Protocol()
+        await connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", port), silent)
+        while self.factory.connection_count() < 2:
+            await deferLater(reactor, 0.01, lambda: None)
+        await self.factory.close_all()
+        self.assertEqual(self.factory.connection_count(), 0)
+        await client.closed
 
     async def test_ping_timeout_drops(self) -> None:
         """
