@@ -270,17 +270,23 @@ def head_latencies(http_port: int, ws_port: int, count: int, blocks: int, publis
         answer = http_call(http_port, "evm_mine")
         if "error" in answer:
             raise SystemExit(f"evm_mine failed: {answer}")
-        expected = len(received) + count
+        # Read first, parse afterwards: the client's own work between two
+        # selects would delay the stamps of the sockets it reads next.
+        chunks: list[tuple[FrameReader, bytes, float]] = []
+        pending = {reader for _, reader in connections}
         deadline = time.monotonic() + 30
-        while len(received) < expected and time.monotonic() < deadline:
+        while pending and time.monotonic() < deadline:
             events = selector.select(timeout=1)
             stamp = time.monotonic()
             for key, _ in events:
-                for payload in key.data.feed(key.fileobj.recv(1 << 16)):
-                    number = int(json.loads(payload)["params"]["result"]["number"], 16)
-                    received.append((number, stamp))
-        if len(received) < expected:
-            raise SystemExit(f"only {len(received)} of {expected} notifications came")
+                chunks.append((key.data, key.fileobj.recv(1 << 16), stamp))
+                pending.discard(key.data)
+        before = len(received)
+        for reader, data, stamp in chunks:
+            for payload in reader.feed(data):
+                received.append((int(json.loads(payload)["params"]["result"]["number"], 16), stamp))
+        if pending or len(received) - before != count:
+            raise SystemExit(f"only {len(received) - before} of {count} notifications came")
         time.sleep(0.02)
     published = {}
     for line in publish_log.read_text().split("\n"):

@@ -138,17 +138,23 @@ def result_object(item: Any) -> Any:
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
-def notification(subscription: bytes, result: bytes) -> bytes:
+def notification_prefix(subscription: bytes) -> bytes:
     """
-    The C{eth_subscription} message of one result (already JSON).
+    The bytes of a subscription's C{eth_subscription} messages before the
+    result (the same for all of them).
     """
     return (
         b'{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x'
         + subscription.hex().encode()
         + b'","result":'
-        + result
-        + b"}}"
     )
+
+
+def notification(subscription: bytes, result: bytes) -> bytes:
+    """
+    The C{eth_subscription} message of one result (already JSON).
+    """
+    return notification_prefix(subscription) + result + b"}}"
 
 
 class SubscriptionMethods:
@@ -202,10 +208,10 @@ class SubscriptionMethods:
         cell: list[bytes] = []
 
         def deliver(item: Any) -> None:
-            subscriber.push(cell[0], notification(cell[0], self._result_json(item)))
+            subscriber.push(cell[0], cell[1] + self._result_json(item) + b"}}")
 
         new_id = self._subscriptions.subscribe(kind, deliver, **arguments)
-        cell.append(new_id)
+        cell += [new_id, notification_prefix(new_id)]
         subscriber.hold(new_id)
         subscriber.subscriptions.add(new_id)
         scope.created.append(new_id)
@@ -299,5 +305,6 @@ __all__ = [
     "Subscriber",
     "SubscriptionMethods",
     "notification",
+    "notification_prefix",
     "result_object",
 ]

@@ -38,6 +38,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from nodex.rpc.channel import send_now
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.server import HTTPPolicy
 from nodex.rpc.subscription_methods import CURRENT_MESSAGE, MessageScope, SubscriptionMethods
@@ -235,12 +236,18 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         if held is not None:
             held.append(message)
         else:
-            self._send(message)
+            self._send(message, at_once=True)
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes, at_once: bool = False) -> None:
         """
         Send a text message, unless the connection is closing; disconnect a
         client that lets more than C{max_queue_bytes} wait.
+
+        @param at_once: put it on the socket now when nothing waits before it
+            (L{send_now}): a notification goes to many connections in one
+            turn of the reactor, and a buffered write costs each of them two
+            more system calls on the next turn.  Answers are buffered, so that
+            the answers to pipelined requests leave in one write.
         """
         if self.state != WebSocketProtocol.STATE_OPEN:
             return
@@ -257,7 +264,10 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
                 self._end()
                 self.dropConnection(abort=True)
                 return
-        self.transport.write(text_frame(data))
+        if at_once:
+            send_now(self.transport, text_frame(data))
+        else:
+            self.transport.write(text_frame(data))
 
     # Closing
 
