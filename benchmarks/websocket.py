@@ -25,7 +25,7 @@ socket was reported readable.
 
 Usage::
 
-    python benchmarks/websocket.py [--seconds 5] [--window 64] [--blocks 30] [--subscribers 1,100,1000] [--pin]
+    python benchmarks/websocket.py [--seconds 2] [--rounds 5] [--window 64] [--blocks 30] [--subscribers 1,100,1000] [--pin]
 """
 
 import argparse
@@ -299,6 +299,32 @@ def head_latencies(http_port: int, ws_port: int, count: int, blocks: int, publis
     return [stamp - published[number] for number, stamp in received]
 
 
+def cpu_seconds(pid: int) -> float:
+    """
+    User plus system CPU time that process C{pid} has used so far.
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def alternating(pid: int, rounds: int, seconds: float, window: int, ws_port: int, http_port: int) -> dict[str, list[tuple[float, float]]]:
+    """
+    WebSocket and HTTP runs taken in turn (so that the machine's other
+    load falls on both alike): per run, requests per second and requests
+    per CPU-second of the node.
+    """
+    figures: dict[str, list[tuple[float, float]]] = {"ws": [], "http": []}
+    for _ in range(rounds):
+        for name in ("ws", "http"):
+            cpu = cpu_seconds(pid)
+            started = time.monotonic()
+            rate = pipelined_ws(ws_port, seconds, window) if name == "ws" else sequential_http(http_port, seconds)
+            elapsed = time.monotonic() - started
+            used = cpu_seconds(pid) - cpu
+            figures[name].append((rate, rate * elapsed / used if used else float("inf")))
+    return figures
+
+
 def rss_kib(pid: int) -> int:
     """
     The resident set of process C{pid}, in KiB.
@@ -335,7 +361,8 @@ def main() -> None:
     Start the node, measure, print one line per figure.
     """
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of each request-rate run")
+    parser.add_argument("--rounds", type=int, default=5, help="WebSocket and HTTP runs, taken in turn")
     parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--subscribers", default="1,100,1000")
@@ -361,10 +388,17 @@ def main() -> None:
             for _ in range(3):
                 pipelined_ws(ws_port, 0.5, arguments.window)
                 sequential_http(http_port, 0.5)
-            ws_rate = pipelined_ws(ws_port, arguments.seconds, arguments.window)
-            http_rate = sequential_http(http_port, arguments.seconds)
-            print(f"eth_blockNumber, 1 WebSocket connection, {arguments.window} in flight: {ws_rate:,.0f} req/s")
-            print(f"eth_blockNumber, 1 HTTP keep-alive connection, one at a time: {http_rate:,.0f} req/s")
+            figures = alternating(node.pid, arguments.rounds, arguments.seconds, arguments.window, ws_port, http_port)
+            for name, label in (
+                ("ws", f"1 WebSocket connection, {arguments.window} in flight"),
+                ("http", "1 HTTP keep-alive connection, one at a time"),
+            ):
+                rates = [rate for rate, _ in figures[name]]
+                per_cpu = [value for _, value in figures[name]]
+                print(
+                    f"eth_blockNumber, {label}: median {statistics.median(rates):,.0f} req/s "
+                    f"({min(rates):,.0f} - {max(rates):,.0f}), median {statistics.median(per_cpu):,.0f} per node CPU-second"
+                )
             for count in [int(value) for value in arguments.subscribers.split(",")]:
                 latencies = head_latencies(http_port, ws_port, count, arguments.blocks, publish_log)
                 print(
