@@ -131,6 +131,9 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
     _log = Logger()
 
     def __init__(self) -> None:
+        """
+        No subscriptions yet.
+        """
         super().__init__()
         self.subscriptions: set[bytes] = set()
         self.max_subscriptions = 0

@@ -39,6 +39,9 @@ class SlowMethods:
     """
 
     def __init__(self) -> None:
+        """
+        No slow call yet.
+        """
         self.waiting: list[Deferred[str]] = []
 
     def rpc_methods(self) -> Iterable[Method]:
@@ -66,6 +69,9 @@ class Node:
     """
 
     def __init__(self, max_batch: int = 50) -> None:
+        """
+        A chain at block 0, its pool, the service and the methods.
+        """
         genesis, _ = make_block(0, [])
         self.chain = FakeChain(genesis)
         self.pool = FakePool()

@@ -47,6 +47,11 @@ class RawWebSocket(Protocol):
     """
 
     def __init__(self, host: str = "127.0.0.1", origin: str | None = None, answer_pings: bool = True) -> None:
+        """
+        @param host: the C{Host} header of the upgrade request.
+        @param origin: its C{Origin} header, if any.
+        @param answer_pings: answer the server's pings with pongs.
+        """
         self._host = host
         self._origin = origin
         self._answer_pings = answer_pings
@@ -58,6 +63,9 @@ class RawWebSocket(Protocol):
         self._waiters: list[tuple[int, Deferred[None]]] = []
 
     def connectionMade(self) -> None:
+        """
+        Send the opening handshake.
+        """
         key = base64.b64encode(os.urandom(16)).decode()
         lines = [
             "GET / HTTP/1.1",
@@ -72,6 +80,9 @@ class RawWebSocket(Protocol):
         self.transport.write(("\r\n".join(lines) + "\r\n\r\n").encode())
 
     def dataReceived(self, data: bytes) -> None:
+        """
+        Take the handshake answer, then frames.
+        """
         self._buffer += data
         if self.handshake is None:
             end = self._buffer.find(b"\r\n\r\n")
@@ -84,6 +95,9 @@ class RawWebSocket(Protocol):
         self._wake()
 
     def _parse_one(self) -> bool:
+        """
+        Take one whole frame off the buffer (answering a ping); whether there was one.
+        """
         buffer = self._buffer
         if len(buffer) < 2:
             return False
@@ -107,12 +121,18 @@ class RawWebSocket(Protocol):
         return True
 
     def connectionLost(self, reason: Failure) -> None:
+        """
+        Fire C{closed} and wake the waiters.
+        """
         if not self.opened.called:
             self.opened.callback(self._buffer)
         self.closed.callback(None)
         self._wake()
 
     def _wake(self) -> None:
+        """
+        Fire the waiters whose count of messages has come.
+        """
         waiters, self._waiters = self._waiters, []
         for count, waiter in waiters:
             if len(self.texts()) >= count or self.closed.called:

@@ -32,9 +32,15 @@ class Recorder:
     """
 
     def __init__(self) -> None:
+        """
+        Nothing delivered yet.
+        """
         self.items: list[Any] = []
 
     def __call__(self, item: Any) -> None:
+        """
+        Keep C{item}.
+        """
         self.items.append(item)
 
 
@@ -45,6 +51,9 @@ def counter_bytes() -> Any:
     state = {"next": 0}
 
     def draw(size: int) -> bytes:
+        """
+        The next id.
+        """
         state["next"] += 1
         return state["next"].to_bytes(size, "big")
 
@@ -228,6 +237,9 @@ class SubscriptionServiceTests(SynchronousTestCase):
         """
 
         def broken(item: Any) -> None:
+            """
+            An edge with a bug.
+            """
             raise RuntimeError("edge bug")
 
         recorder = Recorder()
@@ -257,6 +269,9 @@ class SubscriptionServiceChainTests(SynchronousTestCase):
         seen: list[tuple[NewHead, Block | None, int | None]] = []
 
         def deliver(head: NewHead) -> None:
+            """
+            Read the announced block back through the chain service.
+            """
             stored = self.successResultOf(chain.get_block_by_hash(head.block.hash))
             total = self.successResultOf(chain.get_total_difficulty(head.block.hash))
             seen.append((head, stored, total))
