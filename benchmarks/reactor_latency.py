@@ -47,6 +47,7 @@ from nodex.chain.chainfile import read_blocks
 layer = json.loads(sys.argv[2])
 layer["datadir"] = sys.argv[1]
 layer.setdefault("rpc", {})["endpoint"] = "tcp:0:interface=127.0.0.1"
+layer["rpc"].setdefault("ws", "none")
 config = load_config(None, layer)
 node = tap.compose(config, reactor)
 node.startService()

@@ -27,7 +27,7 @@ from twisted.internet import reactor
 import nodex.tap as tap
 from nodex.config import load_config
 from nodex.chain.chainfile import read_blocks
-config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1"}})
+config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1", "ws": "none"}})
 node = tap.compose(config, reactor)
 node.startService()
 with open(sys.argv[2], "rb") as source:
