@@ -169,6 +169,17 @@ def mining_mode(value: Any) -> str:
     raise ValueError('want "auto", "interval:SECONDS" (0 < SECONDS <= 86400), "manual" or "off"')
 
 
+def _coinbase(value: Any) -> str:
+    """
+    A 0x-prefixed 20-byte address, or the empty string for the network's default.
+    """
+    if value == "":
+        return value
+    if not isinstance(value, str) or not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
+        raise ValueError('want a 0x-prefixed 20-byte hex address, or "" for the network default')
+    return value.lower()
+
+
 def _table(value: Any) -> dict[str, Any]:
     """
     Any table (the genesis is checked by the genesis builder).
@@ -257,7 +268,12 @@ SCHEMA: dict[str, Any] = {
         "modules": {name: _MODULE_SCHEMA for name in MODULES},
     },
     "p2p": {"endpoint": endpoint, "network_id": _integer(0), "peers": _peers},
-    "mining": {"mode": mining_mode},
+    "mining": {
+        "mode": mining_mode,
+        "coinbase": _coinbase,
+        "cpu_miner": _boolean,
+        "update_work_on_new_transactions": _boolean,
+    },
     "manhole": {"endpoint": endpoint},
     "wallet": {"enabled": _boolean},
     "genesis": _table,
@@ -423,6 +439,9 @@ class NodeConfig:
     wallet_enabled: bool
     genesis: Mapping[str, Any]
     raw: Mapping[str, Any]
+    mining_coinbase: str = ""
+    cpu_miner: bool = False
+    update_work_on_new_transactions: bool = False
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -471,6 +490,9 @@ def build(raw: Raw) -> NodeConfig:
             wallet_enabled=raw["wallet"]["enabled"],
             genesis=raw["genesis"],
             raw=raw,
+            mining_coinbase=raw["mining"].get("coinbase", ""),
+            cpu_miner=raw["mining"].get("cpu_miner", False),
+            update_work_on_new_transactions=raw["mining"].get("update_work_on_new_transactions", False),
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None

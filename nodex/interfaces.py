@@ -36,6 +36,7 @@ from nodex.services.errors import (
     SubscriptionLimitError,
     TransactionRejectedError,
     UnknownAccountError,
+    WorkSubmissionError,
 )
 from nodex.services.scoring import ScoringRecord
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
@@ -273,6 +274,106 @@ class IMiner(Interface):
         """
         Add to the offset applied to the next block's timestamp; return the
         accumulated offset.
+        """
+
+
+@dataclass(frozen=True)
+class MiningWork:
+    """
+    One unit of mining work (C{mnr_getWork}, C{eth_getWork}).
+
+    @ivar hash_for_merged_mining: what the seal must commit to (also
+        C{eth_getWork}'s pow-hash).
+    @ivar target: 2^256 / max(difficulty, 3): the largest acceptable
+        Bitcoin header hash, as a number.
+    @ivar fees: the fees the block pays its coinbase, in wei.
+    @ivar notify: whether this work is news to a merged miner (reference §3.5).
+    @ivar parent_hash: the hash of the block the work builds on.
+    @ivar number: the height of the block being mined.
+    @ivar difficulty: its difficulty.
+    """
+
+    hash_for_merged_mining: Hash32
+    target: int
+    fees: int
+    notify: bool
+    parent_hash: Hash32
+    number: int
+    difficulty: int
+
+
+@dataclass(frozen=True)
+class SubmittedBlock:
+    """
+    What became of a submitted seal: the import outcome (an L{ImportResult}
+    name), and the sealed block's hash and number.
+    """
+
+    result: str
+    block_hash: Hash32
+    number: int
+
+
+class IWorkService(Interface):
+    """
+    Work for miners outside the writer, and their sealed blocks (C{docs/mining.md}).
+    """
+
+    coinbase = Attribute("The address the templates credit (bytes, 20).")
+
+    def merged_mining_work() -> "Deferred[MiningWork]":
+        """
+        The current work, with C{notify} set the first time news is handed out.
+        """
+
+    def work() -> "Deferred[MiningWork]":
+        """
+        The current work, C{notify} always false (C{eth_getWork}).
+        """
+
+    def submit_bitcoin_block(raw: bytes) -> "Deferred[SubmittedBlock]":
+        """
+        Seal with a whole serialised Bitcoin block.
+
+        @return: a Deferred failing with L{WorkSubmissionError} (-33000) when
+            the block is malformed, names unknown work or has too little work.
+        """
+
+    def submit_transaction_ids(header: bytes, coinbase: bytes, ids: "list[bytes]") -> "Deferred[SubmittedBlock]":
+        """
+        Seal with a header, a coinbase and every transaction id (display order).
+        """
+
+    def submit_merkle_branch(
+        header: bytes, coinbase: bytes, hashes: "list[bytes]", count: int
+    ) -> "Deferred[SubmittedBlock]":
+        """
+        Seal with a header, a coinbase, its id and its merkle branch (internal order).
+        """
+
+    def submit_work(nonce: bytes, pow_hash: bytes) -> "Deferred[bool]":
+        """
+        Seal with the canonical template and an 8-byte nonce; whether the block was accepted.
+        """
+
+    def submit_hashrate(rate: int, client_id: bytes) -> bool:
+        """
+        Record an external miner's hash rate.
+        """
+
+    def hashrate() -> int:
+        """
+        The node's own measured rate plus the recently submitted rates.
+        """
+
+    def network_hashrate() -> "Deferred[int]":
+        """
+        The network's rate estimated from the last hour's blocks.
+        """
+
+    def is_cpu_mining() -> bool:
+        """
+        Whether the built-in CPU miner is searching seals now.
         """
 
 
@@ -630,6 +731,10 @@ __all__ = [
     "IPeerScoring",
     "InvalidBanError",
     "ScoringRecord",
+    "IWorkService",
+    "MiningWork",
+    "SubmittedBlock",
+    "WorkSubmissionError",
     "IPeerNetwork",
     "ITransactionPool",
     "ImportOutcome",

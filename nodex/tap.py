@@ -23,11 +23,13 @@ from nodex.db.rocks import RocksStore
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, ITransactionPool
+from nodex.primitives import Address
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.introspection import RPCModulesMethods
+from nodex.rpc.mining_methods import MiningMethods
 from nodex.rpc.net import NetMethods
 from nodex.rpc.fee_methods import FeeMethods
 from nodex.rpc.filter_methods import FilterMethods
@@ -42,6 +44,7 @@ from nodex.rpc.web3 import Web3Methods, client_version
 from nodex.rpc.websocket import RPCWebSocketFactory, WebSocketSettings
 from nodex.services.accounts import DevAccounts
 from nodex.services.chain import ChainService
+from nodex.services.cpuminer import CPUMiner
 from nodex.services.filters import FilterService
 from nodex.services.listening import ListeningService
 from nodex.services.miner import Miner
@@ -53,6 +56,7 @@ from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
 from nodex.services.threads import ChainThreads, SerialThread
+from nodex.services.work import WorkService
 
 log = Logger()
 
@@ -275,7 +279,7 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     opener.setServiceParent(node)
     threads = ChainThreads(reactor)
     chain = ChainService(store, chain_rules(config.network, config.chain_id), reactor, threads=threads)
-    coinbase = REGTEST_MINER_ADDRESS if config.network == "regtest" else spec.coinbase
+    coinbase = mining_coinbase(config, spec.coinbase)
     miner = Miner(chain, coinbase, config.mining_mode, reactor, seal_thread=SerialThread(reactor, "miner-seal"))
     chain.setName("chain")
     chain.setServiceParent(node)
@@ -295,8 +299,45 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     return chain, miner
 
 
-def compose_pool(
+def mining_coinbase(config: NodeConfig, genesis_coinbase: bytes) -> Address:
+    """
+    The address mined blocks credit: C{mining.coinbase}, else the regtest
+    miner key's address on regtest (reference §13.4), else the genesis coinbase.
+    """
+    if config.mining_coinbase:
+        return Address(bytes.fromhex(config.mining_coinbase[2:]))
+    return REGTEST_MINER_ADDRESS if config.network == "regtest" else Address(bytes(genesis_coinbase))
+
+
+def compose_mining(
     config: NodeConfig, reactor: Any, node: "NodeService", chain: ChainService, miner: Miner
+) -> tuple[WorkService, list[IMethodProvider]]:
+    """
+    Add the work service (templates for external and merged miners,
+    C{docs/mining.md}) and, when C{mining.cpu_miner} is on, the built-in
+    CPU miner on a thread of its own, to C{node}; return the work service
+    and its RPC provider.  Both stop before the chain service.
+    """
+    work = WorkService(
+        chain, chain.store, chain.rules, miner.coinbase, reactor, node.chain_threads.run_reader
+    )
+    work.setName("work")
+    work.setServiceParent(node)
+    if config.cpu_miner:
+        thread = SerialThread(reactor, "nodex-cpu-miner")
+        cpu = CPUMiner(work, chain, reactor, thread.run, thread.start, thread.stop)
+        cpu.setName("cpu-miner")
+        cpu.setServiceParent(node)
+    return work, [MiningMethods(work)]
+
+
+def compose_pool(
+    config: NodeConfig,
+    reactor: Any,
+    node: "NodeService",
+    chain: ChainService,
+    miner: Miner,
+    work: WorkService | None = None,
 ) -> tuple[TransactionPool, list[IMethodProvider]]:
     """
     Add the transaction pool to C{node}, connect it to the miner, and return
@@ -315,10 +356,12 @@ def compose_pool(
     pool.setServiceParent(node)
     miner.pool = pool
     pool.use_automining(AutoMining(miner, pool))
+    if work is not None:
+        work.use_pool(pool, config.update_work_on_new_transactions)
     accounts = node.getServiceNamed("accounts")
     providers: list[IMethodProvider] = [
         ChainMethods(chain, pool),
-        TransactionMethods(chain, pool, accounts, miner),
+        TransactionMethods(chain, pool, accounts, miner, work),
         TxPoolMethods(pool),
         EvmMethods(chain, pool, miner),
     ]
@@ -421,7 +464,9 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     prepare_datadir(config.datadir)
     node = NodeService(config)
     chain, miner = compose_chain(config, reactor, node)
-    pool, providers = compose_pool(config, reactor, node, chain, miner)
+    work, mining_providers = compose_mining(config, reactor, node, chain, miner)
+    pool, providers = compose_pool(config, reactor, node, chain, miner, work)
+    providers += mining_providers
     providers += compose_state_and_logs(config, reactor, node, chain, pool)
     # The P2P service takes the reputation service as its IReputation.
     reputation, reputation_providers = compose_reputation(config, reactor, node)
@@ -466,11 +511,13 @@ __all__ = [
     "build_rpc_server",
     "compose",
     "compose_chain",
+    "compose_mining",
     "compose_pool",
     "compose_reputation",
     "compose_state_and_logs",
     "compose_subscriptions",
     "makeService",
+    "mining_coinbase",
     "prepare_datadir",
     "websocket_factory",
 ]

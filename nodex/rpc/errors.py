@@ -36,6 +36,7 @@ from nodex.interfaces import (
     SubscriptionLimitError,
     TransactionRejectedError,
     UnknownAccountError,
+    WorkSubmissionError,
 )
 
 PARSE_ERROR = NOT_WELLFORMED_ERROR
@@ -178,6 +179,7 @@ ERROR_CODES: dict[type[Exception], int] = {
     FilterNotFoundError: -32000,
     InvalidBanError: INVALID_METHOD_PARAMS,
     SubscriptionLimitError: LIMIT_EXCEEDED,
+    WorkSubmissionError: -33000,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

@@ -15,7 +15,14 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from nodex.interfaces import IAccounts, IChainService, IMiner, ITransactionPool, TransactionRejectedError
+from nodex.interfaces import (
+    IAccounts,
+    IChainService,
+    IMiner,
+    ITransactionPool,
+    IWorkService,
+    TransactionRejectedError,
+)
 from nodex.primitives import Address, Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError, Field
@@ -170,14 +177,21 @@ class TransactionMethods:
     """
 
     def __init__(
-        self, chain: IChainService, pool: ITransactionPool, accounts: IAccounts, miner: IMiner
+        self,
+        chain: IChainService,
+        pool: ITransactionPool,
+        accounts: IAccounts,
+        miner: IMiner,
+        work: IWorkService | None = None,
     ) -> None:
         """
         @param chain: gives the chain id and the head's minimum gas price.
         @param pool: takes the transactions.
         @param accounts: signs C{eth_sendTransaction} requests.
         @param miner: the coinbase and whether the node mines.
+        @param work: the work service, whose built-in CPU miner also counts as mining.
         """
+        self._work = work
         self._chain = chain
         self._pool = pool
         self._accounts = accounts
@@ -237,15 +251,22 @@ class TransactionMethods:
 
     def coinbase(self) -> bytes:
         """
-        The address the miner credits.
+        The address the miner credits, when the node mines (a mining mode
+        other than C{off}, or the built-in CPU miner); 20 zero bytes on a
+        node that does not mine, as the reference answers with its miner off.
         """
+        cpu_mining = self._work is not None and self._work.is_cpu_mining()
+        if self._miner.mode == "off" and not cpu_mining:
+            return b"\x00" * 20
         return bytes(self._miner.coinbase)
 
     def mining(self) -> bool:
         """
-        Whether the node produces blocks without being asked.
+        Whether the node produces blocks without being asked (the miner in
+        C{auto} or C{interval} mode, or the built-in CPU miner).
         """
-        return bool(self._miner.is_mining)
+        cpu_mining = self._work is not None and self._work.is_cpu_mining()
+        return bool(self._miner.is_mining) or cpu_mining
 
     def gas_price(self) -> int:
         """

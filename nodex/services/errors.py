@@ -36,3 +36,18 @@ class SubscriptionLimitError(ServiceError):
     A subscription would pass a limit on how many may exist (per connection
     or for the whole node).
     """
+
+
+class WorkSubmissionError(ServiceError):
+    """
+    A merged-mining or C{eth_submitWork} submission was refused before its
+    block was imported: malformed Bitcoin data, work the node does not know,
+    or a seal without enough work (RPC code -33000, reference §3.5).
+
+    @ivar detail: what exactly was wrong, when the message is the
+        reference's fixed text (L{None} otherwise).
+    """
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
