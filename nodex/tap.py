@@ -323,6 +323,7 @@ def compose_mining(
     )
     work.setName("work")
     work.setServiceParent(node)
+    miner.uncles = work.thd_uncles
     if config.cpu_miner:
         thread = SerialThread(reactor, "nodex-cpu-miner")
         cpu = CPUMiner(work, chain, reactor, thread.run, thread.start, thread.stop)

@@ -160,6 +160,10 @@ class Miner(Service):
     @ivar interval: the seconds between blocks in C{interval} mode.
     @ivar pool: where pending transactions come from (may be set after
         construction, since the pool also needs the miner).
+    @ivar uncles: given the parent on the writer thread, the side-chain
+        headers a new block may include as uncles (set by the composition
+        root to the work service's L{nodex.services.work.WorkService.thd_uncles});
+        L{None}: no uncles.
     """
 
     log = Logger()
@@ -204,6 +208,7 @@ class Miner(Service):
         self._run_seal_search = run_seal_search if seal_thread is None else seal_thread.run
         self._sealing = DeferredLock()
         self._stopped = False
+        self.uncles: Callable[[Header], Sequence[Header]] | None = None
 
     @property
     def is_mining(self) -> bool:
@@ -390,8 +395,9 @@ class Miner(Service):
         if candidates is None:
             return None
         timestamp = max(wanted_time, parent.timestamp + 1)
+        uncles = self.uncles(parent) if self.uncles is not None else ()
         return build_block(
-            parent, state, candidates, self.coinbase, timestamp, self.chain.rules, block_hashes, self._extra_data
+            parent, state, candidates, self.coinbase, timestamp, self.chain.rules, block_hashes, self._extra_data, uncles
         )
 
     async def _produce_sealed(

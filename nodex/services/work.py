@@ -384,6 +384,16 @@ class WorkService(Service):
         )
         return built.block
 
+    def thd_uncles(self, parent: Header) -> list[Header]:
+        """
+        The side-chain headers a child of C{parent} may include as uncles
+        (any thread but the reactor's: it reads the ancestry from the store).
+        """
+        side = [header for header in list(self._side.values()) if still_useful(header, parent.number)]
+        if not side:
+            return []
+        return select_uncles(side, self._thd_ancestry(parent))
+
     def _thd_header(self, block_hash: bytes) -> Header | None:
         raw = read_header_rlp(self._store, block_hash)
         return None if raw is None else Header.decode(raw)
