@@ -54,6 +54,7 @@ class CPUMiner(Service):
         stop_thread: Callable[[], None] = lambda: None,
         batch: int = BATCH_NONCES,
         nonce_start: Callable[[], int] = random_nonce_start,
+        pause: float = 0.0,
     ) -> None:
         """
         @param run_in_thread: runs one batch (the miner's own thread; by
@@ -61,6 +62,8 @@ class CPUMiner(Service):
         @param start_thread: starts that thread (in L{startService}).
         @param stop_thread: waits for it to end (in L{stopService}).
         @param nonce_start: where the search of a new template begins.
+        @param pause: seconds between batches (the reactor's turn; tests on a
+            L{twisted.internet.task.Clock} use a positive one to step batches).
         """
         self._work = work
         self._chain = chain
@@ -70,6 +73,7 @@ class CPUMiner(Service):
         self._stop_thread = stop_thread
         self._batch = batch
         self._nonce_start = nonce_start
+        self._pause = pause
         self._stop = threading.Event()
         self._rate = 0.0
         self._loop: Deferred[None] | None = None
@@ -132,7 +136,7 @@ class CPUMiner(Service):
                 except Exception:
                     self.log.failure("the CPU miner's block was refused")
             # Let the reactor run (a new head, a stop) before the next batch.
-            await deferLater(self._clock, 0, lambda: None)
+            await deferLater(self._clock, self._pause, lambda: None)
 
     def _stopped_for(self, parent: bytes) -> Callable[[], bool]:
         """

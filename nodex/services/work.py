@@ -551,7 +551,10 @@ class WorkService(Service):
         result, reason = await self._import_block(block)
         header = block.header
         if result == ImportResult.IMPORTED_NOT_BEST:
+            # A new uncle candidate: new work that includes it.
             self._remember_side(header)
+            self._current = None
+            self._build_if_active()
         elif result == ImportResult.INVALID_BLOCK:
             self.log.warn("mined block {number} refused: {reason}", number=header.number, reason=reason)
         else:

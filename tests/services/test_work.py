@@ -1,0 +1,336 @@
+"""
+Tests for L{nodex.services.work} and L{nodex.services.cpuminer}: templates,
+the three merged-mining submission forms, C{eth_submitWork}, uncles from
+racing miners, hash rates and the built-in CPU miner, on a real
+L{ChainService} over a memory store (synchronous threads, a L{Clock}).
+"""
+
+from twisted.internet.defer import maybeDeferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface.verify import verifyObject
+
+from nodex.chain.pow import search
+from nodex.interfaces import ImportResult, IWorkService, MiningWork, WorkSubmissionError
+from nodex.primitives import Address
+from nodex.services.chain import ChainService
+from nodex.services.cpuminer import CPUMiner
+from nodex.services.work import KEPT_TEMPLATES, REFRESH_SECONDS, SUBMITTED_RATE_SECONDS, WorkService
+from tests.chain import bitcoin_blocks as bb
+from tests.chain.test_processing import sample_rules, sample_store, transfer
+from tests.services.test_miner import FakePool
+
+COINBASE = Address(b"\xc0" * 20)
+
+
+def template_nonce(work: MiningWork) -> bytes:
+    """
+    An 8-byte C{eth_submitWork} nonce that meets C{work}'s target.
+    """
+    seal, _tried = search(work.hash_for_merged_mining, work.difficulty, 0, 10**6)
+    assert seal is not None
+    return seal.bitcoin_header[68:72] + seal.bitcoin_header[76:80]
+
+
+class WorkServiceTests(SynchronousTestCase):
+    """
+    Tests for L{WorkService}.
+    """
+
+    def setUp(self) -> None:
+        """
+        A regtest-like chain at genesis, a pool, and the work service on them.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.pool = FakePool()
+        self.work = WorkService(
+            self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred, self.pool
+        )
+        self.work.startService()
+        self.addCleanup(self.work.stopService)
+
+    def get(self) -> MiningWork:
+        """
+        The current C{mnr_getWork} answer.
+        """
+        return self.successResultOf(self.work.merged_mining_work())
+
+    def mine(self, work: MiningWork) -> str:
+        """
+        Submit a whole Bitcoin block sealing C{work}; the import outcome.
+        """
+        raw, _header, _ids = bb.mined_block(bb.tagged_coinbase(work.hash_for_merged_mining), 2, work.target)
+        return self.successResultOf(self.work.submit_bitcoin_block(raw)).result
+
+    def test_interface(self) -> None:
+        """
+        The service provides L{IWorkService}.
+        """
+        self.assertTrue(verifyObject(IWorkService, self.work))
+
+    def test_template_on_head(self) -> None:
+        """
+        The work builds on the head with the pool's transactions and the configured coinbase.
+        """
+        self.pool.transactions.append(transfer(0, 0, gas_price=2))
+        work = self.get()
+        self.assertEqual(work.parent_hash, self.genesis.hash)
+        self.assertEqual(work.number, 1)
+        self.assertEqual(work.fees, 21000 * 2)
+        self.assertEqual(work.target, 2**256 // 3)
+        template = self.successResultOf(self.work.current_template())
+        self.assertEqual(template.block.header.coinbase, COINBASE)
+        self.assertEqual(len(template.block.transactions), 1)
+
+    def test_notify(self) -> None:
+        """
+        Work is news the first time it is handed out with a new parent, not after.
+        """
+        first = self.get()
+        self.assertTrue(first.notify)
+        self.assertFalse(self.get().notify)
+        self.assertEqual(self.mine(first), ImportResult.IMPORTED_BEST)
+        second = self.get()
+        self.assertNotEqual(second.parent_hash, first.parent_hash)
+        self.assertTrue(second.notify)
+        self.assertFalse(self.get().notify)
+
+    def test_notify_on_richer_fees(self) -> None:
+        """
+        New work on the same parent is news only when it pays over 10 % more in fees.
+        """
+        self.pool.transactions.append(transfer(0, 0, gas_price=10))
+        self.assertTrue(self.get().notify)
+        self.clock.advance(REFRESH_SECONDS)
+        self.assertFalse(self.get().notify)
+        self.pool.transactions.append(transfer(1, 0, gas_price=10))
+        self.clock.advance(REFRESH_SECONDS)
+        self.assertTrue(self.get().notify)
+
+    def test_new_head_new_work(self) -> None:
+        """
+        A new head makes new work at once while someone mines.
+        """
+        first = self.get()
+        self.mine(first)
+        current = self.work._current
+        self.assertIsNotNone(current)
+        assert current is not None
+        self.assertEqual(current.block.header.parent_hash, self.chain.head.header.hash)
+
+    def test_refresh(self) -> None:
+        """
+        Every minute while active the work gets a newer timestamp; when idle nothing is built.
+        """
+        first = self.get()
+        self.clock.advance(REFRESH_SECONDS)
+        second = self.successResultOf(self.work.current_template())
+        self.assertNotEqual(second.hash_for_merged_mining, first.hash_for_merged_mining)
+        self.assertGreater(second.block.header.timestamp, self.genesis.timestamp)
+        self.clock.advance(REFRESH_SECONDS * 3)
+        kept = len(self.work._templates)
+        self.clock.advance(REFRESH_SECONDS)
+        self.assertEqual(len(self.work._templates), kept)
+
+    def test_update_on_transactions(self) -> None:
+        """
+        With the option on, a new pending transaction makes new work.
+        """
+        pool = FakePool()
+        observers = []
+        pool.add_observer = observers.append  # type: ignore[method-assign]
+        self.work.use_pool(pool, update_on_transactions=True)
+        first = self.get()
+        pool.transactions.append(transfer(0, 0))
+        observers[0](pool.transactions[0])
+        current = self.work._current
+        assert current is not None
+        self.assertNotEqual(current.hash_for_merged_mining, first.hash_for_merged_mining)
+        self.assertEqual(len(current.block.transactions), 1)
+
+    def test_three_forms_accepted(self) -> None:
+        """
+        A whole block, a transaction-id list and a merkle branch each seal and import a block.
+        """
+        work = self.get()
+        self.assertEqual(self.mine(work), ImportResult.IMPORTED_BEST)
+        work = self.get()
+        coinbase = bb.tagged_coinbase(work.hash_for_merged_mining)
+        _raw, header, ids = bb.mined_block(coinbase, 5, work.target)
+        submitted = self.successResultOf(
+            self.work.submit_transaction_ids(header, coinbase, [txid[::-1] for txid in ids])
+        )
+        self.assertEqual((submitted.result, submitted.number), (ImportResult.IMPORTED_BEST, 2))
+        self.assertEqual(submitted.block_hash, self.chain.head.header.hash)
+        work = self.get()
+        coinbase = bb.tagged_coinbase(work.hash_for_merged_mining)
+        _raw, header, ids = bb.mined_block(coinbase, 6, work.target)
+        submitted = self.successResultOf(self.work.submit_merkle_branch(header, coinbase, [ids[0]] + bb.branch(ids), 7))
+        self.assertEqual((submitted.result, submitted.number), (ImportResult.IMPORTED_BEST, 3))
+        sealed = self.successResultOf(self.chain.get_block_by_number(3))
+        assert sealed is not None
+        self.assertEqual(sealed.header.bitcoin_merged_mining_header, header)
+        self.assertEqual(len(sealed.header.bitcoin_merged_mining_merkle_proof), 3 * 32)
+
+    def test_same_block_twice(self) -> None:
+        """
+        Submitting the same sealed block again answers EXIST.
+        """
+        work = self.get()
+        raw, _header, _ids = bb.mined_block(bb.tagged_coinbase(work.hash_for_merged_mining), 0, work.target)
+        self.assertEqual(self.successResultOf(self.work.submit_bitcoin_block(raw)).result, ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(self.work.submit_bitcoin_block(raw)).result, ImportResult.EXIST)
+
+    def test_unknown_work(self) -> None:
+        """
+        A coinbase committing to a hash the node never handed out: the reference's message.
+        """
+        self.get()
+        stranger = b"\x77" * 32
+        raw, _header, _ids = bb.mined_block(bb.tagged_coinbase(stranger), 0, 2**255)
+        failure = self.failureResultOf(self.work.submit_bitcoin_block(raw), WorkSubmissionError)
+        self.assertEqual(
+            str(failure.value), f"Cannot publish block, could not find hash 0x{stranger.hex()} in the cache"
+        )
+
+    def test_too_little_work(self) -> None:
+        """
+        A header above the target: the reference's message, the cause in the detail.
+        """
+        work = self.get()
+        coinbase = bb.tagged_coinbase(work.hash_for_merged_mining)
+        header = bb.unmined_header(bb.merkle_root([bb.double_sha256(coinbase)]), work.target)
+        failure = self.failureResultOf(self.work.submit_bitcoin_block(bb.block(header, [coinbase])), WorkSubmissionError)
+        self.assertTrue(str(failure.value).startswith("Invalid block supplied by miner: "))
+        self.assertTrue(str(failure.value).endswith(" at height 1"))
+        self.assertIn("does not meet difficulty", failure.value.detail)
+        self.assertEqual(self.chain.head.header.number, 0)
+
+    def test_old_work_kept(self) -> None:
+        """
+        The last 20 templates can be submitted; older ones are forgotten.
+        """
+        works = []
+        for _ in range(KEPT_TEMPLATES + 1):
+            works.append(self.get())
+            self.clock.advance(REFRESH_SECONDS)
+        oldest, kept = works[0], works[1]
+        self.assertFalse(self.successResultOf(self.work.submit_work(template_nonce(oldest), oldest.hash_for_merged_mining)))
+        self.assertTrue(self.successResultOf(self.work.submit_work(template_nonce(kept), kept.hash_for_merged_mining)))
+        self.assertEqual(self.chain.head.header.number, 1)
+
+    def test_submit_work(self) -> None:
+        """
+        eth_submitWork: a good nonce imports the block; a bad nonce or unknown work answers false.
+        """
+        work = self.successResultOf(self.work.work())
+        self.assertFalse(work.notify)
+        target_miss = next(
+            nonce.to_bytes(8, "big")
+            for nonce in range(1000)
+            if search(work.hash_for_merged_mining, work.difficulty, nonce, 1)[0] is None
+        )
+        self.assertFalse(self.successResultOf(self.work.submit_work(target_miss, work.hash_for_merged_mining)))
+        self.assertFalse(self.successResultOf(self.work.submit_work(b"\x00" * 8, b"\x01" * 32)))
+        self.assertTrue(self.successResultOf(self.work.submit_work(template_nonce(work), work.hash_for_merged_mining)))
+        self.assertEqual(self.chain.head.header.number, 1)
+
+    def test_racing_miners_make_an_uncle(self) -> None:
+        """
+        Two miners seal two templates on one parent: the second is a side
+        block, the next template includes it as an uncle, and the total
+        difficulty counts it.
+        """
+        first = self.get()
+        self.clock.advance(REFRESH_SECONDS)
+        second = self.get()
+        self.assertEqual(first.parent_hash, second.parent_hash)
+        self.assertEqual(self.mine(first), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.mine(second), ImportResult.IMPORTED_NOT_BEST)
+        third = self.get()
+        template = self.successResultOf(self.work.current_template())
+        self.assertEqual(len(template.block.uncles), 1)
+        self.assertEqual(template.block.uncles[0].hash_for_merged_mining, second.hash_for_merged_mining)
+        before = self.chain.head.total_difficulty
+        self.assertEqual(self.mine(third), ImportResult.IMPORTED_BEST)
+        head = self.chain.head
+        self.assertEqual(head.header.uncle_count, 1)
+        self.assertEqual(head.total_difficulty, before + head.header.difficulty + template.block.uncles[0].difficulty)
+        fourth = self.successResultOf(self.work.current_template())
+        self.assertEqual(fourth.block.uncles, ())
+
+    def test_hashrate(self) -> None:
+        """
+        Submitted rates count for a while; the local miner's rate adds to them.
+        """
+        self.assertEqual(self.work.hashrate(), 0)
+        self.assertTrue(self.work.submit_hashrate(500, b"\x01" * 32))
+        self.work.submit_hashrate(300, b"\x02" * 32)
+        self.work.submit_hashrate(200, b"\x01" * 32)
+        self.work.local_hashrate = lambda: 1000
+        self.assertEqual(self.work.hashrate(), 1500)
+        self.clock.advance(SUBMITTED_RATE_SECONDS)
+        self.assertEqual(self.work.hashrate(), 1000)
+
+    def test_network_hashrate(self) -> None:
+        """
+        The cumulative difficulty of the last hour's blocks per second.
+        """
+        self.assertEqual(self.successResultOf(self.work.network_hashrate()), 0)
+        for _ in range(3):
+            self.mine(self.get())
+        expected = (self.chain.head.total_difficulty - 1) // 3600
+        self.assertEqual(self.successResultOf(self.work.network_hashrate()), expected)
+        self.clock.advance(7200)
+        self.assertEqual(self.successResultOf(self.work.network_hashrate()), 0)
+
+
+class CPUMinerTests(SynchronousTestCase):
+    """
+    Tests for L{CPUMiner}, its batches run at once.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain, a work service and a CPU miner with small batches.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.work = WorkService(self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred)
+        self.miner = CPUMiner(self.work, self.chain, self.clock, batch=64, nonce_start=lambda: 0, pause=1)
+
+    def test_mines_until_stopped(self) -> None:
+        """
+        Each turn of the reactor mines a batch; found seals become blocks;
+        after the stop nothing more is mined.
+        """
+        self.work.startService()
+        self.miner.startService()
+        self.assertTrue(self.work.is_cpu_mining())
+        for _ in range(10):
+            self.clock.advance(1)
+        mined = self.chain.head.header.number
+        self.assertGreater(mined, 3)
+        self.assertEqual(mined, self.miner.blocks_found)
+        self.miner.stopService()
+        self.assertFalse(self.work.is_cpu_mining())
+        for _ in range(5):
+            self.clock.advance(1)
+        self.assertLessEqual(self.chain.head.header.number, mined + 1)
+
+    def test_stale_batch_stops(self) -> None:
+        """
+        A batch stops early once the head is no longer the work's parent.
+        """
+        self.work.startService()
+        parent = self.genesis.hash
+        stopped = self.miner._stopped_for(parent)
+        self.assertFalse(stopped())
+        self.miner.startService()
+        self.assertTrue(stopped())
+        self.miner.stopService()
