@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from nodex.chain.bitcoin import HEADER_SIZE, merkle_branch, parse_block, read_transaction, txid
 from nodex.chain.errors import InvalidSealError, MalformedBitcoinDataError
+from nodex.chain.partialmerkle import coinbase_branch
 from nodex.chain.pow import MAX_MERKLE_PROOF_SIZE, MERGED_MINING_TAG, Seal, compress_coinbase
 
 MAX_COINBASE_SIZE = 64 * 1024
@@ -122,18 +123,6 @@ def seal_from_transaction_ids(header: bytes, coinbase: bytes, display_ids: Seque
     return _seal(header, coinbase, merkle_branch(ids))
 
 
-def branch_depth(transaction_count: int) -> int:
-    """
-    How many siblings link the first of C{transaction_count} leaves to the root.
-    """
-    depth = 0
-    width = transaction_count
-    while width > 1:
-        width = (width + 1) // 2
-        depth += 1
-    return depth
-
-
 def seal_from_branch(header: bytes, coinbase: bytes, merkle_hashes: Sequence[bytes], transaction_count: int) -> Seal:
     """
     The seal of a header, a coinbase and its merkle branch
@@ -142,7 +131,9 @@ def seal_from_branch(header: bytes, coinbase: bytes, merkle_hashes: Sequence[byt
     @param merkle_hashes: the coinbase txid, then the siblings from the leaf
         level up, all in internal byte order.
     @param transaction_count: how many transactions the Bitcoin block holds;
-        the branch must have exactly the depth of such a tree.
+        the hashes are read as the partial merkle tree of such a block in
+        which only the coinbase matches (L{coinbase_branch}), so the branch
+        must have exactly the depth of that tree.
     @raise SubmissionError: a piece is malformed, the first hash is not the
         coinbase's id, or the branch has the wrong depth.
     """
@@ -156,14 +147,11 @@ def seal_from_branch(header: bytes, coinbase: bytes, merkle_hashes: Sequence[byt
         raise SubmissionError(
             f"the first merkle hash {hashes[0].hex()} is not the coinbase's id {txid(coinbase).hex()}"
         )
-    if not 1 <= transaction_count <= MAX_TRANSACTION_IDS:
-        raise SubmissionError(f"a Bitcoin block of {transaction_count} transactions")
-    depth = branch_depth(transaction_count)
-    if len(hashes) - 1 != depth:
-        raise SubmissionError(
-            f"a branch of {len(hashes) - 1} siblings, but a block of {transaction_count} transactions needs {depth}"
-        )
-    return _seal(header, coinbase, hashes[1:])
+    try:
+        branch = coinbase_branch(transaction_count, hashes)
+    except MalformedBitcoinDataError as exc:
+        raise SubmissionError(str(exc)) from exc
+    return _seal(header, coinbase, branch)
 
 
 def _hash32(entry: bytes, index: int) -> bytes:
@@ -176,7 +164,6 @@ __all__ = [
     "MAX_COINBASE_SIZE",
     "MAX_TRANSACTION_IDS",
     "SubmissionError",
-    "branch_depth",
     "committed_hash",
     "seal_from_block",
     "seal_from_branch",

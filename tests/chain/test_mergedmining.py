@@ -10,12 +10,12 @@ from nodex.chain.errors import InvalidSealError
 from nodex.chain.mergedmining import (
     MAX_COINBASE_SIZE,
     SubmissionError,
-    branch_depth,
     committed_hash,
     seal_from_block,
     seal_from_branch,
     seal_from_transaction_ids,
 )
+from nodex.chain.partialmerkle import tree_height
 from nodex.chain.pow import MERGED_MINING_TAG, check_seal, search, seal_target, solve
 from nodex.chain.processing import Ancestor
 from nodex.chain.uncles import select_uncles, still_useful
@@ -51,7 +51,7 @@ class SealFromBlockTests(SynchronousTestCase):
             raw, _header, ids = bb.mined_block(bb.tagged_coinbase(HASH), others, TARGET)
             seal = seal_from_block(raw)
             self.assertEqual(seal.merkle_proof, b"".join(bb.branch(ids)))
-            self.assertEqual(len(seal.merkle_proof) // 32, branch_depth(others + 1))
+            self.assertEqual(len(seal.merkle_proof) // 32, tree_height(others + 1))
             check_seal(HASH, DIFFICULTY, seal)
 
     def test_long_coinbase_is_compressed(self) -> None:
@@ -217,7 +217,7 @@ class SealFromBranchTests(SynchronousTestCase):
         """
         The depth of a tree of n leaves is the number of halvings down to one.
         """
-        self.assertEqual([branch_depth(n) for n in (1, 2, 3, 4, 5, 8, 9, 16, 17)], [0, 1, 2, 2, 3, 3, 4, 4, 5])
+        self.assertEqual([tree_height(n) for n in (1, 2, 3, 4, 5, 8, 9, 16, 17)], [0, 1, 2, 2, 3, 3, 4, 4, 5])
 
 
 class CommittedHashTests(SynchronousTestCase):
