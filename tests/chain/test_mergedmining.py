@@ -5,6 +5,7 @@ and the difficulty vectors of reference §13.1, on Bitcoin blocks built by the t
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex.chain import sha256state
 from nodex.chain.difficulty import DEVNET_RULES, MAIN_RULES, REGTEST_RULES, next_difficulty
 from nodex.chain.errors import InvalidSealError
 from nodex.chain.mergedmining import (
@@ -89,6 +90,20 @@ class SealFromBlockTests(SynchronousTestCase):
         raw, _header, _ids = bb.mined_block(bb.tagged_coinbase(HASH, suffix=b"\x00" * 200), 0, TARGET)
         error = self.assertRaises(InvalidSealError, check_seal, HASH, DIFFICULTY, seal_from_block(raw))
         self.assertIn("follow the merged-mining hash", str(error))
+
+    def test_tag_too_early_in_stored_form(self) -> None:
+        """
+        A stored coinbase whose mid-state stops more than one SHA-256 block
+        before the tag (the tag too early in the uncompressed tail) is refused.
+        """
+        coinbase = bb.tagged_coinbase(HASH, prefix=b"\x00" * 100)
+        raw, _header, _ids = bb.mined_block(coinbase, 0, TARGET)
+        seal = seal_from_block(raw)
+        early = (0).to_bytes(8, "big") + sha256state.state_to_bytes(sha256state.INITIAL_STATE) + coinbase
+        error = self.assertRaises(
+            InvalidSealError, check_seal, HASH, DIFFICULTY, type(seal)(seal.bitcoin_header, b"", early)
+        )
+        self.assertIn("last SHA-256 blocks", str(error))
 
     def test_last_tag_counts(self) -> None:
         """

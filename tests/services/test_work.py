@@ -15,6 +15,7 @@ from nodex.interfaces import ImportResult, IWorkService, MiningWork, WorkSubmiss
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
 from nodex.services.cpuminer import CPUMiner
+from nodex.services.miner import Miner
 from nodex.services.work import KEPT_TEMPLATES, REFRESH_SECONDS, SUBMITTED_RATE_SECONDS, WorkService
 from tests.chain import bitcoin_blocks as bb
 from tests.chain.test_processing import sample_rules, sample_store, transfer
@@ -261,6 +262,21 @@ class WorkServiceTests(SynchronousTestCase):
         self.assertEqual(head.total_difficulty, before + head.header.difficulty + template.block.uncles[0].difficulty)
         fourth = self.successResultOf(self.work.current_template())
         self.assertEqual(fourth.block.uncles, ())
+
+    def test_built_in_miner_includes_uncles(self) -> None:
+        """
+        The built-in miner, given the work service's uncle source, includes a side block it knows.
+        """
+        first = self.get()
+        self.clock.advance(REFRESH_SECONDS)
+        second = self.get()
+        self.mine(first)
+        self.assertEqual(self.mine(second), ImportResult.IMPORTED_NOT_BEST)
+        miner = Miner(self.chain, COINBASE, "manual", self.clock)
+        miner.uncles = self.work.thd_uncles
+        block = self.successResultOf(miner.mine())
+        self.assertEqual([uncle.hash_for_merged_mining for uncle in block.uncles], [second.hash_for_merged_mining])
+        self.assertEqual(self.chain.head.header.hash, block.hash)
 
     def test_hashrate(self) -> None:
         """
