@@ -201,6 +201,7 @@ class WorkService(Service):
         self._templates: OrderedDict[bytes, Template] = OrderedDict()
         self._current: Template | None = None
         self._building: list[Deferred[Template]] | None = None
+        self._after: list[Deferred[Template]] = []
         self._dirty = False
         self._last_request: float | None = None
         self._notified_parent: bytes | None = None
@@ -285,7 +286,7 @@ class WorkService(Service):
         Build new work now if someone mines; otherwise wait until asked.
         """
         if self.running and self.active:
-            self._build().addErrback(lambda failure: self.log.failure("building mining work failed", failure))
+            self._build(trigger=True).addErrback(lambda failure: self.log.failure("building mining work failed", failure))
 
     def _remember_side(self, header: Header) -> None:
         """
@@ -310,15 +311,22 @@ class WorkService(Service):
             return succeed(current)
         return self._build()
 
-    def _build(self) -> Deferred[Template]:
+    def _build(self, trigger: bool = False) -> Deferred[Template]:
         """
-        Build a template on the head (one build at a time; callers during a
-        build share its result, and a trigger during it builds again after).
+        Build a template on the head, one build at a time.
+
+        A caller arriving during a build shares its result, unless a
+        trigger (a new head, new transactions, the refresh) came during it:
+        that build is stale, so a new one follows it and later callers wait
+        for that one.
+
+        @param trigger: the call comes from a trigger, not a miner's request.
         """
         waiter: Deferred[Template] = Deferred()
         if self._building is not None:
-            self._dirty = True
-            self._building.append(waiter)
+            if trigger:
+                self._dirty = True
+            (self._after if self._dirty else self._building).append(waiter)
             return waiter
         self._building = [waiter]
         self._dirty = False
@@ -333,9 +341,11 @@ class WorkService(Service):
 
     def _built(self, result: Any) -> None:
         """
-        Keep a new template and hand it to the waiting callers.
+        Keep a new template and hand it to the waiting callers; build again
+        if a trigger came during the build.
         """
         waiters, self._building = self._building or [], None
+        after, self._after = self._after, []
         if isinstance(result, Block):
             template = Template(result, self._clock.seconds())
             self._keep(template)
@@ -345,13 +355,32 @@ class WorkService(Service):
         else:
             outcome = result
         for waiter in waiters:
-            if isinstance(outcome, Failure):
-                waiter.errback(outcome)
-            else:
-                waiter.callback(outcome)
-        if self._dirty and self.running:
+            self._fire(waiter, outcome)
+        if (self._dirty or after) and self.running:
             self._dirty = False
-            self._build().addErrback(lambda failure: self.log.failure("building mining work failed", failure))
+            self._build().addBoth(self._fire_all, after)
+        else:
+            for waiter in after:
+                self._fire(waiter, outcome)
+
+    def _fire_all(self, outcome: Any, waiters: list[Deferred[Template]]) -> None:
+        """
+        Fire every waiter with the outcome of a build; a failure nobody waited for is logged.
+        """
+        if not waiters and isinstance(outcome, Failure):
+            self.log.failure("building mining work failed", outcome)
+        for waiter in waiters:
+            self._fire(waiter, outcome)
+
+    @staticmethod
+    def _fire(waiter: Deferred[Template], outcome: Any) -> None:
+        """
+        Fire C{waiter} with a template or a failure.
+        """
+        if isinstance(outcome, Failure):
+            waiter.errback(outcome)
+        else:
+            waiter.callback(outcome)
 
     def _keep(self, template: Template) -> None:
         """

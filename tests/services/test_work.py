@@ -5,7 +5,10 @@ racing miners, hash rates and the built-in CPU miner, on a real
 L{ChainService} over a memory store (synchronous threads, a L{Clock}).
 """
 
-from twisted.internet.defer import maybeDeferred
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
@@ -302,6 +305,67 @@ class WorkServiceTests(SynchronousTestCase):
         self.assertEqual(self.successResultOf(self.work.network_hashrate()), expected)
         self.clock.advance(7200)
         self.assertEqual(self.successResultOf(self.work.network_hashrate()), 0)
+
+
+class QueuedThread:
+    """
+    A run_in_thread that holds each job until the test runs it.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]] = []
+
+    def __call__(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
+        deferred: Deferred[Any] = Deferred()
+        self.jobs.append((deferred, function, args))
+        return deferred
+
+    def run_next(self) -> None:
+        deferred, function, args = self.jobs.pop(0)
+        maybeDeferred(function, *args).chainDeferred(deferred)
+
+
+class SharedBuildTests(SynchronousTestCase):
+    """
+    Template builds while one is running.
+    """
+
+    def setUp(self) -> None:
+        """
+        A work service whose builds wait for the test.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.thread = QueuedThread()
+        self.work = WorkService(self.chain, self.store, self.chain.rules, COINBASE, self.clock, self.thread)
+        self.work.startService()
+        self.addCleanup(self.work.stopService)
+
+    def test_requests_share_a_build(self) -> None:
+        """
+        Two requests during one build get the same template from one build.
+        """
+        first, second = self.work.work(), self.work.work()
+        self.assertEqual(len(self.thread.jobs), 1)
+        self.thread.run_next()
+        self.assertEqual(self.successResultOf(first), self.successResultOf(second))
+
+    def test_trigger_during_a_build_builds_again(self) -> None:
+        """
+        A refresh during a build makes a second build, which the later requests wait for.
+        """
+        self.clock.advance(REFRESH_SECONDS / 2)
+        first = self.work.work()
+        self.clock.advance(REFRESH_SECONDS / 2)
+        later = self.work.work()
+        self.thread.run_next()
+        early = self.successResultOf(first)
+        self.assertNoResult(later)
+        self.assertEqual(len(self.thread.jobs), 1)
+        self.thread.run_next()
+        self.assertNotEqual(self.successResultOf(later).hash_for_merged_mining, early.hash_for_merged_mining)
 
 
 class CPUMinerTests(SynchronousTestCase):
