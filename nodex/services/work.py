@@ -52,6 +52,7 @@ from nodex.db.schema import read_body_rlp, read_header_rlp, read_total_difficult
 from nodex.interfaces import (
     ChainEvent,
     IChainService,
+    ImportOutcome,
     ImportResult,
     ITransactionPool,
     IWorkService,
@@ -594,9 +595,17 @@ class WorkService(Service):
 
     def _import_block(self, block: Block) -> "Deferred[tuple[str, str | None]]":
         """
-        Hand one block to the chain service (to become C{import_blocks([block])}).
+        Hand one sealed block to the chain service's importer (the one door
+        for blocks): its outcome and, for an invalid block, the reason.
         """
-        return self._chain.import_block_explained(block)
+
+        def outcome(outcomes: list[ImportOutcome]) -> tuple[str, str | None]:
+            for entry in outcomes:
+                if entry.block_hash == block.hash:
+                    return entry.result, entry.reason
+            raise WorkSubmissionError(f"the importer reported nothing for block 0x{block.hash.hex()}")
+
+        return self._chain.import_blocks([block]).addCallback(outcome)
 
     # Hash rates
 
