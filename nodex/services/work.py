@@ -35,7 +35,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.chain.builder import build_block, seal_block
+from nodex.chain.builder import seal_block
 from nodex.chain.errors import InvalidSealError
 from nodex.chain.mergedmining import (
     SubmissionError,
@@ -45,10 +45,9 @@ from nodex.chain.mergedmining import (
     seal_from_transaction_ids,
 )
 from nodex.chain.pow import Seal, check_seal, seal_target, template_seal
-from nodex.chain.processing import Ancestor, BlockHashes
-from nodex.chain.rules import MAX_UNCLE_DEPTH
-from nodex.chain.uncles import select_uncles, still_useful
-from nodex.db.schema import read_body_rlp, read_header_rlp, read_total_difficulty
+from nodex.chain.rules import ChainRules
+from nodex.chain.uncles import still_useful
+from nodex.db.kv import KeyValueStore
 from nodex.interfaces import (
     ChainEvent,
     IChainService,
@@ -62,8 +61,8 @@ from nodex.interfaces import (
 from nodex.primitives import Address, Hash32
 from nodex.services.errors import WorkSubmissionError
 from nodex.services.miner import order_candidates
+from nodex.services.templates import HASHRATE_SECONDS, ChainReads
 from nodex.services.threads import RunInThread
-from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
@@ -73,12 +72,6 @@ KEPT_TEMPLATES = 20
 
 REFRESH_SECONDS = 60.0
 """New work at least this often while someone mines (reference §3.5)."""
-
-HASHRATE_SECONDS = 3600
-"""C{eth_netHashrate} counts the blocks of the last hour (reference §3.3)."""
-
-MAX_HASHRATE_BLOCKS = 10_000
-"""C{eth_netHashrate} walks back at most this many blocks."""
 
 SUBMITTED_RATE_SECONDS = 10.0
 """A rate given through C{eth_submitHashrate} counts this long without being renewed."""
@@ -174,8 +167,8 @@ class WorkService(Service):
     def __init__(
         self,
         chain: IChainService,
-        store: Any,
-        rules: Any,
+        store: KeyValueStore,
+        rules: ChainRules,
         coinbase: Address,
         clock: IReactorTime,
         run_in_thread: RunInThread,
@@ -192,13 +185,11 @@ class WorkService(Service):
         @param update_on_transactions: build new work on every new pending transaction.
         """
         self._chain = chain
-        self._store = store
-        self._rules = rules
+        self._reads = ChainReads(store, rules, coinbase, extra_data)
         self.coinbase = coinbase
         self._clock = clock
         self._run_in_thread = run_in_thread
         self._pool: ITransactionPool | None = None
-        self._extra_data = extra_data
         self._templates: OrderedDict[bytes, Template] = OrderedDict()
         self._current: Template | None = None
         self._building: list[Deferred[Template]] | None = None
@@ -336,7 +327,7 @@ class WorkService(Service):
         head_number = head.number
         side = [header for header in self._side.values() if still_useful(header, head_number)]
         timestamp = max(int(self._clock.seconds()), head.timestamp + 1)
-        built = self._run_in_thread(self._thd_build, head, candidates, timestamp, side)
+        built = self._run_in_thread(self._reads.thd_build, head, candidates, timestamp, side)
         built.addBoth(self._built)
         return waiter
 
@@ -392,74 +383,12 @@ class WorkService(Service):
         while len(self._templates) > KEPT_TEMPLATES:
             self._templates.popitem(last=False)
 
-    def _thd_build(
-        self, parent: Header, candidates: list[Transaction], timestamp: int, side: list[Header]
-    ) -> Block:
-        """
-        Build an unsealed block on C{parent} (a reader thread).
-        """
-        ancestry = self._thd_ancestry(parent)
-        uncles = select_uncles(side, ancestry)
-        state = State.from_store(self._store, parent.state_root)
-        built = build_block(
-            parent,
-            state,
-            candidates,
-            self.coinbase,
-            timestamp,
-            self._rules,
-            self._thd_block_hashes(parent),
-            self._extra_data,
-            uncles,
-        )
-        return built.block
-
     def thd_uncles(self, parent: Header) -> list[Header]:
         """
         The side-chain headers a child of C{parent} may include as uncles
         (any thread but the reactor's: it reads the ancestry from the store).
         """
-        side = [header for header in list(self._side.values()) if still_useful(header, parent.number)]
-        if not side:
-            return []
-        return select_uncles(side, self._thd_ancestry(parent))
-
-    def _thd_header(self, block_hash: bytes) -> Header | None:
-        raw = read_header_rlp(self._store, block_hash)
-        return None if raw is None else Header.decode(raw)
-
-    def _thd_ancestry(self, parent: Header) -> list[Ancestor]:
-        """
-        C{parent} and its ancestors, as many as the uncle rules look at.
-        """
-        ancestry = []
-        header: Header | None = parent
-        while header is not None and len(ancestry) < MAX_UNCLE_DEPTH:
-            body = read_body_rlp(self._store, header.hash)
-            uncles = Block.from_body(header, body).uncles if body is not None else ()
-            ancestry.append(Ancestor(header, frozenset(uncle.hash for uncle in uncles)))
-            header = None if header.number == 0 else self._thd_header(header.parent_hash)
-        return ancestry
-
-    def _thd_block_hashes(self, parent: Header) -> BlockHashes:
-        """
-        The BLOCKHASH lookup of a child of C{parent}, walking its own ancestry.
-        """
-        walked: dict[int, Hash32] = {parent.number: parent.hash}
-        cursor = [parent]
-
-        def walk(number: int) -> Hash32 | None:
-            if not 0 <= number <= parent.number:
-                return None
-            while number not in walked:
-                header = self._thd_header(cursor[0].parent_hash)
-                if header is None:
-                    return None
-                walked[header.number] = header.hash
-                cursor[0] = header
-            return walked[number]
-
-        return walk
+        return self._reads.thd_uncles(parent, list(self._side.values()))
 
     # Handing out work
 
@@ -640,30 +569,7 @@ class WorkService(Service):
         """
         head = self._chain.head
         since = int(self._clock.seconds()) - HASHRATE_SECONDS
-        return self._run_in_thread(self._thd_network_hashrate, head.header, head.total_difficulty, since)
-
-    def _thd_network_hashrate(self, head: Header, total_difficulty: int, since: int) -> int:
-        """
-        Walk back from C{head} over the blocks after C{since}; their
-        cumulative difficulties are the head's total difficulty minus the
-        total difficulty before the oldest of them.
-        """
-        header = head
-        if header.timestamp <= since or header.number == 0:
-            return 0
-        walked = 0
-        while header.number > 0 and walked < MAX_HASHRATE_BLOCKS:
-            parent = self._thd_header(header.parent_hash)
-            if parent is None:
-                break
-            walked += 1
-            header = parent
-            if parent.timestamp <= since:
-                break
-        before = read_total_difficulty(self._store, header.hash)
-        if before is None:
-            return 0
-        return (total_difficulty - before) // HASHRATE_SECONDS
+        return self._run_in_thread(self._reads.thd_network_hashrate, head.header, head.total_difficulty, since)
 
 
 def random_nonce_start() -> int:
@@ -674,7 +580,6 @@ def random_nonce_start() -> int:
 
 
 __all__ = [
-    "HASHRATE_SECONDS",
     "KEPT_TEMPLATES",
     "REFRESH_SECONDS",
     "SUBMITTED_RATE_SECONDS",
