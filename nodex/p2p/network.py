@@ -8,6 +8,7 @@ provides L{IBlockSource}), the transaction pool and the reputation record.
 """
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,7 @@ class PeerNetwork(Service):
     The node's peers.
 
     @ivar node_key: the node's key (read or created when the service starts).
+    @ivar answered: how many requests of peers were answered, by kind (C{headers}, C{bodies}).
     @ivar pool: where peers' transactions go and whose new ones are spread
         (may be set after construction, since the pool is composed later).
     """
@@ -148,6 +150,7 @@ class PeerNetwork(Service):
         self._failures: dict[tuple[str, int], int] = {}
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
         self._handling = 0
+        self.answered: Counter[str] = Counter()
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
@@ -458,6 +461,7 @@ class PeerNetwork(Service):
                 bodies.append((block.transactions, block.uncles))
                 size += block.size
             peer.send(BlockBodies(request.request_id, tuple(bodies)))
+            self.answered["bodies"] += 1
             return
         origin = request.origin
         if isinstance(origin, bytes):
@@ -479,6 +483,7 @@ class PeerNetwork(Service):
                 break
             headers.append(header)
         peer.send(BlockHeaders(request.request_id, tuple(headers)))
+        self.answered["headers"] += 1
 
     def _heard_head(self, peer: PeerProtocol, head_hash: bytes, number: int, total_difficulty: int) -> None:
         peer.known_blocks.add(head_hash)

@@ -122,3 +122,28 @@ def head_number(node: NodeService) -> int:
 
 
 __all__ = ["NodesTestCase", "head_number", "producer"]
+
+
+async def rpc_port(node: NodeService) -> int:
+    """
+    The port of a node's RPC server.
+    """
+    port = await node.getServiceNamed("rpc").when_listening()
+    return int(port.getHost().port)
+
+
+async def rpc(node: NodeService, method: str, *params: Any) -> Any:
+    """
+    Call a JSON-RPC method of a node over HTTP; return its result (fail on an error).
+    """
+    import json
+
+    import treq
+
+    url = f"http://127.0.0.1:{await rpc_port(node)}/"
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode()
+    response = await treq.post(url, data=body, headers={"Content-Type": "application/json"}, persistent=False)
+    answer = json.loads(await response.content())
+    if "error" in answer:
+        raise AssertionError(f"{method}: {answer['error']}")
+    return answer["result"]
