@@ -105,14 +105,28 @@ class PropagationTests(NodesTestCase):
 
     async def line(self) -> tuple[NodeService, NodeService, NodeService]:
         """
-        Three nodes A - B - C, connected in a line.
+        Three nodes A - B - C, connected in a line (one outbound peer each,
+        so that peer exchange does not make a triangle).
+        """
+        config = self.mktemp()
+        with open(config, "w") as handle:
+            handle.write("[p2p]\nmax_outbound = 1\n")
+        a = await self.start_node()
+        b = await self.start_node("--config", config, "--peer", self.address(a))
+        c = await self.start_node("--config", config, "--peer", self.address(b))
+        for node, count in ((a, 1), (b, 2), (c, 1)):
+            await self.wait_for(lambda node=node, count=count: len(self.network(node).established_peers()) >= count)
+        return a, b, c
+
+    async def test_peer_exchange(self) -> None:
+        """
+        A node learns its peer's peers and connects to them.
         """
         a = await self.start_node()
         b = await self.start_node("--peer", self.address(a))
         c = await self.start_node("--peer", self.address(b))
-        for node, count in ((a, 1), (b, 2), (c, 1)):
-            await self.wait_for(lambda node=node, count=count: len(self.network(node).established_peers()) >= count)
-        return a, b, c
+        await self.wait_for(lambda: len(self.network(c).established_peers()) == 2, what="C to reach A")
+        await self.wait_for(lambda: len(self.network(a).established_peers()) == 2, what="A to see C")
 
     async def test_blocks_along_a_line(self) -> None:
         """
@@ -125,6 +139,7 @@ class PropagationTests(NodesTestCase):
         await self.wait_for(lambda: head_number(c) == 3, what="C to follow")
         assert a.chain is not None and c.chain is not None
         self.assertEqual(c.chain.head.header.hash, a.chain.head.header.hash)
+        self.assertEqual(len(self.network(c).established_peers()), 1)
 
     async def test_transactions_along_a_line(self) -> None:
         """
