@@ -110,6 +110,7 @@ class PeerNetwork(Service):
     The node's peers.
 
     @ivar node_key: the node's key (read or created when the service starts).
+    @ivar unfinished_handshakes: how many outbound connections ended before their handshake, by C{host:port}.
     @ivar answered: how many requests of peers were answered, by kind (C{headers}, C{bodies}).
     @ivar pool: where peers' transactions go and whose new ones are spread
         (may be set after construction, since the pool is composed later).
@@ -151,6 +152,7 @@ class PeerNetwork(Service):
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
         self._handling = 0
         self.answered: Counter[str] = Counter()
+        self.unfinished_handshakes: Counter[str] = Counter()
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
@@ -396,6 +398,12 @@ class PeerNetwork(Service):
             self.reputation.record_event(PeerEvent.DISCONNECTION, peer.node_id, peer.address)
             self.log.info("peer {peer} disconnected", peer=peer.short_id)
         target = peer.dial_target
+        if target is not None and not peer.was_established and peer.disconnect_reason is None and self.running:
+            why = peer.lost_reason.getErrorMessage() if peer.lost_reason is not None else "closed"
+            if peer.received_disconnect is not None:
+                why = f"refused: {DisconnectReason.describe(peer.received_disconnect)}"
+            self.unfinished_handshakes[f"{target[0]}:{target[1]}"] += 1
+            self.log.info("connection to peer {host}:{port} ended before its handshake: {why}", host=target[0], port=target[1], why=why)
         if target is not None and self._dialing.get(target) is peer:
             del self._dialing[target]
             self._schedule_redial(target)

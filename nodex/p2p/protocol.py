@@ -164,6 +164,9 @@ class PeerProtocol(Protocol):
     @ivar dialed_host: the host name this node dialed (outbound), else L{None}.
     @ivar dial_target: the host and port this node dialed (outbound), else L{None}.
     @ivar disconnect_reason: why the connection ended, when this side ended it.
+    @ivar received_disconnect: the reason code of the peer's disconnect, if it sent one.
+    @ivar was_established: whether the handshake had succeeded before the connection ended.
+    @ivar lost_reason: why the transport closed, once it has.
     """
 
     log = Logger()
@@ -187,6 +190,8 @@ class PeerProtocol(Protocol):
         self.known_blocks = KnownSet(1024)
         self.known_transactions = KnownSet(8192)
         self.disconnect_reason: DisconnectReason | None = None
+        self.was_established = False
+        self.lost_reason: Failure | None = None
         self.received_disconnect: int | None = None
         self._challenge = os.urandom(CHALLENGE_BYTES)
         self._buffer = bytearray()
@@ -304,6 +309,7 @@ class PeerProtocol(Protocol):
             self.log.debug(
                 "peer {peer} disconnected: {reason}", peer=self.short_id, reason=DisconnectReason.describe(message.reason)
             )
+            self.was_established = self.state == ESTABLISHED
             self.state = CLOSED
             self.transport.loseConnection()  # type: ignore[union-attr]
             return
@@ -409,6 +415,7 @@ class PeerProtocol(Protocol):
         if self.state == CLOSED:
             return
         self.send(Disconnect(int(reason)))
+        self.was_established = self.state == ESTABLISHED or self.was_established
         self.state = CLOSED
         self.disconnect_reason = reason
         self.log.debug("disconnecting peer {peer}: {reason}", peer=self.short_id, reason=DisconnectReason.describe(reason))
@@ -429,7 +436,9 @@ class PeerProtocol(Protocol):
         """
         Fail the outstanding requests and tell the host.
         """
+        self.was_established = self.state == ESTABLISHED or self.was_established
         self.state = CLOSED
+        self.lost_reason = reason
         self._cancel_timer()
         requests, self._requests = self._requests, {}
         for waiter, timeout, _ in requests.values():

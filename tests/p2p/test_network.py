@@ -352,3 +352,49 @@ class RPCTests(NodesTestCase):
         self.assertEqual(await rpc(b, "debug_wireProtocolQueueSize"), "0x0")
         self.assertEqual(await rpc(b, "eth_protocolVersion"), "0x3e")
         self.assertIs(await rpc(b, "eth_syncing"), False)
+
+
+class TLSTests(NodesTestCase):
+    """
+    Peers over TLS, with host-name verification on the dialing side.
+    """
+
+    async def tls_pair(self, certified_name: str) -> tuple[NodeService, NodeService]:
+        """
+        A node serving TLS with a certificate for C{certified_name}, and a node dialing it as C{localhost}.
+        """
+        from pathlib import Path
+
+        from tests.p2p.certificates import make_certificates
+
+        ca, key, certificate = make_certificates(Path(self.mktemp()).resolve(), certified_name)
+        server = await self.start_node("--p2p", f"ssl:0:interface=127.0.0.1:privateKey={key}:certKey={certificate}")
+        config = Path(self.mktemp()).resolve()
+        config.write_text(f'[p2p]\ntls = true\ntls_ca_certificate = "{ca}"\n')
+        port = self.network(server).listening_port
+        client = await self.start_node("--config", str(config), "--peer", f"localhost:{port}")
+        return server, client
+
+    async def test_tls(self) -> None:
+        """
+        A certificate for the dialed name: the peers connect and blocks flow.
+        """
+        server, client = await self.tls_pair("localhost")
+        await self.grow(server, 5)
+        await self.wait_for(lambda: head_number(client) == 5, what="the sync over TLS")
+        [peer] = self.network(client).peers()
+        self.assertEqual(peer.host, "localhost")
+
+    async def test_wrong_name_refused(self) -> None:
+        """
+        A certificate for another name: the dialing node refuses the connection.
+        """
+        from twisted.internet.task import deferLater
+
+        server, client = await self.tls_pair("other.example")
+        await self.grow(server, 5)
+        await deferLater(reactor, 1.5, lambda: None)
+        self.assertEqual((self.network(client).peers(), self.network(server).peers()), ([], []))
+        self.assertEqual(head_number(client), 0)
+        port = self.network(server).listening_port
+        self.assertGreaterEqual(self.network(client).unfinished_handshakes[f"localhost:{port}"], 1)
