@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, ensureDeferred
-from twisted.internet.interfaces import IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
@@ -115,6 +115,7 @@ class Synchroniser:
         self._progress_mark: tuple[float, int] = (0.0, 0)
         self.importing = 0
         self.stopped = False
+        self._next: IDelayedCall | None = None
 
     @property
     def syncing(self) -> bool:
@@ -174,7 +175,7 @@ class Synchroniser:
         if not self.stopped and (again or self.best_peer() is not None):
             # Let the reactor breathe between runs (a peer that keeps
             # failing must not turn this into a busy loop).
-            self._clock.callLater(0.1 if again else 1.0, self.maybe_sync)
+            self._next = self._clock.callLater(0.1 if again else 1.0, self._retry)
         if self.best_peer() is None:
             self._done()
 
@@ -189,11 +190,18 @@ class Synchroniser:
             self._progress.stop()
         self._progress = None
 
+    def _retry(self) -> None:
+        self._next = None
+        self.maybe_sync()
+
     def stop(self) -> None:
         """
         Start no more runs (the node stops).
         """
         self.stopped = True
+        if self._next is not None and self._next.active():
+            self._next.cancel()
+        self._next = None
         self._done()
 
     def current_status(self) -> SyncStatus | None:

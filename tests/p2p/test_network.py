@@ -98,6 +98,41 @@ class SyncTests(NodesTestCase):
         await self.wait_for(lambda: head_number(follower) == 800, what="the sync from the second peer")
 
 
+class SlowPeerTests(NodesTestCase):
+    """
+    A peer that does not answer is dropped, and its share of the work goes to another.
+    """
+
+    async def test_silent_body_peer(self) -> None:
+        """
+        One of two peers never answers body requests: it times out, is
+        disconnected, and the sync completes from the other.
+        """
+        first, second = await self.start_node(), await self.start_node()
+        await self.grow(first, 400)
+        await self.grow(second, 400)
+        silent = self.network(second)
+        serve = silent._serve
+
+        async def serve_no_bodies(peer: object, request: object) -> None:
+            from nodex.p2p.messages import GetBlockBodies
+
+            if not isinstance(request, GetBlockBodies):
+                await serve(peer, request)  # type: ignore[arg-type]
+
+        silent._serve = serve_no_bodies  # type: ignore[method-assign]
+        config = self.mktemp()
+        with open(config, "w") as handle:
+            handle.write("[p2p]\nrequest_timeout = 1.0\n")
+        follower = await self.start_node(
+            "--config", config, "--peer", self.address(first), "--peer", self.address(second)
+        )
+        await self.wait_for(lambda: head_number(follower) == 400, what="the sync despite the silent peer")
+        self.assertEqual(silent.answered["bodies"], 0)
+        counts = self.network(follower).reputation.counts(silent.node_key.node_id)  # type: ignore[attr-defined,union-attr]
+        self.assertGreaterEqual(counts.get("TIMEOUT_MESSAGE", 0), 1)
+
+
 class PropagationTests(NodesTestCase):
     """
     Blocks and transactions travel along a line of nodes.
