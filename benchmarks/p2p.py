@@ -13,7 +13,7 @@ new block along a line of three nodes.
    as it answers, recording each answer's latency, until the head is
    reached.  Blocks/s counts from the first synced block to the last.
 3. Propagation: three fresh nodes in a line A - B - C (one outbound peer
-   each); C{evm_mine} on A, then B and C are polled until each has the
+   for B and C, none for A); C{evm_mine} on A, then B and C are polled until each has the
    block; the per-hop latency is B's arrival after A's answer, and C's after
    B's.
 
@@ -208,9 +208,10 @@ def propagation(work: Path, hops: int) -> dict[str, float]:
     """
     Mine C{hops} blocks on A of a line A - B - C; return the per-hop latencies.
     """
-    config = work / "line.toml"
+    config, alone = work / "line.toml", work / "alone.toml"
     config.write_text("[p2p]\nmax_outbound = 1\n")
-    a = Node(work / "a", 0, "--mining", "manual")
+    alone.write_text("[p2p]\nmax_outbound = 0\n")
+    a = Node(work / "a", 0, "--mining", "manual", "--config", str(alone))
     b = c = None
     try:
         b = Node(work / "b", 1, "--mining", "off", "--config", str(config), "--peer", f"127.0.0.1:{a.p2p_port}")

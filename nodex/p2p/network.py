@@ -1,13 +1,12 @@
 """
 The peer network service: the listener, the dialed peers and their
 reconnection, the limits, peer exchange, serving peers' requests, and the
-propagation of blocks and transactions (C{docs/p2p.md}).
+messages of established peers, handed to the L{ChainRelay} (C{docs/p2p.md}).
 
 It sees the node only through L{nodex.interfaces}: the chain (which also
 provides L{IBlockSource}), the transaction pool and the reputation record.
 """
 
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,22 +29,16 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from nodex.interfaces import (
-    ChainEvent,
     IPeerNetwork,
     IReputation,
-    ImportResult,
     ITransactionPool,
     PeerEvent,
     PeerInfo,
     SyncStatus,
-    TransactionRejectedError,
 )
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.identity import NodeKey, load_or_create_node_key
 from nodex.p2p.messages import (
-    MAX_HEADERS_PER_MESSAGE,
-    BlockBodies,
-    BlockHeaders,
     GetBlockBodies,
     GetBlockHeaders,
     GetPeers,
@@ -58,16 +51,8 @@ from nodex.p2p.messages import (
     Transactions,
 )
 from nodex.p2p.protocol import ChainStatus, PeerProtocol, PeerSettings
-from nodex.p2p.sync import Synchroniser, import_blocks
-from nodex.structures.blocks import Block
-from nodex.structures.transactions import Transaction
-
-ANSWER_BYTES = 2 * 1024 * 1024
-"""A body answer stops once it holds this many bytes (the asker asks again for the rest)."""
-
-FAR_AHEAD = 32
-"""A new block this many numbers above the head is fetched by a sync, not as an orphan."""
-
+from nodex.p2p.relay import ChainRelay
+from nodex.p2p.sync import Synchroniser
 
 @dataclass(frozen=True)
 class NetworkSettings:
@@ -111,7 +96,7 @@ class PeerNetwork(Service):
 
     @ivar node_key: the node's key (read or created when the service starts).
     @ivar unfinished_handshakes: how many outbound connections ended before their handshake, by C{host:port}.
-    @ivar answered: how many requests of peers were answered, by kind (C{headers}, C{bodies}).
+    @ivar relay: what is done with peers' blocks and transactions, and how new ones spread.
     @ivar pool: where peers' transactions go and whose new ones are spread
         (may be set after construction, since the pool is composed later).
     """
@@ -151,12 +136,12 @@ class PeerNetwork(Service):
         self._failures: dict[tuple[str, int], int] = {}
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
         self._handling = 0
-        self.answered: Counter[str] = Counter()
         self.unfinished_handshakes: Counter[str] = Counter()
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
-        chain.add_observer(self._chain_changed)
+        self.relay = ChainRelay(chain, reputation, self.sync, self.established_peers, lambda: self.running)
+        chain.add_observer(self.relay.chain_changed)
         reputation.add_ban_observer(self._bans_changed)
         if pool is not None:
             self.use_pool(pool)
@@ -165,8 +150,8 @@ class PeerNetwork(Service):
         """
         Send peers' transactions to C{pool}, and the pool's new pending transactions to peers.
         """
-        self.pool = pool
-        pool.add_observer(self.transaction_pending)
+        self.pool = self.relay.pool = pool
+        pool.add_observer(self.relay.transaction_pending)
 
     @property
     def peer_settings(self) -> PeerSettings:
@@ -409,6 +394,13 @@ class PeerNetwork(Service):
             self._schedule_redial(target)
         self._maybe_closed()
 
+    def _synced(self) -> None:
+        """
+        A sync run ended: tell the peers where the head is now.
+        """
+        if self.running:
+            self.relay.send_status()
+
     def established_peers(self) -> list[PeerProtocol]:
         """
         The adopted peers whose connection is open.
@@ -428,15 +420,15 @@ class PeerNetwork(Service):
         """
         if isinstance(message, (GetBlockHeaders, GetBlockBodies)):
             if peer.begin_serving():
-                self._track(self._serve(peer, message)).addBoth(lambda _: peer.end_serving())
+                self._track(self.relay.serve(peer, message)).addBoth(lambda _: peer.end_serving())
         elif isinstance(message, NewBlock):
-            self._track(self._new_block(peer, message))
+            self._track(self.relay.new_block(peer, message))
         elif isinstance(message, NewBlockHashes):
-            self._track(self._announced(peer, message))
+            self._track(self.relay.announced(peer, message))
         elif isinstance(message, Transactions):
-            self._track(self._transactions(peer, message))
+            self._track(self.relay.transactions(peer, message))
         elif isinstance(message, Status):
-            self._heard_head(peer, message.head_hash, message.head_number, message.total_difficulty)
+            self.relay.heard_head(peer, message.head_hash, message.head_number, message.total_difficulty)
             self.sync.maybe_sync()
         elif isinstance(message, GetPeers):
             peer.send(Peers(tuple(self._addresses(exclude=peer))))
@@ -455,113 +447,6 @@ class PeerNetwork(Service):
                 self.log.failure("handling a peer message failed", result)
 
         return ensureDeferred(coroutine).addBoth(done)
-
-    async def _serve(self, peer: PeerProtocol, request: GetBlockHeaders | GetBlockBodies) -> None:
-        """
-        Answer a request for headers or bodies from the chain.
-        """
-        if isinstance(request, GetBlockBodies):
-            blocks = await self.chain.get_blocks_by_hash(request.hashes)
-            bodies, size = [], 0
-            for block in blocks:
-                if block is None or size > ANSWER_BYTES:
-                    break
-                bodies.append((block.transactions, block.uncles))
-                size += block.size
-            peer.send(BlockBodies(request.request_id, tuple(bodies)))
-            self.answered["bodies"] += 1
-            return
-        origin = request.origin
-        if isinstance(origin, bytes):
-            header = await self.chain.get_header_by_hash(origin)
-            if header is None:
-                peer.send(BlockHeaders(request.request_id, ()))
-                return
-            if request.count == 1:
-                peer.send(BlockHeaders(request.request_id, (header,)))
-                return
-            origin = header.number
-        step = (request.skip + 1) * (-1 if request.reverse else 1)
-        head = self.chain.head.header.number
-        numbers = [origin + step * index for index in range(min(request.count, MAX_HEADERS_PER_MESSAGE))]
-        numbers = [number for number in numbers if 0 <= number <= head]
-        headers = []
-        for header in await self.chain.get_headers_by_number(numbers):
-            if header is None:
-                break
-            headers.append(header)
-        peer.send(BlockHeaders(request.request_id, tuple(headers)))
-        self.answered["headers"] += 1
-
-    def _heard_head(self, peer: PeerProtocol, head_hash: bytes, number: int, total_difficulty: int) -> None:
-        peer.known_blocks.add(head_hash)
-        if total_difficulty > peer.total_difficulty:
-            peer.head_hash, peer.head_number, peer.total_difficulty = head_hash, number, total_difficulty
-
-    async def _new_block(self, peer: PeerProtocol, message: NewBlock) -> None:
-        """
-        Import a block a peer sent whole; an orphan makes this node fetch its parents.
-        """
-        block = message.block
-        peer.known_blocks.add(block.hash)
-        self._heard_head(peer, block.hash, block.number, message.total_difficulty)
-        if block.number > self.chain.head.header.number + FAR_AHEAD:
-            self.sync.maybe_sync(peer)
-            return
-        await self._import_one(peer, block)
-
-    async def _import_one(self, peer: PeerProtocol, block: Block) -> None:
-        outcome = (await import_blocks(self.chain, [block]))[0]
-        if outcome.result == ImportResult.INVALID_BLOCK:
-            peer.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {outcome.reason}")
-        elif outcome.result == ImportResult.NO_PARENT:
-            self.sync.maybe_sync(peer)
-        elif outcome.result != ImportResult.EXIST:
-            self.reputation.record_event(PeerEvent.VALID_BLOCK, peer.node_id, peer.address)
-
-    async def _announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
-        """
-        Fetch the announced blocks this node lacks (a sync when they are far ahead).
-        """
-        for block_hash, number in message.entries:
-            peer.known_blocks.add(block_hash)
-            if number > peer.head_number:
-                peer.head_hash, peer.head_number = block_hash, number
-        head = self.chain.head.header.number
-        for block_hash, number in message.entries:
-            if number > head + FAR_AHEAD:
-                self.sync.maybe_sync(peer)
-                return
-            if await self.chain.get_header_by_hash(block_hash) is not None:
-                continue
-            headers = await peer.request_headers(block_hash, 1)
-            if not headers or headers[0].hash != block_hash:
-                peer.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "announced a block it cannot serve")
-                return
-            bodies = await peer.request_bodies((block_hash,))
-            if not bodies:
-                peer.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "announced a block it cannot serve")
-                return
-            await self._import_one(peer, Block(headers[0], *bodies[0]))
-
-    async def _transactions(self, peer: PeerProtocol, message: Transactions) -> None:
-        """
-        Offer a peer's transactions to the pool.
-        """
-        for transaction in message.transactions:
-            peer.known_transactions.add(transaction.hash)
-        if self.pool is None:
-            return
-        for transaction in message.transactions:
-            if self.pool.get(transaction.hash) is not None:
-                continue
-            try:
-                await self.pool.add(transaction)
-            except TransactionRejectedError as exc:
-                self.log.debug("peer {peer}'s transaction refused: {why}", peer=peer.short_id, why=str(exc))
-                self.reputation.record_event(PeerEvent.INVALID_TRANSACTION, peer.node_id, peer.address)
-            else:
-                self.reputation.record_event(PeerEvent.VALID_TRANSACTION, peer.node_id, peer.address)
 
     def _addresses(self, exclude: PeerProtocol) -> list[PeerAddress]:
         """
@@ -587,57 +472,5 @@ class PeerNetwork(Service):
             self.dial(address.host, address.port)
             outbound += 1
 
-    # Propagation
 
-    def _chain_changed(self, event: ChainEvent) -> None:
-        """
-        Spread a new head: whole to a few peers, announced to the rest.
-        """
-        if event.rewound or not event.adopted or not self.running:
-            return
-        head = self.chain.head
-        block = event.adopted[-1]
-        if block.hash != head.header.hash:
-            return
-        if self.sync.syncing:
-            # Peers that sync from this node learn its head from a status
-            # now and then, and when the sync ends.
-            if block.number % 64 == 0:
-                self._send_status()
-            return
-        unaware = [peer for peer in self.established_peers() if block.hash not in peer.known_blocks]
-        whole = max(1, int(math.sqrt(len(unaware))))
-        for index, peer in enumerate(unaware):
-            peer.known_blocks.add(block.hash)
-            if index < whole:
-                peer.send(NewBlock(block, head.total_difficulty))
-            else:
-                peer.send(NewBlockHashes(((block.hash, block.number),)))
-                peer.send(Status(block.hash, block.number, head.total_difficulty))
-
-    def _send_status(self) -> None:
-        """
-        Tell every peer this node's head.
-        """
-        head = self.chain.head
-        for peer in self.established_peers():
-            peer.send(Status(head.header.hash, head.header.number, head.total_difficulty))
-
-    def _synced(self) -> None:
-        """
-        A sync run ended: tell the peers where the head is now.
-        """
-        if self.running:
-            self._send_status()
-
-    def transaction_pending(self, transaction: Transaction) -> None:
-        """
-        Send a transaction that became pending to the peers that have not seen it.
-        """
-        for peer in self.established_peers():
-            if transaction.hash not in peer.known_transactions:
-                peer.known_transactions.add(transaction.hash)
-                peer.send(Transactions((transaction,)))
-
-
-__all__ = ["ANSWER_BYTES", "NetworkSettings", "PeerNetwork"]
+__all__ = ["NetworkSettings", "PeerNetwork"]

@@ -123,10 +123,11 @@ class ThreeNodesTests(TestCase):
         """
         A - B - C: blocks mined on A reach B and C; the peer methods show the line.
         """
-        # One outbound peer each, so that peer exchange does not close the line into a triangle.
-        config = Path(self.mktemp()).resolve()
+        # One outbound peer for B and C, none for A, so that peer exchange does not close the line.
+        config, alone = Path(self.mktemp()).resolve(), Path(self.mktemp()).resolve()
         config.write_text("[p2p]\nmax_outbound = 1\n")
-        a = await self.spawn("--mining", "manual")
+        alone.write_text("[p2p]\nmax_outbound = 0\n")
+        a = await self.spawn("--mining", "manual", "--config", str(alone))
         b = await self.spawn("--mining", "off", "--config", str(config), "--peer", f"127.0.0.1:{a.ports['p2p']}")
         c = await self.spawn("--mining", "off", "--config", str(config), "--peer", f"127.0.0.1:{b.ports['p2p']}")
         await self.until(b, "net_peerCount", "0x2")

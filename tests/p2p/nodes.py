@@ -6,7 +6,6 @@ port 0, plus helpers to grow a chain quickly and to wait for a condition.
 
 import itertools
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from twisted.internet import reactor
@@ -53,6 +52,15 @@ class NodesTestCase(TestCase):
         Stop a node unless already stopped.
         """
         if node.running:
+            # A block import still in flight when the chain service closes
+            # its store would publish its event after the close (the pool
+            # then writes to a closed store): let the peers' work settle.
+            network = node.namedServices.get("p2p")
+            if isinstance(network, PeerNetwork):
+                waited = 0.0
+                while (network.queue_size() or network.sync.syncing) and waited < 5:
+                    await deferLater(reactor, 0.02, lambda: None)
+                    waited += 0.02
             await node.stopService()
 
     def network(self, node: NodeService) -> PeerNetwork:

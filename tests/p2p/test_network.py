@@ -65,8 +65,8 @@ class SyncTests(NodesTestCase):
         follower = await self.start_node("--peer", self.address(first), "--peer", self.address(second))
         await self.wait_for(lambda: len(self.network(follower).established_peers()) == 2, what="two peers")
         await self.wait_for(lambda: head_number(follower) == 600, what="the sync")
-        self.assertGreater(self.network(first).answered["bodies"], 0)
-        self.assertGreater(self.network(second).answered["bodies"], 0)
+        self.assertGreater(self.network(first).relay.answered["bodies"], 0)
+        self.assertGreater(self.network(second).relay.answered["bodies"], 0)
 
     async def test_interrupted_sync_resumes(self) -> None:
         """
@@ -112,7 +112,7 @@ class SlowPeerTests(NodesTestCase):
         await self.grow(first, 400)
         await self.grow(second, 400)
         silent = self.network(second)
-        serve = silent._serve
+        serve = silent.relay.serve
 
         async def serve_no_bodies(peer: object, request: object) -> None:
             from nodex.p2p.messages import GetBlockBodies
@@ -120,7 +120,7 @@ class SlowPeerTests(NodesTestCase):
             if not isinstance(request, GetBlockBodies):
                 await serve(peer, request)  # type: ignore[arg-type]
 
-        silent._serve = serve_no_bodies  # type: ignore[method-assign]
+        silent.relay.serve = serve_no_bodies  # type: ignore[method-assign]
         config = self.mktemp()
         with open(config, "w") as handle:
             handle.write("[p2p]\nrequest_timeout = 1.0\n")
@@ -128,7 +128,7 @@ class SlowPeerTests(NodesTestCase):
             "--config", config, "--peer", self.address(first), "--peer", self.address(second)
         )
         await self.wait_for(lambda: head_number(follower) == 400, what="the sync despite the silent peer")
-        self.assertEqual(silent.answered["bodies"], 0)
+        self.assertEqual(silent.relay.answered["bodies"], 0)
         counts = self.network(follower).reputation.counts(silent.node_key.node_id)  # type: ignore[attr-defined,union-attr]
         self.assertGreaterEqual(counts.get("TIMEOUT_MESSAGE", 0), 1)
 
@@ -140,13 +140,15 @@ class PropagationTests(NodesTestCase):
 
     async def line(self) -> tuple[NodeService, NodeService, NodeService]:
         """
-        Three nodes A - B - C, connected in a line (one outbound peer each,
-        so that peer exchange does not make a triangle).
+        Three nodes A - B - C, connected in a line (one outbound peer for B
+        and C, none for A, so that peer exchange does not make a triangle).
         """
-        config = self.mktemp()
+        config, alone = self.mktemp(), self.mktemp()
         with open(config, "w") as handle:
             handle.write("[p2p]\nmax_outbound = 1\n")
-        a = await self.start_node()
+        with open(alone, "w") as handle:
+            handle.write("[p2p]\nmax_outbound = 0\n")
+        a = await self.start_node("--config", alone)
         b = await self.start_node("--config", config, "--peer", self.address(a))
         c = await self.start_node("--config", config, "--peer", self.address(b))
         for node, count in ((a, 1), (b, 2), (c, 1)):
