@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet.defer import Deferred, DeferredList, ensureDeferred
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, gatherResults
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
@@ -46,12 +46,18 @@ class ImportOutcome:
 
 async def import_blocks(chain: IChainService, blocks: Sequence[Block]) -> list[ImportOutcome]:
     """
-    Import a run of blocks in order, stopping after the first invalid one
-    (the chain service's C{import_blocks} will do this in one writer job).
+    Import a run of blocks in order; the outcomes stop after the first
+    invalid one (the chain service's C{import_blocks} will do this in one
+    writer job).
+
+    The imports are all queued at once on the chain's writer, which runs
+    them in order, so that it never waits for the reactor between two
+    blocks; the blocks after an invalid one find no parent and change nothing.
     """
+    waiting = [chain.import_block_explained(block) for block in blocks]
+    results = await gatherResults(waiting, consumeErrors=True) if waiting else []
     outcomes = []
-    for block in blocks:
-        result, reason = await chain.import_block_explained(block)
+    for block, (result, reason) in zip(blocks, results):
         outcomes.append(ImportOutcome(block.hash, result, reason))
         if result == ImportResult.INVALID_BLOCK:
             break
