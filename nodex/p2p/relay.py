@@ -36,6 +36,7 @@ from nodex.p2p.messages import (
 from nodex.p2p.protocol import PeerProtocol
 from nodex.p2p.sync import Synchroniser, import_blocks
 from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
 
 ANSWER_BYTES = 2 * 1024 * 1024
@@ -92,27 +93,28 @@ class ChainRelay:
             peer.send(BlockBodies(request.request_id, tuple(bodies)))
             self.answered["bodies"] += 1
             return
+        peer.send(BlockHeaders(request.request_id, tuple(await self._headers(request))))
+        self.answered["headers"] += 1
+
+    async def _headers(self, request: GetBlockHeaders) -> list[Header]:
+        """
+        The headers a request asks for that the chain has.
+        """
         origin = request.origin
         if isinstance(origin, bytes):
             header = await self.chain.get_header_by_hash(origin)
-            if header is None:
-                peer.send(BlockHeaders(request.request_id, ()))
-                return
-            if request.count == 1:
-                peer.send(BlockHeaders(request.request_id, (header,)))
-                return
+            if header is None or request.count == 1:
+                return [] if header is None else [header]
             origin = header.number
         step = (request.skip + 1) * (-1 if request.reverse else 1)
         head = self.chain.head.header.number
         numbers = [origin + step * index for index in range(min(request.count, MAX_HEADERS_PER_MESSAGE))]
-        numbers = [number for number in numbers if 0 <= number <= head]
         headers = []
-        for header in await self.chain.get_headers_by_number(numbers):
+        for header in await self.chain.get_headers_by_number([number for number in numbers if 0 <= number <= head]):
             if header is None:
                 break
             headers.append(header)
-        peer.send(BlockHeaders(request.request_id, tuple(headers)))
-        self.answered["headers"] += 1
+        return headers
 
     def heard_head(self, peer: PeerProtocol, head_hash: bytes, number: int, total_difficulty: int) -> None:
         peer.known_blocks.add(head_hash)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, gatherResults
+from twisted.internet.defer import Deferred, DeferredList, DeferredSemaphore, ensureDeferred, gatherResults
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
@@ -32,6 +32,9 @@ BODY_BATCH = 48
 ANCESTOR_BATCH = 64
 """Headers looked at per step of the search for the common ancestor."""
 
+IMPORT_WINDOW = 4
+"""Block imports queued on the chain's writer at once during a sync."""
+
 
 @dataclass(frozen=True)
 class ImportOutcome:
@@ -50,11 +53,14 @@ async def import_blocks(chain: IChainService, blocks: Sequence[Block]) -> list[I
     invalid one (the chain service's C{import_blocks} will do this in one
     writer job).
 
-    The imports are all queued at once on the chain's writer, which runs
-    them in order, so that it never waits for the reactor between two
-    blocks; the blocks after an invalid one find no parent and change nothing.
+    A few imports are kept queued on the chain's writer, which runs them
+    in order, so that it never waits for the reactor between two blocks,
+    while the reactor publishes at most that many imports at a time (all
+    of a batch at once would hold it for tens of milliseconds); the blocks
+    after an invalid one find no parent and change nothing.
     """
-    waiting = [chain.import_block_explained(block) for block in blocks]
+    window = DeferredSemaphore(IMPORT_WINDOW)
+    waiting = [window.run(chain.import_block_explained, block) for block in blocks]
     results = await gatherResults(waiting, consumeErrors=True) if waiting else []
     outcomes = []
     for block, (result, reason) in zip(blocks, results):
@@ -377,6 +383,7 @@ class Synchroniser:
 __all__ = [
     "BODY_BATCH",
     "HEADER_BATCH",
+    "IMPORT_WINDOW",
     "ImportOutcome",
     "SyncAborted",
     "Synchroniser",
