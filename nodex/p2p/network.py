@@ -7,6 +7,7 @@ It sees the node only through L{nodex.interfaces}: the chain (which also
 provides L{IBlockSource}), the transaction pool and the reputation record.
 """
 
+import ipaddress
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -286,6 +287,9 @@ class PeerNetwork(Service):
         target = (host, port)
         if not self.running or target in self._dialing:
             return
+        if _is_ip(host) and not self.reputation.is_allowed(None, host):
+            self.log.info("not dialing peer {host}:{port}: refused by its reputation", host=host, port=port)
+            return
         self._dialing[target] = None
         if redial:
             self._failures.setdefault(target, 0)
@@ -471,6 +475,17 @@ class PeerNetwork(Service):
                 continue
             self.dial(address.host, address.port)
             outbound += 1
+
+
+def _is_ip(host: str) -> bool:
+    """
+    Whether C{host} is an IP address (not a name to resolve).
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 __all__ = ["NetworkSettings", "PeerNetwork"]

@@ -296,7 +296,7 @@ class PeerProtocol(Protocol):
             self._window, self._window_count = window, 0
         self._window_count += 1
         if self._window_count > self._host.peer_settings.messages_per_second:
-            self.offence(PeerEvent.REPEATED_MESSAGE, DisconnectReason.FLOOD, "too many messages per second")
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, "too many messages per second")
             return False
         return True
 
@@ -529,7 +529,7 @@ class PeerProtocol(Protocol):
         C{False} (and a disconnect) when the peer has too many in flight.
         """
         if self._serving >= self._host.peer_settings.max_outstanding_requests:
-            self.offence(PeerEvent.REPEATED_MESSAGE, DisconnectReason.FLOOD, "too many requests in flight")
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, "too many requests in flight")
             return False
         self._serving += 1
         return True

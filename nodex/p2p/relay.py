@@ -34,7 +34,7 @@ from nodex.p2p.messages import (
     Transactions,
 )
 from nodex.p2p.protocol import PeerProtocol
-from nodex.p2p.sync import Synchroniser, import_blocks
+from nodex.p2p.sync import Synchroniser
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
@@ -134,12 +134,13 @@ class ChainRelay:
         await self.import_one(peer, block)
 
     async def import_one(self, peer: PeerProtocol, block: Block) -> None:
-        outcome = (await import_blocks(self.chain, [block]))[0]
-        if outcome.result == ImportResult.INVALID_BLOCK:
-            peer.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {outcome.reason}")
-        elif outcome.result == ImportResult.NO_PARENT:
+        result, reason = await self.chain.import_block_explained(block)
+        if result == ImportResult.INVALID_BLOCK:
+            peer.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {reason}")
+        elif result == ImportResult.NO_PARENT:
+            # The chain keeps the orphan aside; a sync brings its parents.
             self.sync.maybe_sync(peer)
-        elif outcome.result != ImportResult.EXIST:
+        elif result != ImportResult.EXIST:
             self.reputation.record_event(PeerEvent.VALID_BLOCK, peer.node_id, peer.address)
 
     async def announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
@@ -181,8 +182,10 @@ class ChainRelay:
             try:
                 await self.pool.add(transaction)
             except TransactionRejectedError as exc:
+                # Refusals of the moment (nonce too low, underpriced, pool
+                # full) reach honest peers through gossip all the time: no
+                # offence (docs/reputation.md).
                 self.log.debug("peer {peer}'s transaction refused: {why}", peer=peer.short_id, why=str(exc))
-                self.reputation.record_event(PeerEvent.INVALID_TRANSACTION, peer.node_id, peer.address)
             else:
                 self.reputation.record_event(PeerEvent.VALID_TRANSACTION, peer.node_id, peer.address)
 

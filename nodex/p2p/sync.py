@@ -9,10 +9,9 @@ fork all resume from wherever the chain stands.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet.defer import Deferred, DeferredList, DeferredSemaphore, ensureDeferred, gatherResults
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
@@ -31,43 +30,6 @@ BODY_BATCH = 48
 
 ANCESTOR_BATCH = 64
 """Headers looked at per step of the search for the common ancestor."""
-
-IMPORT_WINDOW = 4
-"""Block imports queued on the chain's writer at once during a sync."""
-
-
-@dataclass(frozen=True)
-class ImportOutcome:
-    """
-    The outcome of importing one block of a run.
-    """
-
-    block_hash: bytes
-    result: str
-    reason: str | None
-
-
-async def import_blocks(chain: IChainService, blocks: Sequence[Block]) -> list[ImportOutcome]:
-    """
-    Import a run of blocks in order; the outcomes stop after the first
-    invalid one (the chain service's C{import_blocks} will do this in one
-    writer job).
-
-    A few imports are kept queued on the chain's writer, which runs them
-    in order, so that it never waits for the reactor between two blocks,
-    while the reactor publishes at most that many imports at a time (all
-    of a batch at once would hold it for tens of milliseconds); the blocks
-    after an invalid one find no parent and change nothing.
-    """
-    window = DeferredSemaphore(IMPORT_WINDOW)
-    waiting = [window.run(chain.import_block_explained, block) for block in blocks]
-    results = await gatherResults(waiting, consumeErrors=True) if waiting else []
-    outcomes = []
-    for block, (result, reason) in zip(blocks, results):
-        outcomes.append(ImportOutcome(block.hash, result, reason))
-        if result == ImportResult.INVALID_BLOCK:
-            break
-    return outcomes
 
 
 class SyncAborted(P2PError):
@@ -362,14 +324,18 @@ class Synchroniser:
         """
         self.importing += len(blocks)
         try:
-            outcomes = await import_blocks(self._chain, [block for block, _ in blocks])
+            outcomes = await self._chain.import_blocks([block for block, _ in blocks])
         finally:
             self.importing -= len(blocks)
-        if not outcomes or outcomes[-1].result != ImportResult.INVALID_BLOCK:
+        invalid = [outcome for outcome in outcomes if outcome.result == ImportResult.INVALID_BLOCK]
+        if not invalid:
             return
-        index = len(outcomes) - 1
+        index = next((i for i, (block, _) in enumerate(blocks) if block.hash == invalid[0].block_hash), None)
+        if index is None:
+            # A block kept aside by the chain from earlier, not one of these.
+            return
         block, supplier = blocks[index]
-        supplier.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {outcomes[-1].reason}")
+        supplier.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {invalid[0].reason}")
         if supplier is sync_peer:
             raise SyncAborted(f"invalid block {block.number} from the sync peer")
         rest = [candidate.header for candidate, _ in blocks[index:]]
@@ -383,10 +349,7 @@ class Synchroniser:
 __all__ = [
     "BODY_BATCH",
     "HEADER_BATCH",
-    "IMPORT_WINDOW",
-    "ImportOutcome",
     "SyncAborted",
     "Synchroniser",
     "check_header_chain",
-    "import_blocks",
 ]

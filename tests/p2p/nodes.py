@@ -53,12 +53,14 @@ class NodesTestCase(TestCase):
         """
         if node.running:
             # A block import still in flight when the chain service closes
-            # its store would publish its event after the close (the pool
-            # then writes to a closed store): let the peers' work settle.
+            # its store publishes its event after the close (the pool then
+            # writes to a closed store): stop the peers first, and let the
+            # imports they started finish.
             network = node.namedServices.get("p2p")
-            if isinstance(network, PeerNetwork):
+            if isinstance(network, PeerNetwork) and network.running:
+                await network.stopService()
                 waited = 0.0
-                while (network.queue_size() or network.sync.syncing) and waited < 5:
+                while (network.queue_size() or network.sync.syncing) and waited < 10:
                     await deferLater(reactor, 0.02, lambda: None)
                     waited += 0.02
             await node.stopService()
@@ -121,6 +123,18 @@ def producer(chain: ChainService, transactions: Sequence[Transaction], extra_dat
     return produce
 
 
+def event_counts(node: NodeService, record: str) -> dict[str, int]:
+    """
+    The peer events a node's reputation service counted against an address,
+    or against the node id whose hex form starts with C{record}.
+    """
+    reputation = node.getServiceNamed("reputation")
+    for entry in reputation.peer_records():
+        if entry.id == record or (entry.kind == "node" and record.startswith(entry.id)):
+            return dict(entry.counters)
+    return {}
+
+
 def head_number(node: NodeService) -> int:
     """
     A node's head block number.
@@ -129,7 +143,7 @@ def head_number(node: NodeService) -> int:
     return int(node.chain.head.header.number)
 
 
-__all__ = ["NodesTestCase", "head_number", "producer"]
+__all__ = ["NodesTestCase", "event_counts", "head_number", "producer"]
 
 
 async def rpc_port(node: NodeService) -> int:

@@ -14,7 +14,7 @@ from nodex.p2p.messages import Disconnect, Hello, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService
-from tests.p2p.nodes import NodesTestCase, head_number, rpc
+from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
 from tests.p2p.test_protocol import FakeHost
 
 COW = bytes.fromhex("c85ef7d79691fe79573b1a7064c19c1a9819ebdbd1faaab1a8ec92344438aaf4")
@@ -77,7 +77,7 @@ class SyncTests(NodesTestCase):
         datadir = self.mktemp()
         follower = await self.start_node("--peer", self.address(source), datadir=datadir)
         await self.wait_for(lambda: head_number(follower) >= 100, what="a part of the sync")
-        await follower.stopService()
+        await self.stop_node(follower)
         stopped_at = head_number(follower)
         self.assertLess(stopped_at, 1000)
         again = await self.start_node("--peer", self.address(source), datadir=datadir)
@@ -94,7 +94,7 @@ class SyncTests(NodesTestCase):
         follower = await self.start_node("--peer", self.address(first))
         await self.wait_for(lambda: head_number(follower) >= 50, what="a part of the sync")
         self.network(follower).dial("127.0.0.1", self.network(second).listening_port)
-        await first.stopService()
+        await self.stop_node(first)
         await self.wait_for(lambda: head_number(follower) == 800, what="the sync from the second peer")
 
 
@@ -129,7 +129,7 @@ class SlowPeerTests(NodesTestCase):
         )
         await self.wait_for(lambda: head_number(follower) == 400, what="the sync despite the silent peer")
         self.assertEqual(silent.relay.answered["bodies"], 0)
-        counts = self.network(follower).reputation.counts(silent.node_key.node_id)  # type: ignore[attr-defined,union-attr]
+        counts = event_counts(follower, silent.node_key.node_id.hex())  # type: ignore[union-attr]
         self.assertGreaterEqual(counts.get("TIMEOUT_MESSAGE", 0), 1)
 
 
@@ -231,7 +231,19 @@ class ReorganisationTests(NodesTestCase):
 class HostilePeerTests(NodesTestCase):
     """
     Hostile or mistaken peers are disconnected with the right reason, and the node goes on.
+    The nodes do not punish (C{scoring.punishment_enabled = false}), so that
+    an honest peer from the same loopback address is heard afterwards; the
+    last test shows the punishment.
     """
+
+    async def lenient_node(self) -> NodeService:
+        """
+        A node whose reputation service records events but punishes no one.
+        """
+        config = self.mktemp()
+        with open(config, "w") as handle:
+            handle.write("[scoring]\npunishment_enabled = false\n")
+        return await self.start_node("--config", config)
 
     async def connect(self, node: NodeService, host: FakeHost) -> PeerProtocol:
         """
@@ -287,7 +299,7 @@ class HostilePeerTests(NodesTestCase):
         """
         A peer of another network id, genesis or protocol version.
         """
-        node = await self.start_node()
+        node = await self.lenient_node()
         for changes, reason in (
             ({"network_id": 775}, DisconnectReason.WRONG_NETWORK),
             ({"genesis_hash": b"\x01" * 32}, DisconnectReason.WRONG_GENESIS),
@@ -295,7 +307,7 @@ class HostilePeerTests(NodesTestCase):
         ):
             received = await self.raw(node, self.hello(node, **changes))
             self.assertEqual(self.last_message(received), Disconnect(int(reason)))
-        counts = self.network(node).reputation.counts("127.0.0.1")  # type: ignore[attr-defined]
+        counts = event_counts(node, "127.0.0.1")
         self.assertEqual(
             (counts["INVALID_NETWORK"], counts["UNEXPECTED_GENESIS"], counts["INCOMPATIBLE_PROTOCOL"]), (1, 1, 1)
         )
@@ -305,7 +317,7 @@ class HostilePeerTests(NodesTestCase):
         """
         A peer that cannot prove its node key.
         """
-        node = await self.start_node()
+        node = await self.lenient_node()
         host = FakeHost(genesis=self.genesis(node))
         impostor = NodeKey.generate()
         host.node_key = NodeKey(impostor.private_key, NodeKey.generate().node_id)
@@ -352,7 +364,7 @@ class HostilePeerTests(NodesTestCase):
         """
         Garbage bytes end in a protocol-error disconnect.
         """
-        node = await self.start_node()
+        node = await self.lenient_node()
         received = await self.raw(node, b"\x00\x00\x00\x10" + b"\xff" * 16)
         self.assertIsInstance(self.last_message(received[: 4 + int.from_bytes(received[:4], "big")]), Hello)
         self.assertEqual(self.last_message(received), Disconnect(int(DisconnectReason.PROTOCOL_ERROR)))
@@ -362,11 +374,19 @@ class HostilePeerTests(NodesTestCase):
         """
         A frame longer than the limit ends in a frame-too-large disconnect.
         """
-        node = await self.start_node()
+        node = await self.lenient_node()
         received = await self.raw(node, (2**32 - 1).to_bytes(4, "big"))
         self.assertEqual(self.last_message(received), Disconnect(int(DisconnectReason.FRAME_TOO_LARGE)))
         await self.assertStillServes(node)
 
+    async def test_offender_refused(self) -> None:
+        """
+        With punishment on, an address that sent garbage is refused afterwards (bad reputation).
+        """
+        node = await self.start_node()
+        await self.raw(node, b"\x00\x00\x00\x10" + b"\xff" * 16)
+        received = await self.raw(node, self.hello(node))
+        self.assertEqual(self.last_message(received), Disconnect(int(DisconnectReason.BAD_REPUTATION)))
 
 
 class RPCTests(NodesTestCase):
@@ -435,3 +455,4 @@ class TLSTests(NodesTestCase):
         self.assertEqual(head_number(client), 0)
         port = self.network(server).listening_port
         self.assertGreaterEqual(self.network(client).unfinished_handshakes[f"localhost:{port}"], 1)
+

@@ -303,7 +303,7 @@ class ProtocolTests(SynchronousTestCase):
         self.assertFalse(self.transport.disconnecting)
         self.receive(Ping(1))
         self.assertDisconnected(DisconnectReason.FLOOD)
-        self.assertIn(PeerEvent.REPEATED_MESSAGE, self.host.events)
+        self.assertIn(PeerEvent.INVALID_MESSAGE, self.host.events)
 
     def test_flood_window(self) -> None:
         """

@@ -1,6 +1,6 @@
 """
-Tests for L{nodex.p2p.relay} (serving requests from the chain),
-L{nodex.p2p.sync.check_header_chain} and L{nodex.p2p.reputation}, with fakes.
+Tests for L{nodex.p2p.relay} (serving requests from the chain) and
+L{nodex.p2p.sync.check_header_chain}, with fakes.
 """
 
 from dataclasses import replace
@@ -9,10 +9,9 @@ from typing import Any
 from twisted.internet.defer import Deferred, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ChainHead, PeerEvent
+from nodex.interfaces import ChainHead
 from nodex.p2p.messages import BlockBodies, BlockHeaders, GetBlockBodies, GetBlockHeaders, Message
 from nodex.p2p.relay import ChainRelay
-from nodex.p2p.reputation import EventCounts
 from nodex.p2p.sync import check_header_chain
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -68,7 +67,7 @@ class ServeTests(SynchronousTestCase):
 
     def setUp(self) -> None:
         self.headers = chain_of(20)
-        self.relay = ChainRelay(FakeChain(self.headers), EventCounts(), None, list, lambda: True)  # type: ignore[arg-type]
+        self.relay = ChainRelay(FakeChain(self.headers), None, None, list, lambda: True)  # type: ignore[arg-type]
         self.peer = FakePeer()
 
     def headers_for(self, request: GetBlockHeaders) -> list[int]:
@@ -125,22 +124,3 @@ class HeaderChainTests(SynchronousTestCase):
         self.assertIn("has number", check_header_chain(headers[2:], 1, headers[0].hash) or "")
         broken = [headers[1], replace(headers[2], parent_hash=b"\x00" * 32)]
         self.assertIn("header 2 does not follow", check_header_chain(broken, 1, headers[0].hash) or "")
-
-
-class EventCountsTests(SynchronousTestCase):
-    """
-    The P2P layer's own event record.
-    """
-
-    def test_counts(self) -> None:
-        """
-        Events count against the node id and the address; no one is refused; the oldest records go first.
-        """
-        counts = EventCounts(max_records=3)
-        counts.record_event(PeerEvent.INVALID_MESSAGE, b"\x01" * 64, "192.0.2.1")
-        counts.record_event(PeerEvent.INVALID_MESSAGE, None, "192.0.2.1")
-        self.assertEqual(counts.counts("192.0.2.1"), {"INVALID_MESSAGE": 2})
-        self.assertEqual(counts.counts(b"\x01" * 64), {"INVALID_MESSAGE": 1})
-        self.assertTrue(counts.is_allowed(b"\x01" * 64, "192.0.2.1"))
-        counts.record_event(PeerEvent.VALID_BLOCK, b"\x02" * 64, "192.0.2.2")
-        self.assertEqual(counts.counts(b"\x01" * 64), {})
