@@ -54,7 +54,7 @@ from nodex.primitives import Address
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 
 datadir, count, transfers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "none"}, "p2p": {"endpoint": "none"},
+config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "none", "ws": "none"}, "p2p": {"endpoint": "none"},
                             "mining": {"mode": "manual"}})
 node = compose(config, reactor)
 keys = [keccak256(seed.encode()) for seed in ["cow"] + [f"cow{i}" for i in range(1, 10)]]
@@ -106,7 +106,7 @@ class Node:
         command = [
             sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=", "nodex",
             "--datadir", str(datadir), "--rpc", f"tcp:{self.rpc_port}:interface=127.0.0.1",
-            "--p2p", f"tcp:{self.p2p_port}:interface=127.0.0.1", *argv,
+            "--p2p", f"tcp:{self.p2p_port}:interface=127.0.0.1", "--ws", "none", *argv,
         ]
         if core is not None and shutil.which("taskset"):
             command = ["taskset", "-c", str(core), *command]

@@ -90,6 +90,7 @@ class Synchroniser:
         self.importing = 0
         self.stopped = False
         self._next: IDelayedCall | None = None
+        self._observers: list[Callable[[SyncStatus], None]] = []
 
     @property
     def syncing(self) -> bool:
@@ -163,6 +164,19 @@ class Synchroniser:
         if self._progress is not None and self._progress.running:
             self._progress.stop()
         self._progress = None
+
+    def add_observer(self, observer: Callable[[SyncStatus], None]) -> None:
+        """
+        Call C{observer} with the status when a sync starts, at each progress line, and when it ends.
+        """
+        self._observers.append(observer)
+
+    def _tell(self, status: SyncStatus) -> None:
+        for observer in list(self._observers):
+            try:
+                observer(status)
+            except Exception:
+                self.log.failure("sync status observer {observer!r} failed", observer=observer)
 
     def _retry(self) -> None:
         self._next = None

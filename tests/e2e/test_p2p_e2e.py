@@ -76,7 +76,7 @@ class ThreeNodesTests(TestCase):
         datadir = str(Path(self.mktemp()).resolve())
         command = [
             sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=", "nodex",
-            "--datadir", datadir, "--rpc", "tcp:0:interface=127.0.0.1", "--p2p", "tcp:0:interface=127.0.0.1", *argv,
+            "--datadir", datadir, "--rpc", "tcp:0:interface=127.0.0.1", "--p2p", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv,
         ]
         env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
         reactor.spawnProcess(node, sys.executable, command, env=env, path=str(REPOSITORY))

@@ -39,7 +39,7 @@ class NodesTestCase(TestCase):
         options = Options()
         options.parseOptions(
             ["--datadir", datadir or self.mktemp(), "--rpc", "none", "--mining", "manual",
-             "--p2p", "tcp:0:interface=127.0.0.1", *argv]
+             "--p2p", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv]
         )
         assert options.config is not None
         node = compose(options.config, reactor)

@@ -41,11 +41,15 @@ class SyncTests(NodesTestCase):
 
     async def test_sync_from_scratch(self) -> None:
         """
-        A new node syncs 1,000 blocks from its peer and reports the sync through eth_syncing.
+        A new node syncs 1,000 blocks from its peer, reports the sync through
+        eth_syncing's status, and tells the sync observers (the syncing
+        subscriptions) when it starts and ends.
         """
         source = await self.start_node()
         await self.grow(source, 1000)
         follower = await self.start_node("--peer", self.address(source))
+        told: list[object] = []
+        self.network(follower).sync.add_observer(told.append)
         await self.wait_for(lambda: self.network(follower).sync_status() is not None, what="the sync to start")
         status = self.network(follower).sync_status()
         assert status is not None
@@ -54,6 +58,7 @@ class SyncTests(NodesTestCase):
         assert source.chain is not None and follower.chain is not None
         self.assertEqual(follower.chain.head, source.chain.head)
         await self.wait_for(lambda: self.network(follower).sync_status() is None, what="the end of the sync")
+        self.assertEqual((told[0].syncing, told[0].starting_block, told[-1].syncing), (True, 0, False))  # type: ignore[attr-defined]
 
     async def test_sync_from_two_peers(self) -> None:
         """

@@ -74,5 +74,5 @@ class PeerMethodsTests(SynchronousTestCase):
         """
         self.assertIs(ChainMethods(None, None, FakePeers([])).syncing(), False)  # type: ignore[arg-type]
         self.assertIs(ChainMethods(None, None).syncing(), False)  # type: ignore[arg-type]
-        status = ChainMethods(None, None, FakePeers([], status=SyncStatus(5, 100, 1000))).syncing()  # type: ignore[arg-type]
+        status = ChainMethods(None, None, FakePeers([], status=SyncStatus(True, 5, 100, 1000))).syncing()  # type: ignore[arg-type]
         self.assertEqual(list(status.items()), [("startingBlock", "0x5"), ("currentBlock", "0x64"), ("highestBlock", "0x3e8")])  # type: ignore[union-attr]
