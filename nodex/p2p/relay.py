@@ -117,6 +117,9 @@ class ChainRelay:
         return headers
 
     def heard_head(self, peer: PeerProtocol, head_hash: bytes, number: int, total_difficulty: int) -> None:
+        """
+        Note a peer's head (from a status or a new block) when it is heavier than the last heard.
+        """
         peer.known_blocks.add(head_hash)
         if total_difficulty > peer.total_difficulty:
             peer.head_hash, peer.head_number, peer.total_difficulty = head_hash, number, total_difficulty
@@ -134,6 +137,10 @@ class ChainRelay:
         await self.import_one(peer, block)
 
     async def import_one(self, peer: PeerProtocol, block: Block) -> None:
+        """
+        Import one block a peer sent or announced; an invalid one costs the
+        peer its connection, an orphan starts a sync with it.
+        """
         result, reason = await self.chain.import_block_explained(block)
         if result == ImportResult.INVALID_BLOCK:
             peer.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {reason}")
