@@ -197,6 +197,21 @@ class PropagationTests(NodesTestCase):
         await self.wait_for(lambda: head_number(c) == 1, what="C to follow")
         await self.wait_for(lambda: c.getServiceNamed("pool").get(transaction.hash) is None, what="C's pool to drop it")
 
+    async def test_orphan_fetches_parents(self) -> None:
+        """
+        A new block whose parents a peer never heard of makes that peer fetch them.
+        """
+        a = await self.start_node()
+        b = await self.start_node("--peer", self.address(a))
+        await self.wait_for(lambda: len(self.network(b).established_peers()) == 1, what="the peer")
+        relay = self.network(a).relay
+        relay._running = lambda: False  # type: ignore[method-assign]
+        await self.grow(a, 3)
+        relay._running = lambda: True  # type: ignore[method-assign]
+        self.assertEqual(head_number(b), 0)
+        await self.grow(a, 1)
+        await self.wait_for(lambda: head_number(b) == 4, what="the orphan and its parents")
+
     async def test_no_echo(self) -> None:
         """
         A peer that sent a block is not sent it back.
