@@ -192,6 +192,7 @@ def scenario_automine(work: Path, seconds: float = 10.0) -> str:
     layer = {
         "network": "devnet",
         "mining": {"mode": "auto"},
+        "p2p": {"endpoint": "none"},
         "genesis": {"alloc": {sender: {"balance": str(10**30)}}},
     }
     process, port = start_node(str(work / "automine-node"), layer)

@@ -95,6 +95,15 @@ def _strings(value: Any) -> list[str]:
     return list(value)
 
 
+def _string(value: Any) -> str:
+    """
+    Any string (the empty string included).
+    """
+    if not isinstance(value, str):
+        raise ValueError("want a string")
+    return value
+
+
 def _datadir(value: Any) -> str:
     """
     A directory path (expanded); it may not exist yet, but may not be a file.
@@ -267,7 +276,19 @@ SCHEMA: dict[str, Any] = {
         "ws_max_queue_bytes": _integer(65536),
         "modules": {name: _MODULE_SCHEMA for name in MODULES},
     },
-    "p2p": {"endpoint": endpoint, "network_id": _integer(0), "peers": _peers},
+    "p2p": {
+        "endpoint": endpoint,
+        "network_id": _integer(0),
+        "peers": _peers,
+        "max_inbound": _integer(0, 10000),
+        "max_outbound": _integer(0, 10000),
+        "max_frame_bytes": _integer(65536, 2**32 - 1),
+        "messages_per_second": _integer(1),
+        "max_outstanding_requests": _integer(1, 1024),
+        "request_timeout": _seconds,
+        "tls": _boolean,
+        "tls_ca_certificate": _string,
+    },
     "mining": {
         "mode": mining_mode,
         "coinbase": _coinbase,

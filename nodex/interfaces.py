@@ -53,6 +53,23 @@ composition root share it without the RPC edge importing P2P.
 """
 
 
+@dataclass(frozen=True)
+class PeerInfo:
+    """
+    One connected peer, as C{net_peerList} shows it.
+
+    @ivar node_id: its 64-byte node id.
+    @ivar host: the host name this node dialed (outbound), else the empty string.
+    @ivar ip: its IP address.
+    @ivar port: the TCP port of the connection.
+    """
+
+    node_id: bytes
+    host: str
+    ip: str
+    port: int
+
+
 class IPeerNetwork(Interface):
     """
     The peer-to-peer side of the node, as the RPC edge sees it.
@@ -63,6 +80,21 @@ class IPeerNetwork(Interface):
         Whether the node accepts incoming peer connections now.
 
         @return: a Deferred firing with C{True} while the P2P server listens.
+        """
+
+    def peers() -> "list[PeerInfo]":
+        """
+        The peers whose handshake succeeded and whose connection is open.
+        """
+
+    def queue_size() -> int:
+        """
+        The peer messages received and not yet handled (C{debug_wireProtocolQueueSize}).
+        """
+
+    def sync_status() -> "SyncStatus | None":
+        """
+        The progress of the sync in course, or L{None} when the node is not syncing.
         """
 
 
@@ -587,6 +619,22 @@ class IFilterService(Interface):
         """
 
 
+class IBlockSource(Interface):
+    """
+    Batch reads of the chain for serving peers: one reader job per request.
+    """
+
+    def get_headers_by_number(numbers: "list[int]") -> "Deferred[list[Header | None]]":
+        """
+        The canonical headers at C{numbers}, in that order (L{None} above the head).
+        """
+
+    def get_blocks_by_hash(block_hashes: "Iterable[bytes]") -> "Deferred[list[Block | None]]":
+        """
+        Stored blocks by hash, in the order asked (L{None} for the unknown).
+        """
+
+
 class PeerEvent:
     """
     The events of the peer scoring model (reference §15), in its order.
@@ -747,4 +795,6 @@ __all__ = [
     "WIRE_PROTOCOL_VERSION",
     "IReputation",
     "PeerEvent",
+    "IBlockSource",
+    "PeerInfo",
 ]

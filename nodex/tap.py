@@ -15,14 +15,14 @@ from twisted.internet.interfaces import IReactorCore, IReactorTime
 from twisted.logger import Logger
 from twisted.python import usage
 
-from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
+from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
 from nodex.config import ConfigError, NodeConfig, dump_toml, load_config, scoring_config
 from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, ITransactionPool
+from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, IReputation, ITransactionPool
 from nodex.primitives import Address
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
@@ -49,6 +49,10 @@ from nodex.services.filters import FilterService
 from nodex.services.listening import ListeningService
 from nodex.services.miner import Miner
 from nodex.services.offline import OfflinePeerNetwork
+from nodex.p2p.connect import peer_connector
+from nodex.p2p.network import NetworkSettings, PeerNetwork
+from nodex.p2p.protocol import PeerSettings
+from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
@@ -187,7 +191,7 @@ class NodeService(MultiService):
         config = self.config
         log.info(
             "nodex starting: network {network}, chain id {chain_id}, data dir {datadir}, "
-            "RPC {rpc}, WebSocket {ws}, P2P {p2p} (not yet available), manhole {manhole}, mining {mining}",
+            "RPC {rpc}, WebSocket {ws}, P2P {p2p}, manhole {manhole}, mining {mining}",
             network=config.network,
             chain_id=config.chain_id,
             datadir=config.datadir,
@@ -339,6 +343,7 @@ def compose_pool(
     chain: ChainService,
     miner: Miner,
     work: WorkService | None = None,
+    peers: IPeerNetwork | None = None,
 ) -> tuple[TransactionPool, list[IMethodProvider]]:
     """
     Add the transaction pool to C{node}, connect it to the miner, and return
@@ -349,6 +354,8 @@ def compose_pool(
     sent to an idle pool in C{auto} mode is checked and mined in one writer
     job instead: L{Miner.mine_alone}), and writes its changes on a thread
     of its own.
+
+    @param peers: the peer network, whose sync C{eth_syncing} reports.
     """
     pool = TransactionPool(
         chain, chain.store, node.chain_threads.run_reader, store_thread=SerialThread(reactor, "pool-store")
@@ -361,7 +368,7 @@ def compose_pool(
         work.use_pool(pool, config.update_work_on_new_transactions)
     accounts = node.getServiceNamed("accounts")
     providers: list[IMethodProvider] = [
-        ChainMethods(chain, pool),
+        ChainMethods(chain, pool, peers),
         TransactionMethods(chain, pool, accounts, miner, work),
         TxPoolMethods(pool),
         EvmMethods(chain, pool, miner),
@@ -426,13 +433,20 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
     return reputation, [ScoMethods(reputation)]
 
 
-def compose_subscriptions(chain: ChainService, pool: ITransactionPool | None) -> SubscriptionMethods:
+def compose_subscriptions(
+    chain: ChainService, pool: ITransactionPool | None, peers: IPeerNetwork | None = None
+) -> SubscriptionMethods:
     """
     The subscription service over the chain and the pool, and its RPC
     provider (C{eth_subscribe}, C{eth_unsubscribe}; over HTTP they answer
     that a WebSocket is needed).
+
+    @param peers: the peer network, whose sync reaches the C{syncing} subscriptions.
     """
-    return SubscriptionMethods(SubscriptionService(chain, pool))
+    service = SubscriptionService(chain, pool)
+    if isinstance(peers, PeerNetwork):
+        peers.sync.add_observer(service.sync_status_changed)
+    return SubscriptionMethods(service)
 
 
 def websocket_factory(
@@ -455,8 +469,10 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     Wire the services of a configuration together.
 
     The chain service and the miner come first (so that they start before
-    and stop after the edges); the P2P and manhole services come with their
-    issues, and until then the peer network is offline.
+    and stop after the edges); the peer network, when one is configured
+    (L{compose_p2p}; otherwise the node is offline), joins after the pool
+    and takes the reputation service as its L{IReputation}; the manhole
+    comes with its issue.
 
     @param reactor: provides L{IReactorCore}, L{IReactorTime} and the
         listening interfaces the endpoints need.
@@ -466,15 +482,21 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     node = NodeService(config)
     chain, miner = compose_chain(config, reactor, node)
     work, mining_providers = compose_mining(config, reactor, node, chain, miner)
-    pool, providers = compose_pool(config, reactor, node, chain, miner, work)
-    providers += mining_providers
-    providers += compose_state_and_logs(config, reactor, node, chain, pool)
     # The P2P service takes the reputation service as its IReputation.
     reputation, reputation_providers = compose_reputation(config, reactor, node)
+    peers = compose_p2p(config, reactor, chain, reputation)
+    pool, providers = compose_pool(config, reactor, node, chain, miner, work, peers)
+    providers += mining_providers
+    providers += compose_state_and_logs(config, reactor, node, chain, pool)
     providers += reputation_providers
-    subscriptions = compose_subscriptions(chain, pool)
+    if isinstance(peers, PeerNetwork):
+        # After the pool: the peers' transactions find it started, and the
+        # network stops (no more imports from peers) before it.
+        peers.use_pool(pool)
+        peers.setServiceParent(node)
+    providers.append(PeerMethods(peers))
+    subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
-    peers = OfflinePeerNetwork()
     if config.rpc.endpoint == "none" and config.rpc.ws == "none":
         return node
     server = build_rpc_server(config, reactor, peers, providers)
@@ -488,6 +510,50 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
         ws.setName("ws")
         ws.setServiceParent(node)
     return node
+
+
+def _peer_address(text: str) -> tuple[str, int]:
+    """
+    The host and port of a C{HOST:PORT} peer (IPv6 in brackets).
+    """
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def compose_p2p(config: NodeConfig, reactor: Any, chain: ChainService, reputation: IReputation) -> IPeerNetwork:
+    """
+    The peer network (a service named C{p2p}, for the caller to add to the
+    node after the pool) when the configuration has a P2P endpoint or peers
+    to dial (C{docs/p2p.md}); otherwise the offline network.
+
+    The node key lives in the data directory (read or created when the
+    service starts); outbound connections use TLS (checking the peer's host
+    name) when C{p2p.tls} is set; offences go to C{reputation}, which is
+    asked before a peer is accepted or heard.  The genesis hash of the
+    handshake is computed from the genesis table (nothing is opened here).
+    """
+    raw = config.raw["p2p"]
+    if config.p2p_endpoint == "none" and not config.peers:
+        return OfflinePeerNetwork()
+    genesis, _, _ = make_genesis(genesis_spec_from_mapping(config.genesis))
+    settings = NetworkSettings(
+        network_id=config.p2p_network_id,
+        genesis_hash=genesis.hash,
+        bootstrap=tuple(_peer_address(peer) for peer in config.peers),
+        max_inbound=raw["max_inbound"],
+        max_outbound=raw["max_outbound"],
+        peer=PeerSettings(
+            max_frame_bytes=raw["max_frame_bytes"],
+            messages_per_second=raw["messages_per_second"],
+            max_outstanding_requests=raw["max_outstanding_requests"],
+            request_timeout=raw["request_timeout"],
+        ),
+    )
+    listen = None if config.p2p_endpoint == "none" else serverFromString(reactor, config.p2p_endpoint)
+    connect = peer_connector(reactor, raw["tls"], raw["tls_ca_certificate"])
+    network = PeerNetwork(chain, reputation, reactor, config.datadir, settings, listen, connect)
+    network.setName("p2p")
+    return network
 
 
 def makeService(options: Options) -> NodeService:
@@ -513,6 +579,7 @@ __all__ = [
     "compose",
     "compose_chain",
     "compose_mining",
+    "compose_p2p",
     "compose_pool",
     "compose_reputation",
     "compose_state_and_logs",

@@ -28,13 +28,14 @@ class PresetTests(SynchronousTestCase):
 
     def test_ids_and_ports(self) -> None:
         """
-        Each network has the chain id, P2P network id and port of reference §9-§10.
+        Each network has the chain id, P2P network id and port of reference §9-§10; a regtest
+        node runs alone unless asked (its peers' port, 50501, is then the operator's to give).
         """
         expected = {
             "main": (30, 775, "tcp:5050"),
             "testnet": (31, 8100, "tcp:50505"),
             "devnet": (32, 44444444, "tcp:50503"),
-            "regtest": (33, 7771, "tcp:50501"),
+            "regtest": (33, 7771, "none"),
         }
         for network, (chain_id, network_id, p2p) in expected.items():
             config = build(effective(None, {"network": network}))

@@ -12,7 +12,7 @@ marks as partially supported refuse C{pending} with -32201 (DESIGN §1).
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import BlockNotFoundError, IChainService, ITransactionPool
+from nodex.interfaces import BlockNotFoundError, IChainService, IPeerNetwork, ITransactionPool
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import require_block, resolve_block
 from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError
@@ -52,13 +52,16 @@ class ChainMethods:
     The block, transaction and receipt lookups of the C{eth} module.
     """
 
-    def __init__(self, chain: IChainService, pool: ITransactionPool) -> None:
+    def __init__(self, chain: IChainService, pool: ITransactionPool, peers: IPeerNetwork | None = None) -> None:
         """
         @param chain: where blocks, transactions and receipts are read.
         @param pool: where pending transactions are found.
+        @param peers: the peer network, whose sync C{eth_syncing} reports
+            (without one the node never syncs).
         """
         self._chain = chain
         self._pool = pool
+        self._peers = peers
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -116,11 +119,19 @@ class ChainMethods:
         """
         return int(self._chain.head.header.number)
 
-    def syncing(self) -> bool:
+    def syncing(self) -> bool | dict[str, str]:
         """
-        C{false}: a node without peers is never syncing.
+        C{false}, or the sync status object (startingBlock, currentBlock,
+        highestBlock, in that order) while a sync runs.
         """
-        return False
+        status = None if self._peers is None else self._peers.sync_status()
+        if status is None:
+            return False
+        return {
+            "startingBlock": encoders.quantity(status.starting_block),
+            "currentBlock": encoders.quantity(status.current_block),
+            "highestBlock": encoders.quantity(status.highest_block),
+        }
 
     async def _block_object(self, block: Block | None, full: bool) -> dict[str, Any] | None:
         """

@@ -49,6 +49,7 @@ from nodex.evm.instructions.system import compute_contract_address
 from nodex.interfaces import (
     ChainEvent,
     ChainHead,
+    IBlockSource,
     IChainService,
     ImportResult,
     ReceiptView,
@@ -78,7 +79,7 @@ job's blocks are told in one turn of the reactor, so a long run is cut into
 jobs whose publishing stays short (L{ChainService.import_blocks})."""
 
 
-@implementer(IChainService)
+@implementer(IChainService, IBlockSource)
 class ChainService(Service):
     """
     The chain of one store.
@@ -724,6 +725,20 @@ class ChainService(Service):
         """
         hashes = list(block_hashes)
         return self._run_reader(lambda: [self._thd_block(block_hash) for block_hash in hashes])
+
+    def get_headers_by_number(self, numbers: Sequence[int]) -> Deferred[list[Header | None]]:
+        """
+        Several canonical headers in one reader job (in the order asked),
+        L{None} above the head; for peers' header requests
+        (L{nodex.interfaces.IBlockSource}).
+        """
+        wanted = list(numbers)
+
+        def read() -> list[Header | None]:
+            hashes = [read_canonical_hash(self.store, number) for number in wanted]
+            return [None if block_hash is None else self._thd_header(block_hash) for block_hash in hashes]
+
+        return self._run_reader(read)
 
 
 def receipt_views(block: Block, receipts: Sequence[Receipt], only: int | None = None) -> list[ReceiptView]:

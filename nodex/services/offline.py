@@ -1,12 +1,12 @@
 """
 The peer network of a node that has no peer-to-peer server: until the P2P
-service exists (a later issue), or when it is disabled (C{--p2p none}).
+service is composed, or when it is disabled (C{--p2p none}).
 """
 
 from twisted.internet.defer import Deferred, succeed
 from zope.interface import implementer
 
-from nodex.interfaces import IPeerNetwork
+from nodex.interfaces import IPeerNetwork, PeerInfo, SyncStatus
 
 
 @implementer(IPeerNetwork)
@@ -22,6 +22,24 @@ class OfflinePeerNetwork:
         @return: a Deferred firing with C{False}.
         """
         return succeed(False)
+
+    def peers(self) -> list[PeerInfo]:
+        """
+        No peers.
+        """
+        return []
+
+    def queue_size(self) -> int:
+        """
+        No peer messages, so none waiting.
+        """
+        return 0
+
+    def sync_status(self) -> SyncStatus | None:
+        """
+        A node without peers is never syncing.
+        """
+        return None
 
 
 __all__ = ["OfflinePeerNetwork"]

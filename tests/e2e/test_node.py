@@ -35,7 +35,9 @@ class RunningNodeTests(TestCase):
         Start a regtest node with RPC on port 0; return its URL.
         """
         options = Options()
-        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv])
+        options.parseOptions(
+            ["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", "--p2p", "none", *argv]
+        )
         node: NodeService = makeService(options)
         node.startService()
         self.addCleanup(node.stopService)

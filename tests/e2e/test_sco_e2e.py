@@ -68,7 +68,9 @@ class ScoNodeTests(TestCase):
         Start a node with RPC on port 0; keep its URL in C{self.url}.
         """
         options = Options()
-        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv])
+        options.parseOptions(
+            ["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", "--p2p", "none", *argv]
+        )
         node: NodeService = makeService(options)
         node.startService()
         self.addCleanup(node.stopService)

@@ -1,0 +1,282 @@
+"""
+Peer-to-peer figures (issue 12): sync speed between two nodes, the
+responsiveness of the syncing node's RPC, and the propagation latency of a
+new block along a line of three nodes.
+
+1. A chain of C{--blocks} blocks (empty, or with C{--transfers} native
+   transfers each, from the ten cow accounts) is built into a data
+   directory, timestamped one second apart from genesis so that it is all
+   in the past.
+2. Sync: a node serving that chain (C{twistd -n nodex}, pinned to core 0)
+   and a fresh node dialing it (pinned to core 1).  This client polls the
+   syncing node's C{eth_blockNumber} over one keep-alive connection as fast
+   as it answers, recording each answer's latency, until the head is
+   reached.  Blocks/s counts from the first synced block to the last.
+3. Propagation: three fresh nodes in a line A - B - C (one outbound peer
+   for B and C, none for A); C{evm_mine} on A, then B and C are polled until each has the
+   block; the per-hop latency is B's arrival after A's answer, and C's after
+   B's.
+
+Usage::
+
+    python benchmarks/p2p.py [--blocks 10000] [--transfers 0] [--hops 50]
+
+Every node is a real C{twistd nodex} process with RocksDB under a
+temporary directory; nothing is reused between runs.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+BUILDER = """
+import itertools, sys
+from twisted.internet import reactor
+from twisted.internet.defer import ensureDeferred
+from nodex.config import load_config
+from nodex.tap import compose
+from nodex.chain.builder import build_block, seal_block
+from nodex.chain.pow import solve
+from nodex.crypto import keccak256
+from nodex.primitives import Address
+from nodex.structures.transactions import LegacyTransaction, sign_transaction
+
+datadir, count, transfers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "none", "ws": "none"}, "p2p": {"endpoint": "none"},
+                            "mining": {"mode": "manual"}})
+node = compose(config, reactor)
+keys = [keccak256(seed.encode()) for seed in ["cow"] + [f"cow{i}" for i in range(1, 10)]]
+recipient = b"\\x77" * 20
+
+def transactions(index):
+    return [sign_transaction(LegacyTransaction(nonce=index, gas_price=0, gas=21000, to=recipient, value=1, data=b""),
+                             keys[k], 33) for k in range(transfers)]
+
+async def grow():
+    chain = node.chain
+    for index in range(count):
+        txs = transactions(index)
+        def produce(parent, state, hashes, txs=txs):
+            built = build_block(parent, state, txs, Address(b"\\x42" * 20), parent.timestamp + 1, chain.rules, hashes)
+            header = built.block.header
+            seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
+            return seal_block(built.block, seal), built.outcome
+        await chain.produce_block(produce)
+
+def run():
+    node.startService()
+    d = ensureDeferred(grow())
+    d.addErrback(lambda f: (f.printTraceback(), None))
+    d.addBoth(lambda _: node.stopService()).addBoth(lambda _: reactor.stop())
+
+reactor.callWhenRunning(run)
+reactor.run()
+"""
+
+
+def free_port() -> int:
+    """
+    A TCP port free on 127.0.0.1 now.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Node:
+    """
+    A C{twistd nodex} process with RPC and P2P on known loopback ports.
+    """
+
+    def __init__(self, datadir: Path, core: int | None, *argv: str) -> None:
+        self.rpc_port, self.p2p_port = free_port(), free_port()
+        self.log = open(datadir.parent / f"{datadir.name}.log", "w")
+        command = [
+            sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=", "nodex",
+            "--datadir", str(datadir), "--rpc", f"tcp:{self.rpc_port}:interface=127.0.0.1",
+            "--p2p", f"tcp:{self.p2p_port}:interface=127.0.0.1", "--ws", "none", *argv,
+        ]
+        if core is not None and shutil.which("taskset"):
+            command = ["taskset", "-c", str(core), *command]
+        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=REPOSITORY)
+        self.connection: http.client.HTTPConnection | None = None
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.call("eth_chainId")
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(f"node did not start; see {self.log.name}") from None
+                time.sleep(0.1)
+
+    def call(self, method: str, *params: Any) -> Any:
+        """
+        A JSON-RPC call over a keep-alive connection; its result.
+        """
+        if self.connection is None:
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.rpc_port, timeout=60)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)})
+        try:
+            self.connection.request("POST", "/", body, {"Content-Type": "application/json"})
+            answer = json.loads(self.connection.getresponse().read())
+        except (OSError, http.client.HTTPException):
+            self.connection.close()
+            self.connection = None
+            raise OSError(f"{method} failed")
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def stop(self) -> None:
+        """
+        Stop the process and wait for it.
+        """
+        self.process.terminate()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """
+    The value below which C{fraction} of C{values} lie.
+    """
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def build(datadir: Path, blocks: int, transfers: int) -> float:
+    """
+    Build the source chain; return the seconds it took.
+    """
+    started = time.monotonic()
+    env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    subprocess.run([sys.executable, "-c", BUILDER, str(datadir), str(blocks), str(transfers)], check=True, env=env)
+    return time.monotonic() - started
+
+
+def sync(work: Path, source_dir: Path, blocks: int) -> dict[str, float]:
+    """
+    Sync a fresh node from the source; return the figures.
+    """
+    source = Node(source_dir, 0, "--mining", "off")
+    follower = None
+    try:
+        follower = Node(work / "follower", 1, "--mining", "off", "--peer", f"127.0.0.1:{source.p2p_port}")
+        latencies, first, number = [], None, 0
+        deadline = time.monotonic() + 3600
+        while number < blocks and time.monotonic() < deadline:
+            asked = time.perf_counter()
+            number = int(follower.call("eth_blockNumber"), 16)
+            now = time.perf_counter()
+            latencies.append(now - asked)
+            if number and first is None:
+                first = (now, number)
+        assert first is not None
+        seconds = time.perf_counter() - first[0]
+        return {
+            "blocks_per_second": (blocks - first[1]) / seconds if seconds else float("inf"),
+            "seconds": seconds,
+            "rpc_p50_ms": percentile(latencies, 0.5) * 1000,
+            "rpc_p99_ms": percentile(latencies, 0.99) * 1000,
+            "rpc_calls": len(latencies),
+        }
+    finally:
+        if follower is not None:
+            follower.stop()
+        source.stop()
+
+
+def propagation(work: Path, hops: int) -> dict[str, float]:
+    """
+    Mine C{hops} blocks on A of a line A - B - C; return the per-hop latencies.
+    """
+    config, alone = work / "line.toml", work / "alone.toml"
+    config.write_text("[p2p]\nmax_outbound = 1\n")
+    alone.write_text("[p2p]\nmax_outbound = 0\n")
+    a = Node(work / "a", 0, "--mining", "manual", "--config", str(alone))
+    b = c = None
+    try:
+        b = Node(work / "b", 1, "--mining", "off", "--config", str(config), "--peer", f"127.0.0.1:{a.p2p_port}")
+        c = Node(work / "c", 1, "--mining", "off", "--config", str(config), "--peer", f"127.0.0.1:{b.p2p_port}")
+        while int(b.call("net_peerCount"), 16) < 2 or int(c.call("net_peerCount"), 16) < 1:
+            time.sleep(0.05)
+        first_hop, second_hop = [], []
+        for number in range(1, hops + 1):
+            a.call("evm_mine")
+            mined = time.perf_counter()
+            arrived: dict[str, float] = {}
+            while len(arrived) < 2:
+                for name, node in (("b", b), ("c", c)):
+                    if name not in arrived and int(node.call("eth_blockNumber"), 16) >= number:
+                        arrived[name] = time.perf_counter()
+            first_hop.append(arrived["b"] - mined)
+            second_hop.append(arrived["c"] - arrived["b"])
+        hop = first_hop + second_hop
+        return {
+            "hop_p50_ms": statistics.median(hop) * 1000,
+            "hop_p90_ms": percentile(hop, 0.9) * 1000,
+            "first_hop_p50_ms": statistics.median(first_hop) * 1000,
+            "second_hop_p50_ms": statistics.median(second_hop) * 1000,
+        }
+    finally:
+        for node in (c, b, a):
+            if node is not None:
+                node.stop()
+
+
+def main() -> None:
+    """
+    Run the benchmarks and print their figures.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blocks", type=int, default=10_000)
+    parser.add_argument("--transfers", type=int, default=0, help="native transfers per block (at most 10)")
+    parser.add_argument("--hops", type=int, default=50, help="blocks mined for the propagation figure (0: skip)")
+    parser.add_argument("--skip-sync", action="store_true")
+    options = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="nodex-p2p-bench-"))
+    try:
+        if not options.skip_sync:
+            source = work / "source"
+            seconds = build(source, options.blocks, options.transfers)
+            print(f"built {options.blocks} blocks of {options.transfers} transfers in {seconds:.1f} s", flush=True)
+            figures = sync(work, source, options.blocks)
+            print(
+                f"sync of {options.blocks} blocks ({options.transfers} transfers each): "
+                f"{figures['blocks_per_second']:.0f} blocks/s ({figures['seconds']:.1f} s); "
+                f"eth_blockNumber on the syncing node p50 {figures['rpc_p50_ms']:.2f} ms, "
+                f"p99 {figures['rpc_p99_ms']:.2f} ms over {figures['rpc_calls']:.0f} calls",
+                flush=True,
+            )
+        if options.hops:
+            figures = propagation(work, options.hops)
+            print(
+                f"propagation along A - B - C, {options.hops} blocks: per hop p50 {figures['hop_p50_ms']:.1f} ms, "
+                f"p90 {figures['hop_p90_ms']:.1f} ms (A→B p50 {figures['first_hop_p50_ms']:.1f} ms, "
+                f"B→C p50 {figures['second_hop_p50_ms']:.1f} ms)",
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

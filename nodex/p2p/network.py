@@ -1,0 +1,491 @@
+"""
+The peer network service: the listener, the dialed peers and their
+reconnection, the limits, peer exchange, serving peers' requests, and the
+messages of established peers, handed to the L{ChainRelay} (C{docs/p2p.md}).
+
+It sees the node only through L{nodex.interfaces}: the chain (which also
+provides L{IBlockSource}), the transaction pool and the reputation record.
+"""
+
+import ipaddress
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, succeed
+from twisted.internet.endpoints import connectProtocol
+from twisted.internet.interfaces import (
+    IDelayedCall,
+    IListeningPort,
+    IReactorTime,
+    IStreamClientEndpoint,
+    IStreamServerEndpoint,
+)
+from twisted.internet.protocol import Factory
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from nodex.interfaces import (
+    IPeerNetwork,
+    IReputation,
+    ITransactionPool,
+    PeerEvent,
+    PeerInfo,
+    SyncStatus,
+)
+from nodex.p2p.errors import DisconnectReason, P2PError
+from nodex.p2p.identity import NodeKey, load_or_create_node_key
+from nodex.p2p.messages import (
+    GetBlockBodies,
+    GetBlockHeaders,
+    GetPeers,
+    Message,
+    NewBlock,
+    NewBlockHashes,
+    PeerAddress,
+    Peers,
+    Status,
+    Transactions,
+)
+from nodex.p2p.protocol import ChainStatus, PeerProtocol, PeerSettings
+from nodex.p2p.relay import ChainRelay
+from nodex.p2p.sync import Synchroniser
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """
+    The peer network's configuration.
+
+    @ivar bootstrap: C{(host, port)} of the peers to dial and redial.
+    @ivar reconnect_delay: the first delay before redialing a lost bootstrap peer, doubled per failure.
+    @ivar max_reconnect_delay: the longest delay between redials.
+    """
+
+    network_id: int
+    genesis_hash: bytes
+    bootstrap: tuple[tuple[str, int], ...] = ()
+    max_inbound: int = 25
+    max_outbound: int = 10
+    reconnect_delay: float = 1.0
+    max_reconnect_delay: float = 60.0
+    progress_interval: float = 10.0
+    peer: PeerSettings = field(default_factory=PeerSettings)
+
+
+class _PeerFactory(Factory):
+    """
+    Makes inbound peer protocols, refusing connections beyond the limits.
+    """
+
+    def __init__(self, network: "PeerNetwork") -> None:
+        self._network = network
+
+    def buildProtocol(self, addr: Any) -> PeerProtocol | None:
+        if self._network.handshaking >= 2 * self._network.settings.max_inbound:
+            return None
+        return self._network.new_protocol(inbound=True)
+
+
+@implementer(IPeerNetwork)
+class PeerNetwork(Service):
+    """
+    The node's peers.
+
+    @ivar node_key: the node's key (read or created when the service starts).
+    @ivar unfinished_handshakes: how many outbound connections ended before their handshake, by C{host:port}.
+    @ivar relay: what is done with peers' blocks and transactions, and how new ones spread.
+    @ivar pool: where peers' transactions go and whose new ones are spread
+        (may be set after construction, since the pool is composed later).
+    """
+
+    log = Logger()
+
+    def __init__(
+        self,
+        chain: Any,
+        reputation: IReputation,
+        clock: IReactorTime,
+        datadir: Path,
+        settings: NetworkSettings,
+        listen: IStreamServerEndpoint | None,
+        connect: Callable[[str, int], IStreamClientEndpoint],
+        pool: ITransactionPool | None = None,
+    ) -> None:
+        """
+        @param chain: provides L{nodex.interfaces.IChainService} and L{nodex.interfaces.IBlockSource}.
+        @param datadir: where the node key lives.
+        @param listen: where to accept peers (L{None}: only dial).
+        @param connect: the client endpoint to a peer's host and port (TCP or TLS).
+        """
+        self.chain = chain
+        self.reputation = reputation
+        self.settings = settings
+        self.pool = pool
+        self._clock = clock
+        self._datadir = datadir
+        self._listen = listen
+        self._connect = connect
+        self.node_key: NodeKey | None = None  # type: ignore[assignment]
+        self._port: IListeningPort | None = None
+        self._peers: dict[bytes, PeerProtocol] = {}
+        self._connections: set[PeerProtocol] = set()
+        self._dialing: dict[tuple[str, int], PeerProtocol | None] = {}
+        self._failures: dict[tuple[str, int], int] = {}
+        self._redials: dict[tuple[str, int], IDelayedCall] = {}
+        self._handling = 0
+        self.unfinished_handshakes: Counter[str] = Counter()
+        self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
+        self._closing: list[Deferred[None]] = []
+        self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
+        self.relay = ChainRelay(chain, reputation, self.sync, self.established_peers, lambda: self.running)
+        chain.add_observer(self.relay.chain_changed)
+        reputation.add_ban_observer(self._bans_changed)
+        if pool is not None:
+            self.use_pool(pool)
+
+    def use_pool(self, pool: ITransactionPool) -> None:
+        """
+        Send peers' transactions to C{pool}, and the pool's new pending transactions to peers.
+        """
+        self.pool = self.relay.pool = pool
+        pool.add_observer(self.relay.transaction_pending)
+
+    @property
+    def peer_settings(self) -> PeerSettings:
+        """
+        The limits of each connection.
+        """
+        return self.settings.peer
+
+    # IPeerNetwork
+
+    def is_listening(self) -> Deferred[bool]:
+        """
+        Whether the peer server listens.
+        """
+        return succeed(self._port is not None)
+
+    def peers(self) -> list[PeerInfo]:
+        """
+        The established peers.
+        """
+        return [
+            PeerInfo(peer.node_id or b"", peer.dialed_host or "", peer.address, peer.port)
+            for peer in self._peers.values()
+        ]
+
+    def queue_size(self) -> int:
+        """
+        Peer messages being handled: blocks waiting for import, requests being answered.
+        """
+        return self._handling + self.sync.importing
+
+    def sync_status(self) -> SyncStatus | None:
+        """
+        The sync in course, if any.
+        """
+        return self.sync.current_status()
+
+    # Service
+
+    def startService(self) -> None:
+        """
+        Read or create the node key, listen, and dial the bootstrap peers.
+
+        @raise Exception: the listener cannot listen (a port in use), or the
+            node key is unusable.
+        """
+        self.node_key = load_or_create_node_key(self._datadir)
+        self.sync.stopped = False
+        super().startService()
+        self.log.info("P2P node id {node_id}", node_id=self.node_key.node_id.hex())
+        if self._listen is not None:
+            failures: list[Failure] = []
+            self._listen.listen(_PeerFactory(self)).addCallbacks(self._listening, failures.append)
+            if failures:
+                self.running = False
+                self.log.critical("P2P server cannot listen: {error}", error=failures[0].getErrorMessage())
+                failures[0].raiseException()
+        for host, port in self.settings.bootstrap:
+            self.dial(host, port, redial=True)
+
+    def _listening(self, port: IListeningPort) -> None:
+        self._port = port
+        address = port.getHost()
+        self.log.info("P2P server listening on {host}:{port}", host=address.host, port=address.port)  # type: ignore[attr-defined]
+
+    @property
+    def listening_port(self) -> int:
+        """
+        The port the peer server listens on (0 when it does not).
+        """
+        return int(self._port.getHost().port) if self._port is not None else 0  # type: ignore[attr-defined]
+
+    def stopService(self) -> Deferred[None] | None:
+        """
+        Stop dialing, say goodbye to every peer, and stop listening.
+        """
+        super().stopService()
+        self.sync.stop()
+        for call in self._redials.values():
+            if call.active():
+                call.cancel()
+        self._redials.clear()
+        for attempt in list(self._attempts.values()):
+            attempt.cancel()
+        for peer in list(self._connections):
+            if peer.transport is not None:
+                peer.disconnect(DisconnectReason.SHUTTING_DOWN)
+        waiting: list[Deferred[Any]] = []
+        if self._connections:
+            closed: Deferred[None] = Deferred()
+            self._closing.append(closed)
+            waiting.append(closed)
+        port, self._port = self._port, None
+        if port is not None:
+            stopped = port.stopListening()
+            if stopped is not None:
+                waiting.append(stopped)
+        return DeferredList(waiting).addCallback(lambda _: None) if waiting else None
+
+    def _maybe_closed(self) -> None:
+        """
+        Fire the stop's waiter once the last connection has ended.
+        """
+        if not self.running and not self._connections:
+            closing, self._closing = self._closing, []
+            for waiter in closing:
+                waiter.callback(None)
+
+    # Connections
+
+    def new_protocol(self, inbound: bool, dialed_host: str | None = None) -> PeerProtocol:
+        """
+        A protocol for a new connection, tracked until it ends.
+        """
+        peer = PeerProtocol(self, self._clock, inbound, dialed_host)
+        self._connections.add(peer)
+        return peer
+
+    @property
+    def handshaking(self) -> int:
+        """
+        Connections whose handshake is not finished.
+        """
+        return len(self._connections) - len(self._peers)
+
+    def dial(self, host: str, port: int, redial: bool = False) -> None:
+        """
+        Connect to a peer unless a connection to it is open or being made.
+
+        @param redial: dial it again (with backoff) whenever the connection fails or ends.
+        """
+        target = (host, port)
+        if not self.running or target in self._dialing:
+            return
+        if _is_ip(host) and not self.reputation.is_allowed(None, host):
+            self.log.info("not dialing peer {host}:{port}: refused by its reputation", host=host, port=port)
+            return
+        self._dialing[target] = None
+        if redial:
+            self._failures.setdefault(target, 0)
+        peer = self.new_protocol(inbound=False, dialed_host=host)
+        peer.dial_target = target
+        self._dialing[target] = peer
+        attempt = connectProtocol(self._connect(host, port), peer)
+        self._attempts[peer] = attempt
+        attempt.addBoth(self._dial_ended, peer, target)
+
+    def _dial_ended(self, result: Any, peer: PeerProtocol, target: tuple[str, int]) -> None:
+        """
+        Forget a finished connection attempt; a failed one is redialed later.
+        """
+        self._attempts.pop(peer, None)
+        if not isinstance(result, Failure):
+            return
+        if self.running:
+            self.log.info(
+                "cannot connect to peer {host}:{port}: {error}", host=target[0], port=target[1], error=result.getErrorMessage()
+            )
+        self._connections.discard(peer)
+        if self._dialing.get(target) is peer:
+            del self._dialing[target]
+        self._schedule_redial(target)
+        self._maybe_closed()
+
+    def _schedule_redial(self, target: tuple[str, int]) -> None:
+        if target not in self._failures or not self.running or target in self._redials:
+            return
+        failures = self._failures[target]
+        self._failures[target] = failures + 1
+        delay = min(self.settings.max_reconnect_delay, self.settings.reconnect_delay * 2**failures)
+
+        def redial() -> None:
+            self._redials.pop(target, None)
+            self.dial(*target, redial=True)
+
+        self._redials[target] = self._clock.callLater(delay, redial)
+
+    # PeerHost
+
+    def chain_status(self) -> ChainStatus:
+        """
+        This node's side of a hello.
+        """
+        head = self.chain.head
+        return ChainStatus(
+            self.settings.network_id, self.settings.genesis_hash, head.header.hash, head.header.number,
+            head.total_difficulty, self.listening_port,
+        )
+
+    def is_allowed(self, node_id: bytes | None, address: str) -> bool:
+        """
+        Ask the reputation record.
+        """
+        return self.reputation.is_allowed(node_id, address)
+
+    def record_event(self, peer: PeerProtocol, event: str) -> None:
+        """
+        Tell the reputation record.
+        """
+        self.reputation.record_event(event, peer.node_id, peer.address)
+
+    def peer_ready(self, peer: PeerProtocol) -> DisconnectReason | None:
+        """
+        Adopt a peer after its handshake, within the limits.
+        """
+        assert peer.node_id is not None
+        if peer.node_id in self._peers:
+            return DisconnectReason.ALREADY_CONNECTED
+        same_side = sum(1 for other in self._peers.values() if other.inbound == peer.inbound)
+        if same_side >= (self.settings.max_inbound if peer.inbound else self.settings.max_outbound):
+            return DisconnectReason.TOO_MANY_PEERS
+        self._peers[peer.node_id] = peer
+        target = peer.dial_target
+        if target is not None and target in self._failures:
+            self._failures[target] = 0
+        self.log.info(
+            "peer {peer} connected ({direction}, {address}:{port}, block {number})",
+            peer=peer.short_id, direction="inbound" if peer.inbound else "outbound",
+            address=peer.address, port=peer.port, number=peer.head_number,
+        )
+        peer.send(GetPeers())
+        self.sync.maybe_sync()
+        return None
+
+    def peer_lost(self, peer: PeerProtocol) -> None:
+        """
+        Forget a connection; redial a bootstrap peer.
+        """
+        self._connections.discard(peer)
+        if peer.node_id is not None and self._peers.get(peer.node_id) is peer:
+            del self._peers[peer.node_id]
+            self.reputation.record_event(PeerEvent.DISCONNECTION, peer.node_id, peer.address)
+            self.log.info("peer {peer} disconnected", peer=peer.short_id)
+        target = peer.dial_target
+        if target is not None and not peer.was_established and peer.disconnect_reason is None and self.running:
+            why = peer.lost_reason.getErrorMessage() if peer.lost_reason is not None else "closed"
+            if peer.received_disconnect is not None:
+                why = f"refused: {DisconnectReason.describe(peer.received_disconnect)}"
+            self.unfinished_handshakes[f"{target[0]}:{target[1]}"] += 1
+            self.log.info("connection to peer {host}:{port} ended before its handshake: {why}", host=target[0], port=target[1], why=why)
+        if target is not None and self._dialing.get(target) is peer:
+            del self._dialing[target]
+            self._schedule_redial(target)
+        self._maybe_closed()
+
+    def _synced(self) -> None:
+        """
+        A sync run ended: tell the peers where the head is now.
+        """
+        if self.running:
+            self.relay.send_status()
+
+    def established_peers(self) -> list[PeerProtocol]:
+        """
+        The adopted peers whose connection is open.
+        """
+        return [peer for peer in self._peers.values() if peer.established]
+
+    def _bans_changed(self) -> None:
+        for peer in self.established_peers():
+            if not self.reputation.is_allowed(peer.node_id, peer.address):
+                peer.disconnect(DisconnectReason.BAD_REPUTATION)
+
+    # Messages
+
+    def peer_message(self, peer: PeerProtocol, message: Message) -> None:
+        """
+        Handle a message of an established peer.
+        """
+        if isinstance(message, (GetBlockHeaders, GetBlockBodies)):
+            if peer.begin_serving():
+                self._track(self.relay.serve(peer, message)).addBoth(lambda _: peer.end_serving())
+        elif isinstance(message, NewBlock):
+            self._track(self.relay.new_block(peer, message))
+        elif isinstance(message, NewBlockHashes):
+            self._track(self.relay.announced(peer, message))
+        elif isinstance(message, Transactions):
+            self._track(self.relay.transactions(peer, message))
+        elif isinstance(message, Status):
+            self.relay.heard_head(peer, message.head_hash, message.head_number, message.total_difficulty)
+            self.sync.maybe_sync()
+        elif isinstance(message, GetPeers):
+            peer.send(Peers(tuple(self._addresses(exclude=peer))))
+        elif isinstance(message, Peers):
+            self._discovered(message.peers)
+
+    def _track(self, coroutine: Any) -> Deferred[None]:
+        """
+        Run a message's handling, counted in L{queue_size}; log what fails unexpectedly.
+        """
+        self._handling += 1
+
+        def done(result: Any) -> None:
+            self._handling -= 1
+            if isinstance(result, Failure) and not result.check(P2PError):
+                self.log.failure("handling a peer message failed", result)
+
+        return ensureDeferred(coroutine).addBoth(done)
+
+    def _addresses(self, exclude: PeerProtocol) -> list[PeerAddress]:
+        """
+        Where the other established peers accept connections.
+        """
+        return [
+            PeerAddress(peer.address, peer.hello.listen_port, peer.node_id or b"")
+            for peer in self.established_peers()
+            if peer is not exclude and peer.hello is not None and peer.hello.listen_port and peer.address
+        ][:64]
+
+    def _discovered(self, addresses: tuple[PeerAddress, ...]) -> None:
+        """
+        Dial peers learned by peer exchange while there is room for outbound peers.
+        """
+        outbound = sum(1 for peer in self._peers.values() if not peer.inbound)
+        assert self.node_key is not None
+        for address in addresses:
+            if outbound >= self.settings.max_outbound:
+                return
+            if address.node_id == self.node_key.node_id or address.node_id in self._peers:
+                continue
+            self.dial(address.host, address.port)
+            outbound += 1
+
+
+def _is_ip(host: str) -> bool:
+    """
+    Whether C{host} is an IP address (not a name to resolve).
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+__all__ = ["NetworkSettings", "PeerNetwork"]

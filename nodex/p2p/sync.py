@@ -1,0 +1,369 @@
+"""
+Sync: bring the chain up to the heaviest peer's, headers first, then
+bodies from every peer that can serve them, imported in order through the
+chain's import path (C{docs/p2p.md}, "Sync").
+
+A sync run always starts from the local head: it finds the last block the
+node shares with the peer, so a restart, a lost peer or a peer on another
+fork all resume from wherever the chain stands.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from nodex.interfaces import IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus
+from nodex.p2p.errors import DisconnectReason, P2PError
+from nodex.p2p.protocol import PeerProtocol
+from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
+
+HEADER_BATCH = 192
+"""Headers asked of the sync peer at once."""
+
+BODY_BATCH = 48
+"""Bodies asked of one peer at once."""
+
+ANCESTOR_BATCH = 64
+"""Headers looked at per step of the search for the common ancestor."""
+
+
+class SyncAborted(P2PError):
+    """
+    The sync peer answered wrongly or went away; the run stops and the next starts afresh.
+    """
+
+
+def check_header_chain(headers: Sequence[Header], first_number: int, parent_hash: bytes) -> str | None:
+    """
+    Why C{headers} are not a chain of consecutive blocks on C{parent_hash}
+    starting at C{first_number}, or L{None} when they are.
+    """
+    for offset, header in enumerate(headers):
+        if header.number != first_number + offset:
+            return f"header {offset} has number {header.number}, want {first_number + offset}"
+        if header.parent_hash != parent_hash:
+            return f"header {header.number} does not follow its predecessor"
+        parent_hash = header.hash
+    return None
+
+
+class Synchroniser:
+    """
+    Runs syncs, one at a time, from the peer with the highest total difficulty.
+
+    @ivar status: the L{SyncStatus} while a sync runs, else L{None}.
+    """
+
+    log = Logger()
+
+    def __init__(
+        self,
+        chain: Any,
+        peers: Callable[[], list[PeerProtocol]],
+        clock: IReactorTime,
+        progress_interval: float = 10.0,
+        finished: Callable[[], None] = lambda: None,
+    ) -> None:
+        """
+        @param chain: provides L{IChainService} and L{IBlockSource}.
+        @param peers: the established peers now.
+        @param progress_interval: seconds between progress lines.
+        @param finished: called after each run.
+        """
+        assert IChainService.providedBy(chain) and IBlockSource.providedBy(chain)
+        self._chain = chain
+        self._peers = peers
+        self._finished_run = finished
+        self._clock = clock
+        self._progress_interval = progress_interval
+        self._running: Deferred[None] | None = None
+        self._again = False
+        self.status: SyncStatus | None = None
+        self._highest = 0
+        self._progress: LoopingCall | None = None
+        self._progress_mark: tuple[float, int] = (0.0, 0)
+        self.importing = 0
+        self.stopped = False
+        self._next: IDelayedCall | None = None
+        self._observers: list[Callable[[SyncStatus], None]] = []
+
+    @property
+    def syncing(self) -> bool:
+        """
+        Whether a sync run is in course.
+        """
+        return self._running is not None
+
+    def best_peer(self, exclude: frozenset[PeerProtocol] = frozenset()) -> PeerProtocol | None:
+        """
+        The established peer with the highest total difficulty above the head's, if any.
+        """
+        own = self._chain.head.total_difficulty
+        candidates = [peer for peer in self._peers() if peer.total_difficulty > own and peer not in exclude]
+        return max(candidates, key=lambda peer: peer.total_difficulty, default=None)
+
+    def maybe_sync(self, peer: PeerProtocol | None = None) -> None:
+        """
+        Start a sync if a peer is heavier than the head (or C{peer}, whatever
+        its difficulty: an orphan it sent needs its parents); when one runs,
+        check again after it.
+        """
+        if self.stopped:
+            return
+        if self._running is not None:
+            self._again = True
+            return
+        target = peer if peer is not None and peer.established else self.best_peer()
+        if target is None:
+            return
+        self._start(target)
+
+    def _start(self, peer: PeerProtocol) -> None:
+        head = self._chain.head.header.number
+        if self.status is None:
+            self.status = SyncStatus(True, head, head, max(peer.head_number, head))
+            self._tell(self.status)
+        self._highest = max(self._highest, peer.head_number)
+        self._progress_mark = (self._clock.seconds(), head)
+        if self._progress is None:
+            self._progress = LoopingCall(self._log_progress)
+            self._progress.clock = self._clock
+            self._progress.start(self._progress_interval, now=False)
+        self._running = ensureDeferred(self._run(peer))
+        self._running.addErrback(self._failed, peer).addBoth(self._finished)
+
+    def _failed(self, failure: Any, peer: PeerProtocol) -> None:
+        if failure.check(P2PError):
+            self.log.info("sync from peer {peer} stopped: {why}", peer=peer.short_id, why=failure.getErrorMessage())
+        else:
+            self.log.failure("sync from peer {peer} failed", failure, peer=peer.short_id)
+
+    def _finished(self, _: Any) -> None:
+        self._running = None
+        self._finished_run()
+        again, self._again = self._again, False
+        if not self.stopped and (again or self.best_peer() is not None):
+            # Let the reactor breathe between runs (a peer that keeps
+            # failing must not turn this into a busy loop).
+            self._next = self._clock.callLater(0.1 if again else 1.0, self._retry)
+        if self.best_peer() is None:
+            self._done()
+
+    def _done(self) -> None:
+        if self.status is not None:
+            head = self._chain.head.header.number
+            self.log.info("sync finished at block {number}", number=head)
+            self._tell(SyncStatus(False))
+        self.status = None
+        self._highest = 0
+        if self._progress is not None and self._progress.running:
+            self._progress.stop()
+        self._progress = None
+
+    def add_observer(self, observer: Callable[[SyncStatus], None]) -> None:
+        """
+        Call C{observer} with the status when a sync starts, at each progress line, and when it ends.
+        """
+        self._observers.append(observer)
+
+    def _tell(self, status: SyncStatus) -> None:
+        for observer in list(self._observers):
+            try:
+                observer(status)
+            except Exception:
+                self.log.failure("sync status observer {observer!r} failed", observer=observer)
+
+    def _retry(self) -> None:
+        self._next = None
+        self.maybe_sync()
+
+    def stop(self) -> None:
+        """
+        Start no more runs (the node stops).
+        """
+        self.stopped = True
+        if self._next is not None and self._next.active():
+            self._next.cancel()
+        self._next = None
+        self._done()
+
+    def current_status(self) -> SyncStatus | None:
+        """
+        The sync status with the current head and the highest known peer block.
+        """
+        if self.status is None:
+            return None
+        head = self._chain.head.header.number
+        highest = max([self._highest, head] + [peer.head_number for peer in self._peers()])
+        return SyncStatus(True, self.status.starting_block, head, highest)
+
+    def _log_progress(self) -> None:
+        status = self.current_status()
+        if status is None:
+            return
+        then, number = self._progress_mark
+        now = self._clock.seconds()
+        rate = (status.current_block - number) / (now - then) if now > then else 0.0
+        self._progress_mark = (now, status.current_block)
+        self._tell(status)
+        remaining = max(0, status.highest_block - status.current_block)
+        eta = f"{remaining / rate:.0f} s" if rate > 0 else "unknown"
+        self.log.info(
+            "syncing: block {height} of {target}, {rate:.1f} blocks/s, ETA {eta}",
+            height=status.current_block, target=status.highest_block, rate=rate, eta=eta,
+        )
+
+    # One run
+
+    async def _run(self, peer: PeerProtocol) -> None:
+        """
+        Sync from C{peer} until its chain is exhausted.
+        """
+        ancestor = await self._find_ancestor(peer)
+        self.log.info(
+            "syncing from peer {peer} (block {number}, total difficulty {td}) from block {ancestor}",
+            peer=peer.short_id, number=peer.head_number, td=peer.total_difficulty, ancestor=ancestor.number,
+        )
+        next_number, parent_hash = ancestor.number + 1, ancestor.hash
+        pending: Deferred[tuple[Header, ...]] | None = self._fetch_headers(peer, next_number)
+        previous_import: Deferred[Any] | None = None
+        try:
+            while pending is not None:
+                headers, pending = await pending, None
+                if not headers:
+                    break
+                reason = check_header_chain(headers, next_number, parent_hash)
+                if reason is not None:
+                    peer.offence(PeerEvent.INVALID_HEADER, DisconnectReason.INVALID_HEADERS, reason)
+                    raise SyncAborted(reason)
+                next_number += len(headers)
+                parent_hash = headers[-1].hash
+                # The next headers travel while these bodies are fetched and imported.
+                pending = self._fetch_headers(peer, next_number)
+                blocks = await self._fetch_bodies(peer, headers)
+                if previous_import is not None:
+                    importing, previous_import = previous_import, None
+                    await importing
+                previous_import = ensureDeferred(self._import(peer, blocks))
+            if previous_import is not None:
+                importing, previous_import = previous_import, None
+                await importing
+        finally:
+            # A run that stops early leaves requests in flight: their
+            # failures (the peer is gone) are expected, not errors to log.
+            for waiting in (pending, previous_import):
+                if waiting is not None:
+                    waiting.addErrback(lambda failure: None)
+
+    def _fetch_headers(self, peer: PeerProtocol, first: int) -> Deferred[tuple[Header, ...]]:
+        return peer.request_headers(first, HEADER_BATCH)
+
+    async def _find_ancestor(self, peer: PeerProtocol) -> Header:
+        """
+        The highest block of the canonical chain that the peer also has.
+        """
+        top = min(self._chain.head.header.number, peer.head_number)
+        step = ANCESTOR_BATCH
+        while True:
+            count = min(top + 1, ANCESTOR_BATCH)
+            theirs = await peer.request_headers(top, count, 0, True)
+            ours = await self._chain.get_headers_by_number([header.number for header in theirs])
+            for their, our in zip(theirs, ours):
+                if our is not None and our.hash == their.hash:
+                    return our
+            if top == 0:
+                raise SyncAborted(f"peer {peer.short_id} shares no block with this chain")
+            top = max(0, top - step)
+            step *= 2
+
+    async def _fetch_bodies(self, sync_peer: PeerProtocol, headers: Sequence[Header]) -> list[tuple[Block, PeerProtocol]]:
+        """
+        The blocks of C{headers}, their bodies asked of several peers at once
+        (a peer that fails is dropped and its share goes to another).
+        """
+        chunks = [list(headers[start : start + BODY_BATCH]) for start in range(0, len(headers), BODY_BATCH)]
+        results: dict[int, list[tuple[Block, PeerProtocol]]] = {}
+        failed: set[PeerProtocol] = set()
+        while len(results) < len(chunks):
+            if not sync_peer.established or sync_peer in failed:
+                raise SyncAborted(f"peer {sync_peer.short_id} did not serve the bodies of its own headers")
+            waiting = [index for index in range(len(chunks)) if index not in results]
+            helpers = self._body_peers(chunks[waiting[-1]][-1].number, failed) or [sync_peer]
+            requests = [
+                self._fetch_chunk(helpers[slot % len(helpers)], chunks[index], index, results, failed)
+                for slot, index in enumerate(waiting)
+            ]
+            await DeferredList(requests, consumeErrors=True)
+        return [entry for index in range(len(chunks)) for entry in results[index]]
+
+    def _body_peers(self, last_number: int, failed: set[PeerProtocol]) -> list[PeerProtocol]:
+        return [
+            peer for peer in self._peers()
+            if peer.head_number >= last_number and peer not in failed and peer.free_request_slots > 0
+        ]
+
+    def _fetch_chunk(
+        self,
+        peer: PeerProtocol,
+        chunk: list[Header],
+        index: int,
+        results: dict[int, list[tuple[Block, PeerProtocol]]],
+        failed: set[PeerProtocol],
+    ) -> Deferred[None]:
+        """
+        Ask C{peer} for one chunk of bodies; a short answer or a failure
+        marks the peer as unable to help, and the chunk is asked again elsewhere.
+        """
+
+        def received(bodies: Any) -> None:
+            if len(bodies) < len(chunk):
+                failed.add(peer)
+                return
+            results[index] = [(Block(header, txs, uncles), peer) for header, (txs, uncles) in zip(chunk, bodies)]
+
+        def lost(failure: Any) -> None:
+            failed.add(peer)
+
+        return peer.request_bodies(tuple(header.hash for header in chunk)).addCallbacks(received, lost)
+
+    async def _import(self, sync_peer: PeerProtocol, blocks: list[tuple[Block, PeerProtocol]]) -> None:
+        """
+        Import fetched blocks in order; an invalid block drops the peer that
+        sent its body, whose blocks are asked again of the sync peer.
+        """
+        self.importing += len(blocks)
+        try:
+            outcomes = await self._chain.import_blocks([block for block, _ in blocks])
+        finally:
+            self.importing -= len(blocks)
+        invalid = [outcome for outcome in outcomes if outcome.result == ImportResult.INVALID_BLOCK]
+        if not invalid:
+            return
+        index = next((i for i, (block, _) in enumerate(blocks) if block.hash == invalid[0].block_hash), None)
+        if index is None:
+            # A block kept aside by the chain from earlier, not one of these.
+            return
+        block, supplier = blocks[index]
+        supplier.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {invalid[0].reason}")
+        if supplier is sync_peer:
+            raise SyncAborted(f"invalid block {block.number} from the sync peer")
+        rest = [candidate.header for candidate, _ in blocks[index:]]
+        bodies = await sync_peer.request_bodies(tuple(header.hash for header in rest))
+        again = [(Block(header, txs, uncles), sync_peer) for header, (txs, uncles) in zip(rest, bodies)]
+        if len(again) < len(rest):
+            raise SyncAborted(f"peer {sync_peer.short_id} lacks the bodies of its own headers")
+        await self._import(sync_peer, again)
+
+
+__all__ = [
+    "BODY_BATCH",
+    "HEADER_BATCH",
+    "SyncAborted",
+    "Synchroniser",
+    "check_header_chain",
+]

@@ -1,0 +1,162 @@
+"""
+Tests for L{nodex.p2p.messages}: every message survives its encoding, and
+malformed payloads are refused with L{MessageError}.
+"""
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.p2p.errors import MessageError
+from nodex.p2p.messages import (
+    MAX_HEADERS_PER_MESSAGE,
+    Auth,
+    BlockBodies,
+    BlockHeaders,
+    Disconnect,
+    GetBlockBodies,
+    GetBlockHeaders,
+    GetPeers,
+    Hello,
+    MessageCode,
+    NewBlock,
+    NewBlockHashes,
+    PeerAddress,
+    Peers,
+    Ping,
+    Pong,
+    Status,
+    Transactions,
+    decode_message,
+    encode_frame,
+    encode_message,
+)
+from nodex.primitives import Address, Hash32
+from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
+from nodex.structures.rlpcodec import encode_rlp
+from tests.chain.test_processing import fee_market_transfer, transfer
+
+
+def sample_header(number: int = 5) -> Header:
+    """
+    A header with every field set.
+    """
+    return Header(
+        parent_hash=Hash32(b"\x01" * 32), uncles_hash=Hash32(b"\x02" * 32), coinbase=Address(b"\x03" * 20),
+        state_root=Hash32(b"\x04" * 32), transactions_root=Hash32(b"\x05" * 32), receipts_root=Hash32(b"\x06" * 32),
+        logs_bloom=b"\x00" * 256, difficulty=7, number=number, gas_limit=30_000_000, gas_used=21_000,
+        timestamp=1_700_000_000, extra_data=b"x", paid_fees=9, minimum_gas_price=0, uncle_count=0,
+        bitcoin_merged_mining_header=b"\x0a" * 80,
+    )
+
+
+class RoundTripTests(SynchronousTestCase):
+    """
+    Encoding then decoding gives the message back.
+    """
+
+    def test_every_message(self) -> None:
+        """
+        Each of the fifteen messages, with typical fields.
+        """
+        header = sample_header()
+        transactions = (transfer(0, 0), fee_market_transfer(1, 0, 5, 2))
+        block = Block(header, transactions, (sample_header(4),))
+        messages = [
+            Hello(62, 7771, b"\x01" * 32, b"\x02" * 32, 5, 10**20, b"\x03" * 64, b"\x04" * 32, 50501),
+            Auth(b"\x05" * 65),
+            Disconnect(4),
+            Ping(0),
+            Pong(2**63),
+            Status(b"\x06" * 32, 9, 12),
+            NewBlock(block, 77),
+            NewBlockHashes(((b"\x07" * 32, 1), (b"\x08" * 32, 0))),
+            Transactions(transactions),
+            GetBlockHeaders(1, 0, 192, 0, False),
+            GetBlockHeaders(2, b"\x09" * 32, 1, 3, True),
+            BlockHeaders(3, (header, sample_header(6))),
+            GetBlockBodies(4, (b"\x0a" * 32,)),
+            BlockBodies(5, ((transactions, ()), ((), (header,)))),
+            GetPeers(),
+            Peers((PeerAddress("192.0.2.1", 50501, b"\x0b" * 64), PeerAddress("node.example", 1, b"\x0c" * 64))),
+        ]
+        self.assertEqual({type(message).code for message in messages}, set(MessageCode))
+        for message in messages:
+            self.assertEqual(decode_message(encode_message(message)), message)
+
+    def test_frame(self) -> None:
+        """
+        A frame is the payload's length in four big-endian bytes, then the payload.
+        """
+        frame = encode_frame(Ping(1))
+        self.assertEqual(frame, b"\x00\x00\x00\x03\xc2\x03\x01")
+
+
+class MalformedTests(SynchronousTestCase):
+    """
+    Payloads that are not messages.
+    """
+
+    def assertRefused(self, payload: bytes, fragment: str) -> None:
+        """
+        Decoding C{payload} raises L{MessageError} whose message contains C{fragment}.
+        """
+        with self.assertRaises(MessageError) as caught:
+            decode_message(payload)
+        self.assertIn(fragment, str(caught.exception))
+
+    def test_not_rlp(self) -> None:
+        """
+        Bytes that are not one RLP item.
+        """
+        self.assertRefused(b"\xff\x00", "RLP")
+        self.assertRefused(b"", "empty")
+
+    def test_not_a_list(self) -> None:
+        """
+        A string instead of a list.
+        """
+        self.assertRefused(encode_rlp(b"abc"), "list")
+
+    def test_unknown_code(self) -> None:
+        """
+        A code no message has.
+        """
+        self.assertRefused(encode_rlp([b"\x7f"]), "unknown message code 127")
+
+    def test_wrong_field_count(self) -> None:
+        """
+        A ping without its nonce.
+        """
+        self.assertRefused(encode_rlp([b"\x03"]), "PING must have 1 fields")
+
+    def test_wrong_lengths(self) -> None:
+        """
+        A node id of the wrong size.
+        """
+        fields = [b"\x3e", b"\x01", b"\x01" * 32, b"\x02" * 32, b"\x05", b"\x0a", b"\x03" * 63, b"\x04" * 32, b"\x01"]
+        self.assertRefused(encode_rlp([b"", *fields]), "node id must be 64 bytes")
+
+    def test_non_canonical_integer(self) -> None:
+        """
+        An integer with a leading zero byte.
+        """
+        self.assertRefused(encode_rlp([b"\x03", b"\x00\x01"]), "canonical")
+
+    def test_too_many_headers_asked(self) -> None:
+        """
+        A header request beyond the per-message limit.
+        """
+        count = (MAX_HEADERS_PER_MESSAGE + 1).to_bytes(2, "big")
+        self.assertRefused(encode_rlp([b"\x09", b"\x01", b"\x05", count, b"", b""]), "count must be from 1")
+
+    def test_bad_transaction(self) -> None:
+        """
+        A transaction that does not decode.
+        """
+        self.assertRefused(encode_rlp([b"\x08", [b"\x05garbage"]]), "")
+
+    def test_bad_host(self) -> None:
+        """
+        A peer address whose host is not ASCII.
+        """
+        self.assertRefused(encode_rlp([b"\x0e", [[b"\xff\xfe", b"\x01", b"\x01" * 64]]]), "ASCII")

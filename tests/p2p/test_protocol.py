@@ -1,0 +1,389 @@
+"""
+Tests for L{nodex.p2p.protocol}: frames, the handshake and the limits over
+a C{StringTransport}, with a L{Clock}.
+"""
+
+from dataclasses import replace
+
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.interfaces import WIRE_PROTOCOL_VERSION, PeerEvent
+from nodex.p2p.errors import DisconnectReason, PeerGoneError, RequestTimeoutError
+from nodex.p2p.identity import NodeKey
+from nodex.p2p.messages import (
+    Auth,
+    BlockHeaders,
+    Disconnect,
+    GetPeers,
+    Hello,
+    Message,
+    Ping,
+    Pong,
+    decode_message,
+    encode_frame,
+)
+from nodex.p2p.protocol import ChainStatus, PeerProtocol, PeerSettings
+from tests.p2p.test_messages import sample_header
+
+GENESIS = b"\x11" * 32
+
+
+class FakeHost:
+    """
+    A L{nodex.p2p.protocol.PeerHost} that records what the protocol tells it.
+    """
+
+    def __init__(self, network_id: int = 7771, genesis: bytes = GENESIS, settings: PeerSettings | None = None) -> None:
+        self.node_key = NodeKey.generate()
+        self.peer_settings = settings or PeerSettings(messages_per_second=50, request_timeout=5.0, ping_interval=15.0)
+        self.status = ChainStatus(network_id, genesis, b"\x22" * 32, 7, 8, 50501)
+        self.events: list[str] = []
+        self.ready: list[PeerProtocol] = []
+        self.messages: list[Message] = []
+        self.lost: list[PeerProtocol] = []
+        self.allowed = True
+        self.refuse: DisconnectReason | None = None
+
+    def chain_status(self) -> ChainStatus:
+        return self.status
+
+    def is_allowed(self, node_id: bytes | None, address: str) -> bool:
+        return self.allowed
+
+    def record_event(self, peer: PeerProtocol, event: str) -> None:
+        self.events.append(event)
+
+    def peer_ready(self, peer: PeerProtocol) -> DisconnectReason | None:
+        self.ready.append(peer)
+        return self.refuse
+
+    def peer_message(self, peer: PeerProtocol, message: Message) -> None:
+        self.messages.append(message)
+
+    def peer_lost(self, peer: PeerProtocol) -> None:
+        self.lost.append(peer)
+
+
+def frames(transport: StringTransport) -> list[Message]:
+    """
+    The messages written to C{transport} so far (and clear it).
+    """
+    data = transport.value()
+    transport.clear()
+    messages = []
+    while data:
+        length = int.from_bytes(data[:4], "big")
+        messages.append(decode_message(data[4 : 4 + length]))
+        data = data[4 + length :]
+    return messages
+
+
+class ProtocolTests(SynchronousTestCase):
+    """
+    One side of a connection, the other played by the test.
+    """
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.host = FakeHost()
+        self.protocol = PeerProtocol(self.host, self.clock, inbound=True)
+        self.transport = StringTransport()
+        self.protocol.makeConnection(self.transport)
+        self.protocol.connectionLost = self._lost  # type: ignore[method-assign]
+        self.remote = NodeKey.generate()
+        self.challenge = b"\x33" * 32
+
+    def _lost(self, reason: object = None) -> None:
+        PeerProtocol.connectionLost(self.protocol)
+
+    def hello(self, **changes: object) -> Hello:
+        """
+        A hello of the remote side that matches the host's chain.
+        """
+        hello = Hello(WIRE_PROTOCOL_VERSION, 7771, GENESIS, b"\x44" * 32, 100, 101, self.remote.node_id, self.challenge, 50502)
+        return replace(hello, **changes)
+
+    def receive(self, *messages: Message) -> None:
+        """
+        Feed messages to the protocol.
+        """
+        for message in messages:
+            self.protocol.dataReceived(encode_frame(message))
+
+    def sent_hello(self) -> Hello:
+        """
+        The hello the protocol sent when it connected.
+        """
+        hello = frames(self.transport)[0]
+        assert isinstance(hello, Hello)
+        return hello
+
+    def handshake(self) -> None:
+        """
+        Complete the handshake as an honest peer.
+        """
+        ours = self.sent_hello()
+        self.receive(self.hello(), Auth(self.remote.sign_challenge(ours.challenge)))
+        self.transport.clear()
+
+    def assertDisconnected(self, reason: DisconnectReason) -> None:
+        """
+        The protocol's last message is a disconnect with C{reason}, and it closed the connection.
+        """
+        sent = frames(self.transport)
+        self.assertEqual(sent[-1], Disconnect(int(reason)))
+        self.assertTrue(self.transport.disconnecting)
+        self.assertEqual(self.protocol.disconnect_reason, reason)
+
+    def test_hello_first(self) -> None:
+        """
+        On connection the protocol sends its hello: version, network, genesis, head, key, challenge, port.
+        """
+        hello = self.sent_hello()
+        self.assertEqual(
+            (hello.protocol_version, hello.network_id, hello.genesis_hash, hello.head_number, hello.total_difficulty),
+            (WIRE_PROTOCOL_VERSION, 7771, GENESIS, 7, 8),
+        )
+        self.assertEqual((hello.node_id, hello.listen_port, len(hello.challenge)), (self.host.node_key.node_id, 50501, 32))
+
+    def test_handshake(self) -> None:
+        """
+        A matching hello gets the signature of its challenge; a valid proof of the key adopts the peer.
+        """
+        ours = self.sent_hello()
+        self.receive(self.hello())
+        auth = frames(self.transport)[0]
+        assert isinstance(auth, Auth)
+        self.assertEqual(auth.signature, self.host.node_key.sign_challenge(self.challenge))
+        self.receive(Auth(self.remote.sign_challenge(ours.challenge)))
+        self.assertTrue(self.protocol.established)
+        self.assertEqual(self.host.ready, [self.protocol])
+        self.assertEqual((self.protocol.node_id, self.protocol.head_number), (self.remote.node_id, 100))
+        self.assertIn(PeerEvent.SUCCESSFUL_HANDSHAKE, self.host.events)
+
+    def test_bad_signature(self) -> None:
+        """
+        A signature by another key, or of another challenge, ends the connection (bad handshake).
+        """
+        ours = self.sent_hello()
+        self.receive(self.hello(), Auth(NodeKey.generate().sign_challenge(ours.challenge)))
+        self.assertDisconnected(DisconnectReason.BAD_HANDSHAKE)
+        self.assertEqual(self.host.events, [PeerEvent.FAILED_HANDSHAKE])
+        self.assertEqual(self.host.ready, [])
+
+    def test_signature_of_other_challenge(self) -> None:
+        """
+        A signature of the wrong challenge is refused.
+        """
+        self.sent_hello()
+        self.receive(self.hello(), Auth(self.remote.sign_challenge(b"\x00" * 32)))
+        self.assertDisconnected(DisconnectReason.BAD_HANDSHAKE)
+
+    def test_mismatches(self) -> None:
+        """
+        A hello of another version, network or genesis ends the connection with its reason and event.
+        """
+        cases = [
+            ({"protocol_version": WIRE_PROTOCOL_VERSION + 1}, DisconnectReason.INCOMPATIBLE_PROTOCOL, PeerEvent.INCOMPATIBLE_PROTOCOL),
+            ({"network_id": 775}, DisconnectReason.WRONG_NETWORK, PeerEvent.INVALID_NETWORK),
+            ({"genesis_hash": b"\x99" * 32}, DisconnectReason.WRONG_GENESIS, PeerEvent.UNEXPECTED_GENESIS),
+        ]
+        for changes, reason, event in cases:
+            self.setUp()
+            self.sent_hello()
+            self.receive(self.hello(**changes))
+            self.assertDisconnected(reason)
+            self.assertEqual(self.host.events, [event])
+
+    def test_self_connection(self) -> None:
+        """
+        A hello with this node's own id ends the connection.
+        """
+        self.sent_hello()
+        self.receive(self.hello(node_id=self.host.node_key.node_id))
+        self.assertDisconnected(DisconnectReason.SELF_CONNECTION)
+
+    def test_garbage(self) -> None:
+        """
+        Bytes that are not a message end the connection (protocol error), and the rest is ignored.
+        """
+        self.sent_hello()
+        self.protocol.dataReceived(b"\x00\x00\x00\x05hello and more garbage")
+        self.assertDisconnected(DisconnectReason.PROTOCOL_ERROR)
+        self.assertEqual(self.host.events, [PeerEvent.INVALID_MESSAGE])
+        self.protocol.dataReceived(encode_frame(self.hello()))
+        self.assertEqual(self.transport.value(), b"")
+
+    def test_frame_over_limit(self) -> None:
+        """
+        A length prefix above the limit ends the connection before the frame arrives.
+        """
+        self.sent_hello()
+        self.protocol.dataReceived((self.host.peer_settings.max_frame_bytes + 1).to_bytes(4, "big"))
+        self.assertDisconnected(DisconnectReason.FRAME_TOO_LARGE)
+
+    def test_frames_split_and_joined(self) -> None:
+        """
+        Frames cut anywhere and several in one read are all handled.
+        """
+        ours = self.sent_hello()
+        data = encode_frame(self.hello()) + encode_frame(Auth(self.remote.sign_challenge(ours.challenge))) + encode_frame(GetPeers())
+        for index in range(len(data)):
+            self.protocol.dataReceived(data[index : index + 1])
+        self.assertTrue(self.protocol.established)
+        self.assertEqual(self.host.messages, [GetPeers()])
+
+    def test_message_before_handshake(self) -> None:
+        """
+        Anything but a hello first ends the connection.
+        """
+        self.sent_hello()
+        self.receive(GetPeers())
+        self.assertDisconnected(DisconnectReason.UNEXPECTED_MESSAGE)
+        self.assertEqual(self.host.events, [PeerEvent.FAILED_HANDSHAKE])
+
+    def test_handshake_timeout(self) -> None:
+        """
+        A peer that does not finish the handshake in the request time is dropped.
+        """
+        self.sent_hello()
+        self.clock.advance(4.9)
+        self.assertFalse(self.transport.disconnecting)
+        self.clock.advance(0.2)
+        self.assertDisconnected(DisconnectReason.HANDSHAKE_TIMEOUT)
+
+    def test_refused_address(self) -> None:
+        """
+        A connection from an address the reputation refuses is closed at once.
+        """
+        host = FakeHost()
+        host.allowed = False
+        transport = StringTransport()
+        PeerProtocol(host, self.clock, inbound=True).makeConnection(transport)
+        self.assertEqual(frames(transport), [Disconnect(int(DisconnectReason.BAD_REPUTATION))])
+
+    def test_refused_after_handshake(self) -> None:
+        """
+        A peer the host refuses (too many peers) gets the host's reason.
+        """
+        self.host.refuse = DisconnectReason.TOO_MANY_PEERS
+        ours = self.sent_hello()
+        self.receive(self.hello(), Auth(self.remote.sign_challenge(ours.challenge)))
+        self.assertDisconnected(DisconnectReason.TOO_MANY_PEERS)
+
+    def test_ping(self) -> None:
+        """
+        A ping is answered with a pong of the same nonce.
+        """
+        self.handshake()
+        self.receive(Ping(77))
+        self.assertEqual(frames(self.transport), [Pong(77)])
+
+    def test_keep_alive(self) -> None:
+        """
+        The protocol pings every interval, and drops a peer silent for three.
+        """
+        self.handshake()
+        self.clock.advance(15)
+        self.assertIsInstance(frames(self.transport)[0], Ping)
+        self.clock.advance(15)
+        self.clock.advance(15)
+        self.clock.advance(15)
+        self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
+
+    def test_flood(self) -> None:
+        """
+        More messages in one second than the limit end the connection.
+        """
+        self.handshake()
+        for _ in range(48):
+            self.receive(Ping(1))
+        self.assertFalse(self.transport.disconnecting)
+        self.receive(Ping(1))
+        self.assertDisconnected(DisconnectReason.FLOOD)
+        self.assertIn(PeerEvent.INVALID_MESSAGE, self.host.events)
+
+    def test_flood_window(self) -> None:
+        """
+        The limit is per second: the same number of messages spread over two seconds is fine.
+        """
+        self.handshake()
+        for _ in range(40):
+            self.receive(Ping(1))
+        self.clock.advance(1)
+        for _ in range(40):
+            self.receive(Ping(1))
+        self.assertFalse(self.transport.disconnecting)
+
+    def test_request_answered(self) -> None:
+        """
+        An answer with the request's id fires the request's Deferred.
+        """
+        self.handshake()
+        waiter = self.protocol.request_headers(5, 2)
+        request = frames(self.transport)[0]
+        self.receive(BlockHeaders(request.request_id, ()))  # type: ignore[attr-defined]
+        self.assertEqual(self.successResultOf(waiter), ())
+
+    def test_request_timeout(self) -> None:
+        """
+        A request unanswered in the request time fails, and the peer is dropped.
+        """
+        self.handshake()
+        waiter = self.protocol.request_headers(5, 2)
+        self.clock.advance(5)
+        self.failureResultOf(waiter, RequestTimeoutError)
+        self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
+        self.assertIn(PeerEvent.TIMEOUT_MESSAGE, self.host.events)
+
+    def test_request_peer_gone(self) -> None:
+        """
+        A request in flight fails when the connection ends.
+        """
+        self.handshake()
+        waiter = self.protocol.request_headers(5, 2)
+        self.protocol.connectionLost()
+        self.failureResultOf(waiter, PeerGoneError)
+        self.assertEqual(self.host.lost, [self.protocol])
+
+    def test_unsolicited_answer(self) -> None:
+        """
+        An answer to no request is recorded as unexpected and ignored.
+        """
+        self.handshake()
+        self.receive(BlockHeaders(99, ()))
+        self.assertEqual(self.host.events[-1], PeerEvent.UNEXPECTED_MESSAGE)
+        self.assertFalse(self.transport.disconnecting)
+
+    def test_too_many_headers(self) -> None:
+        """
+        More headers than asked is a protocol error.
+        """
+        self.handshake()
+        waiter = self.protocol.request_headers(5, 1)
+        request = frames(self.transport)[0]
+        header = sample_header()
+        self.receive(BlockHeaders(request.request_id, (header, header)))  # type: ignore[attr-defined]
+        self.failureResultOf(waiter)
+        self.assertDisconnected(DisconnectReason.PROTOCOL_ERROR)
+
+    def test_serving_limit(self) -> None:
+        """
+        A peer with more requests in flight than the limit is dropped.
+        """
+        self.handshake()
+        for _ in range(self.host.peer_settings.max_outstanding_requests):
+            self.assertTrue(self.protocol.begin_serving())
+        self.assertFalse(self.protocol.begin_serving())
+        self.assertDisconnected(DisconnectReason.FLOOD)
+
+    def test_disconnect_received(self) -> None:
+        """
+        A disconnect from the peer closes the connection and records its reason.
+        """
+        self.handshake()
+        self.receive(Disconnect(int(DisconnectReason.TOO_MANY_PEERS)))
+        self.assertTrue(self.transport.disconnecting)
+        self.assertEqual(self.protocol.received_disconnect, DisconnectReason.TOO_MANY_PEERS)

@@ -1,0 +1,126 @@
+"""
+Tests for L{nodex.p2p.relay} (serving requests from the chain) and
+L{nodex.p2p.sync.check_header_chain}, with fakes.
+"""
+
+from dataclasses import replace
+from typing import Any
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.interfaces import ChainHead
+from nodex.p2p.messages import BlockBodies, BlockHeaders, GetBlockBodies, GetBlockHeaders, Message
+from nodex.p2p.relay import ChainRelay
+from nodex.p2p.sync import check_header_chain
+from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
+from tests.p2p.test_messages import sample_header
+
+
+def chain_of(count: int) -> list[Header]:
+    """
+    C{count} headers, each the parent of the next.
+    """
+    headers = [sample_header(0)]
+    for number in range(1, count):
+        headers.append(replace(sample_header(number), parent_hash=headers[-1].hash))
+    return headers
+
+
+class FakeChain:
+    """
+    A canonical chain of headers with empty bodies.
+    """
+
+    def __init__(self, headers: list[Header]) -> None:
+        self.headers = headers
+        self.head = ChainHead(headers[-1], len(headers))
+        self.by_hash = {header.hash: header for header in headers}
+
+    def get_header_by_hash(self, block_hash: bytes) -> Deferred[Header | None]:
+        return succeed(self.by_hash.get(block_hash))
+
+    def get_headers_by_number(self, numbers: list[int]) -> Deferred[list[Header | None]]:
+        return succeed([self.headers[n] if n < len(self.headers) else None for n in numbers])
+
+    def get_blocks_by_hash(self, hashes: Any) -> Deferred[list[Block | None]]:
+        return succeed([Block(self.by_hash[h]) if h in self.by_hash else None for h in hashes])
+
+
+class FakePeer:
+    """
+    Records what is sent to it.
+    """
+
+    def __init__(self) -> None:
+        self.sent: list[Message] = []
+
+    def send(self, message: Message) -> None:
+        self.sent.append(message)
+
+
+class ServeTests(SynchronousTestCase):
+    """
+    Answers to header and body requests.
+    """
+
+    def setUp(self) -> None:
+        self.headers = chain_of(20)
+        self.relay = ChainRelay(FakeChain(self.headers), None, None, list, lambda: True)  # type: ignore[arg-type]
+        self.peer = FakePeer()
+
+    def headers_for(self, request: GetBlockHeaders) -> list[int]:
+        """
+        The numbers of the headers served for C{request}.
+        """
+        self.successResultOf(Deferred.fromCoroutine(self.relay.serve(self.peer, request)))  # type: ignore[arg-type]
+        answer = self.peer.sent.pop()
+        assert isinstance(answer, BlockHeaders)
+        self.assertEqual(answer.request_id, request.request_id)
+        return [header.number for header in answer.headers]
+
+    def test_by_number(self) -> None:
+        """
+        Forward, with a skip, in reverse, and stopping at the head or at genesis.
+        """
+        self.assertEqual(self.headers_for(GetBlockHeaders(1, 3, 4)), [3, 4, 5, 6])
+        self.assertEqual(self.headers_for(GetBlockHeaders(2, 3, 4, skip=2)), [3, 6, 9, 12])
+        self.assertEqual(self.headers_for(GetBlockHeaders(3, 3, 10, reverse=True)), [3, 2, 1, 0])
+        self.assertEqual(self.headers_for(GetBlockHeaders(4, 18, 5)), [18, 19])
+        self.assertEqual(self.headers_for(GetBlockHeaders(5, 25, 5)), [])
+
+    def test_by_hash(self) -> None:
+        """
+        A hash origin starts at that block; an unknown hash gets nothing.
+        """
+        self.assertEqual(self.headers_for(GetBlockHeaders(1, self.headers[7].hash, 1)), [7])
+        self.assertEqual(self.headers_for(GetBlockHeaders(2, self.headers[7].hash, 3, reverse=True)), [7, 6, 5])
+        self.assertEqual(self.headers_for(GetBlockHeaders(3, b"\xee" * 32, 3)), [])
+        self.assertEqual(self.relay.answered["headers"], 3)
+
+    def test_bodies(self) -> None:
+        """
+        Bodies in the asked order, stopping at the first unknown block.
+        """
+        hashes = (self.headers[2].hash, self.headers[3].hash, b"\xee" * 32, self.headers[4].hash)
+        self.successResultOf(Deferred.fromCoroutine(self.relay.serve(self.peer, GetBlockBodies(9, hashes))))  # type: ignore[arg-type]
+        [answer] = self.peer.sent
+        self.assertEqual(answer, BlockBodies(9, (((), ()), ((), ()))))
+
+
+class HeaderChainTests(SynchronousTestCase):
+    """
+    L{check_header_chain}.
+    """
+
+    def test_chain(self) -> None:
+        """
+        Consecutive headers on the given parent pass; a gap, a wrong parent or a wrong start do not.
+        """
+        headers = chain_of(5)
+        self.assertIsNone(check_header_chain(headers[1:], 1, headers[0].hash))
+        self.assertIn("does not follow", check_header_chain(headers[1:], 1, b"\x00" * 32) or "")
+        self.assertIn("has number", check_header_chain(headers[2:], 1, headers[0].hash) or "")
+        broken = [headers[1], replace(headers[2], parent_hash=b"\x00" * 32)]
+        self.assertIn("header 2 does not follow", check_header_chain(broken, 1, headers[0].hash) or "")
