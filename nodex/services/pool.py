@@ -196,6 +196,7 @@ class TransactionPool(Service):
         self._in_flight: dict[Hash32, Transaction] = {}
         self._persisted: set[Hash32] = set()
         self._store_thread = store_thread
+        self._stopped = False
         chain.add_observer(self._chain_changed)
 
     def startService(self) -> None:
@@ -213,9 +214,12 @@ class TransactionPool(Service):
 
     def stopService(self) -> None:
         """
-        Stop the store thread after the writes queued on it.
+        Stop the store thread after the writes queued on it; changes after
+        that (a block import finishing while the node stops) stay in memory
+        only: the store closes when the node has stopped.
         """
         super().stopService()
+        self._stopped = True
         if self._store_thread is not None:
             self._store_thread.stop()
 
@@ -670,7 +674,7 @@ class TransactionPool(Service):
         for transaction in added:
             persisted.add(transaction.hash)
             batch.put(METADATA, pool_key(transaction.hash), transaction.encode())
-        if not len(batch):
+        if not len(batch) or self._stopped:
             return succeed(None)
         if self._store_thread is None:
             writing = maybeDeferred(self._store.write, batch)

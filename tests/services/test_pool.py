@@ -512,6 +512,21 @@ class TransactionPoolStoreThreadTests(PoolFixture, SynchronousTestCase):
         pool.stopService()
         self.assertTrue(thread.stopped)
 
+    def test_no_writes_after_stop(self) -> None:
+        """
+        Once the pool has stopped (the node is stopping, the store about to
+        close), changes are not written: a block import that finishes then
+        cannot write to a closed store.
+        """
+        thread = QueuedThread()
+        pool = self.make_pool(store_thread=thread)
+        pool.startService()
+        pool.stopService()
+        adding = pool.add(legacy(0))
+        self.assertEqual(thread.jobs, [])
+        self.successResultOf(adding)
+        self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
+
     def test_failed_write_logged(self) -> None:
         """
         A write that fails is logged; the transaction stays pooled.
