@@ -13,6 +13,7 @@ from typing import Any
 from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
+from nodex.chain.bridge import BridgeState, BridgeStateError
 from nodex.chain.calls import (
     CallError,
     CallRequest,
@@ -747,7 +748,41 @@ class ISubscriptionService(Interface):
         """
 
 
+class IRawChainData(Interface):
+    """
+    The chain's data in its consensus encodings, and the bridge account's
+    state: what the C{nodex} module and C{eth_bridgeState} answer.
+    """
+
+    def get_raw_header(block_hash: bytes) -> "Deferred[bytes | None]":
+        """
+        The RLP of a stored header whose Keccak-256 is C{block_hash}, or L{None}.
+        """
+
+    def get_raw_receipt(tx_hash: bytes) -> "Deferred[bytes | None]":
+        """
+        The consensus encoding of a canonical transaction's receipt (its
+        value in the receipts trie), or L{None}.
+        """
+
+    def get_receipt_trie_nodes(block_hash: bytes, tx_hash: bytes) -> "Deferred[list[bytes] | None]":
+        """
+        The receipts-trie nodes proving a transaction's receipt under the
+        block's receiptsRoot, the receipt's node first and the root last;
+        L{None} when the transaction is not in the block.
+
+        @return: a Deferred failing with L{BlockNotFoundError} for an unknown block.
+        """
+
+    def get_bridge_state() -> "Deferred[BridgeState]":
+        """
+        The bridge account's state at the head (L{nodex.chain.bridge}).
+        """
+
 __all__ = [
+    "BridgeState",
+    "BridgeStateError",
+    "IRawChainData",
     "AccountOverride",
     "AccountProof",
     "BlockNotFoundError",

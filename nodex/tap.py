@@ -7,10 +7,11 @@ import gc
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from twisted.application.service import MultiService
 from twisted.internet.endpoints import serverFromString
+from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorCore, IReactorTime
 from twisted.logger import Logger
 from twisted.python import usage
@@ -31,6 +32,7 @@ from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.mining_methods import MiningMethods
 from nodex.rpc.net import NetMethods
+from nodex.rpc.nodex_methods import NodexMethods
 from nodex.rpc.fee_methods import FeeMethods
 from nodex.rpc.filter_methods import FilterMethods
 from nodex.rpc.sco import ScoMethods
@@ -56,6 +58,7 @@ from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
+from nodex.services.rawchain import RawChainData
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
@@ -64,11 +67,26 @@ from nodex.services.work import WorkService
 
 log = Logger()
 
+START_ERRORS = ("exit", "stderr", "raise")
+"""How a node reports that it cannot start (L{NodeService.start_failed})."""
+
+
+class NodeStartError(NodexError):
+    """
+    The node cannot start (a port in use, a store that cannot be opened);
+    the message is the one line an operator reads.
+    """
+
 
 class Options(usage.Options):
     """
     The command line of C{twistd nodex}; each option is also a key of the
     configuration file, and the flags win over the file and the preset.
+
+    @ivar config: the effective configuration, once parsed.
+    @ivar start_errors: how the node will report a start error (one of
+        L{START_ERRORS}): C{"stderr"} under twistd in the foreground,
+        C{"raise"} in a daemon, C{"exit"} when parsed on its own.
     """
 
     synopsis = "[options]"
@@ -98,6 +116,7 @@ class Options(usage.Options):
         self["peer"] = []
         self.stdout = stdout if stdout is not None else sys.stdout
         self.config: NodeConfig | None = None
+        self.start_errors = "exit"
 
     def opt_peer(self, address: str) -> None:
         """
@@ -126,10 +145,28 @@ class Options(usage.Options):
             layer.setdefault("p2p", {})["peers"] = list(self["peer"])
         return layer
 
+    def parseOptions(self, options: list[str] | None = None) -> None:
+        """
+        Parse the command line.  Run as twistd's subcommand (C{twistd nodex},
+        C{nodex run}), an error is one line on standard error and exit
+        status 1, not the usage text on standard output.
+
+        @raise usage.UsageError: a bad option, when parsed on its own.
+        @raise SystemExit: a bad option, when parsed as twistd's subcommand.
+        """
+        try:
+            super().parseOptions(options)
+        except usage.UsageError as exc:
+            if getattr(self, "parent", None) is None:
+                raise
+            (sys.__stderr__ or sys.stderr).write(f"nodex: {exc}\n")
+            raise SystemExit(1) from None
+
     def postOptions(self) -> None:
         """
         Build the effective configuration; print it and exit for
-        C{--dump-config}; otherwise make sure the data directory exists.
+        C{--dump-config}; otherwise make sure the data directory exists,
+        and put twistd's pid file (and a daemon's log) in it.
 
         @raise usage.UsageError: a bad key or value, or no data directory.
         """
@@ -145,6 +182,36 @@ class Options(usage.Options):
             prepare_datadir(self.config.datadir)
         except OSError as exc:
             raise usage.UsageError(f"cannot create data directory {self.config.datadir}: {exc.strerror}") from None
+        parent = getattr(self, "parent", None)
+        if parent is not None:
+            place_process_files(parent, self.config.datadir)
+            self.start_errors = "stderr" if parent.get("nodaemon") else "raise"
+
+
+TWISTD_DEFAULT_PIDFILE = "twistd.pid"
+"""twistd's pid file when C{--pidfile} is not given: in the current folder."""
+
+PIDFILE = "nodex.pid"
+"""The pid file of a node, under its data directory."""
+
+DAEMON_LOGFILE = "nodex.log"
+"""The log of a daemonised node, under its data directory."""
+
+
+def place_process_files(twistd_options: Any, datadir: Path) -> None:
+    """
+    Move twistd's pid file into the data directory unless C{--pidfile} named
+    one (an empty name still turns it off), and a daemon's log unless
+    C{--logfile} or C{--syslog} chose; so that two nodes started from the
+    same folder do not block each other, and a node's files live with it.
+
+    @param twistd_options: twistd's parsed options, the parent of L{Options}.
+    """
+    if twistd_options.get("pidfile") in (TWISTD_DEFAULT_PIDFILE, str(Path(TWISTD_DEFAULT_PIDFILE).absolute())):
+        twistd_options["pidfile"] = str((datadir / PIDFILE).absolute())
+    daemon = not twistd_options.get("nodaemon", True)
+    if daemon and not twistd_options.get("logfile") and not twistd_options.get("syslog"):
+        twistd_options["logfile"] = str((datadir / DAEMON_LOGFILE).absolute())
 
 
 def prepare_datadir(path: Path) -> None:
@@ -164,6 +231,8 @@ class NodeService(MultiService):
     @ivar miner: the block producer (L{None} until composed).
     @ivar chain_threads: the chain's writer thread and reader pool (L{None}
         until composed), which the pool shares.
+    @ivar start_errors: how the node reports that it cannot start: one of
+        L{START_ERRORS}.
     """
 
     def __init__(self, config: NodeConfig) -> None:
@@ -172,9 +241,45 @@ class NodeService(MultiService):
         """
         super().__init__()
         self.config = config
+        self.start_errors = "exit"
         self.chain: ChainService | None = None
         self.miner: Miner | None = None
         self.chain_threads: ChainThreads | None = None
+
+    def privilegedStartService(self) -> None:
+        """
+        Start the children's privileged part: the servers listen (so that a
+        port in use stops the node before any other service has started).
+
+        @raise SystemExit: a server cannot listen (L{start_failed}).
+        @raise NodeStartError: the same, in a daemon.
+        """
+        try:
+            super().privilegedStartService()
+        except CannotListenError as exc:
+            self.start_failed(exc)
+
+    def start_failed(self, exc: Exception) -> NoReturn:
+        """
+        Report in one line why the node cannot start, as L{start_errors} says.
+
+        @raise SystemExit: with the line (C{"exit"}), or with status 1 after
+            writing the line on the process's standard error (C{"stderr"}:
+            in the foreground, where twistd has turned C{sys.stderr} into
+            the log).
+        @raise NodeStartError: with the line (C{"raise"}: in a daemon, whose
+            start error twistd hands to the waiting parent process, which
+            prints it and exits 1; a L{SystemExit} there would leave the
+            parent waiting for ever).
+        """
+        message = f"nodex: cannot start: {exc}"
+        if self.start_errors == "raise":
+            raise NodeStartError(message) from exc
+        if self.start_errors == "stderr":
+            log.critical("{message}", message=message)
+            (sys.__stderr__ or sys.stderr).write(message + "\n")
+            raise SystemExit(1) from exc
+        raise SystemExit(message) from exc
 
     def startService(self) -> None:
         """
@@ -203,16 +308,17 @@ class NodeService(MultiService):
         )
         try:
             super().startService()
-        except NodexError as exc:
+        except (NodexError, CannotListenError) as exc:
             # A store that cannot be opened (held by another process, of
-            # another network): one clear line, not a traceback.
+            # another network), a port in use: one clear line, not a traceback.
             self._stop_started_children()
-            raise SystemExit(f"nodex: cannot start: {exc}") from exc
+            self.start_failed(exc)
         except BaseException:
-            # A child that cannot start (an RPC port in use) would otherwise
-            # leave its started siblings' threads running, and the process
-            # would hang instead of exiting with the error.
+            # A child that cannot start would otherwise leave its started
+            # siblings' threads running, and the process would hang instead
+            # of exiting with the error.
             self._stop_started_children()
+            raise
             raise
         gc.collect()
         gc.freeze()
@@ -432,6 +538,15 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
     reputation.setServiceParent(node)
     return reputation, [ScoMethods(reputation)]
 
+def compose_raw_chain(node: NodeService, chain: ChainService) -> IMethodProvider:
+    """
+    The RPC provider of the C{nodex} module and C{eth_bridgeState}, reading
+    through L{RawChainData} on the chain's reader threads.
+    """
+    assert node.chain_threads is not None
+    raw = RawChainData(chain, node.chain_threads.run_reader)
+    return NodexMethods(chain, raw, WIRE_PROTOCOL_VERSION)
+
 
 def compose_subscriptions(
     chain: ChainService, pool: ITransactionPool | None, peers: IPeerNetwork | None = None
@@ -497,6 +612,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
+    providers.append(compose_raw_chain(node, chain))
     if config.rpc.endpoint == "none" and config.rpc.ws == "none":
         return node
     server = build_rpc_server(config, reactor, peers, providers)
@@ -566,14 +682,20 @@ def makeService(options: Options) -> NodeService:
     if config is None:
         config = load_config(options["config"], options.flag_layer())
     try:
-        return compose(config, reactor)
+        node = compose(config, reactor)
     except NodexError as exc:
         raise SystemExit(f"nodex: cannot start: {exc}") from exc
+    node.start_errors = options.start_errors
+    return node
 
 
 __all__ = [
     "CHAIN_DIRECTORY",
+    "DAEMON_LOGFILE",
     "NodeService",
+    "NodeStartError",
+    "PIDFILE",
+    "START_ERRORS",
     "Options",
     "build_rpc_server",
     "compose",
@@ -581,11 +703,13 @@ __all__ = [
     "compose_mining",
     "compose_p2p",
     "compose_pool",
+    "compose_raw_chain",
     "compose_reputation",
     "compose_state_and_logs",
     "compose_subscriptions",
     "makeService",
     "mining_coinbase",
+    "place_process_files",
     "prepare_datadir",
     "websocket_factory",
 ]

@@ -6,9 +6,33 @@ from collections.abc import Callable
 
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
+from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IListeningPort, IProtocolFactory, IStreamServerEndpoint
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+
+
+class ServerCannotListenError(CannotListenError):
+    """
+    A server of the node cannot listen; its message is one line that names
+    the server, the address and the reason.
+
+    @ivar label: what could not listen (C{"RPC"}).
+    """
+
+    def __init__(self, label: str, cause: CannotListenError) -> None:
+        """
+        @param cause: the endpoint's error.
+        """
+        super().__init__(cause.interface, cause.port, cause.socketError)
+        self.label = label
+
+    def __str__(self) -> str:
+        """
+        C{RPC server cannot listen on 127.0.0.1:4444: Address already in use}.
+        """
+        reason = getattr(self.socketError, "strerror", None) or str(self.socketError)
+        return f"{self.label} server cannot listen on {self.interface or '0.0.0.0'}:{self.port}: {reason}"
 
 
 class ListeningService(Service):
@@ -40,19 +64,44 @@ class ListeningService(Service):
         self._factory = factory
         self._port: IListeningPort | None = None
         self._waiters: list[Deferred[IListeningPort]] = []
+        self._started_listening = False
+
+    def privilegedStartService(self) -> None:
+        """
+        Start listening before the other services start (twistd calls this
+        first, and with the privileges a port below 1024 needs), so that a
+        port in use stops the node before anything else has started.
+
+        @raise Exception: the endpoint failed at once (as TCP does when its
+            port is taken).
+        """
+        super().privilegedStartService()
+        self._listen()
 
     def startService(self) -> None:
         """
-        Start listening.
+        Start listening, unless L{privilegedStartService} already did.
 
         @raise Exception: the endpoint failed at once (as TCP does when its
             port is taken).
         """
         super().startService()
+        if not self._started_listening:
+            self._listen()
+
+    def _listen(self) -> None:
+        """
+        Listen on the endpoint; raise its failure if it failed at once.
+        """
+        self._started_listening = True
         failures: list[Failure] = []
         self._endpoint.listen(self._factory).addCallbacks(self._listening, self._cannot_listen, errbackArgs=(failures,))
         if failures:
             self.running = False
+            self._started_listening = False
+            error = failures[0].value
+            if isinstance(error, CannotListenError):
+                raise ServerCannotListenError(self._label, error) from error
             failures[0].raiseException()
 
     def _cannot_listen(self, failure: Failure, failures: list[Failure]) -> None:
@@ -98,6 +147,7 @@ class ListeningService(Service):
             C{drain}, its connections).
         """
         super().stopService()
+        self._started_listening = False
         port, self._port = self._port, None
         if port is None:
             return None
@@ -126,4 +176,4 @@ def _fired(port: IListeningPort) -> Deferred[IListeningPort]:
     return waiter
 
 
-__all__ = ["ListeningService"]
+__all__ = ["ListeningService", "ServerCannotListenError"]

@@ -208,7 +208,10 @@ class TransactionPool(Service):
             self._store_thread.start()
         super().startService()
         self.load().addCallbacks(
-            lambda count: self.log.info("transaction pool: {count} transactions restored", count=count),
+            lambda count: self.log.info(
+                "transaction pool: {count} {noun} restored", count=count,
+                noun="transaction" if count == 1 else "transactions",
+            ),
             lambda failure: self.log.failure("cannot restore the transaction pool", failure),
         )
 

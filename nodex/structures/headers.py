@@ -112,7 +112,14 @@ class Header:
         """
         The block hash: Keccak-256 of the RLP of the first 17 fields.
         """
-        return keccak256(encode_list_payload(b"".join(self._encoded_fields[:_HASHED_FIELDS])))
+        return keccak256(self.encode_for_hash())
+
+    def encode_for_hash(self) -> bytes:
+        """
+        The RLP whose Keccak-256 is the block hash: the first 17 fields (no
+        merged-mining merkle proof, no coinbase transaction).
+        """
+        return encode_list_payload(b"".join(self._encoded_fields[:_HASHED_FIELDS]))
 
     @cached_property
     def hash_for_merged_mining(self) -> Hash32:

@@ -1,0 +1,118 @@
+"""
+The C{nodex} module (reference §3.7) and C{eth_bridgeState} (§3.3): the
+chain's data in its consensus encodings, for clients that verify it
+themselves, and the bridge account's state.
+
+Unlike the reference, parameters are decoded like every other method's
+(malformed input is -32602 naming the argument, not -32603), and the raw
+header is the RLP whose Keccak-256 is the block hash (docs/compatibility.md).
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from nodex.interfaces import BridgeState, IChainService, IRawChainData
+from nodex.rpc import decoders, encoders
+from nodex.rpc.blockref import resolve_block
+from nodex.rpc.chain_methods import block_or_hash
+from nodex.rpc.decoders import BlockHashSelector, BlockSelector
+from nodex.rpc.registry import Method, Param
+
+nullable_data = encoders.nullable(encoders.data)
+
+
+def bridge_state_object(state: BridgeState) -> dict[str, Any]:
+    """
+    The answer of C{eth_bridgeState}: the height as a JSON number, the
+    waiting peg-outs' keys as hex without C{0x} (reference §3.3).
+    """
+    return {
+        "btcBlockchainBestChainHeight": state.best_chain_height,
+        "nodexTxsWaitingForSignatures": [key.hex() for key in state.waiting_for_signatures],
+    }
+
+
+class NodexMethods:
+    """
+    C{nodex_protocolVersion}, the raw header and receipt lookups, the
+    receipt's trie nodes, and C{eth_bridgeState}.
+    """
+
+    def __init__(self, chain: IChainService, raw: IRawChainData, protocol_version: int) -> None:
+        """
+        @param chain: resolves block numbers and tags.
+        @param raw: the encodings, trie nodes and bridge state.
+        @param protocol_version: the P2P wire protocol version
+            (L{nodex.interfaces.WIRE_PROTOCOL_VERSION}).
+        """
+        self._chain = chain
+        self._raw = raw
+        self._protocol_version = protocol_version
+
+    def rpc_methods(self) -> Iterable[Method]:
+        """
+        The methods of the C{nodex} module, and C{eth_bridgeState}.
+        """
+        block_hash = Param("blockHash", decoders.hash32)
+        tx_hash = Param("transactionHash", decoders.hash32)
+        return [
+            Method("nodex_protocolVersion", self.protocol_version, (), encoders.quantity),
+            Method("nodex_getRawBlockHeaderByHash", self.get_raw_header_by_hash, (block_hash,), nullable_data),
+            Method(
+                "nodex_getRawBlockHeaderByNumber",
+                self.get_raw_header_by_number,
+                (Param("block", block_or_hash),),
+                nullable_data,
+            ),
+            Method("nodex_getRawTransactionReceiptByHash", self.get_raw_receipt, (tx_hash,), nullable_data),
+            Method(
+                "nodex_getTransactionReceiptNodesByHash",
+                self.get_receipt_nodes,
+                (block_hash, tx_hash),
+                encoders.nullable(encoders.array_of(encoders.data)),
+            ),
+            Method("eth_bridgeState", self.bridge_state, (), bridge_state_object),
+        ]
+
+    def protocol_version(self) -> int:
+        """
+        The P2P wire protocol version, as C{eth_protocolVersion}.
+        """
+        return self._protocol_version
+
+    async def get_raw_header_by_hash(self, block_hash: bytes) -> bytes | None:
+        """
+        The header RLP of a stored block, or L{None}.
+        """
+        return await self._raw.get_raw_header(block_hash)
+
+    async def get_raw_header_by_number(self, selector: BlockSelector) -> bytes | None:
+        """
+        The header RLP of the block a number, tag or hash names, or L{None}.
+        """
+        if isinstance(selector, BlockHashSelector) and not selector.require_canonical:
+            return await self._raw.get_raw_header(selector.block_hash)
+        block = await resolve_block(self._chain, selector)
+        return None if block is None else block.header.encode_for_hash()
+
+    async def get_raw_receipt(self, tx_hash: bytes) -> bytes | None:
+        """
+        The receipt's value in the receipts trie, or L{None}.
+        """
+        return await self._raw.get_raw_receipt(tx_hash)
+
+    async def get_receipt_nodes(self, block_hash: bytes, tx_hash: bytes) -> list[bytes] | None:
+        """
+        The receipts-trie nodes of a transaction in a block, leaf first;
+        L{None} when the transaction is not in it; -32600 for an unknown block.
+        """
+        return await self._raw.get_receipt_trie_nodes(block_hash, tx_hash)
+
+    async def bridge_state(self) -> BridgeState:
+        """
+        The bridge account's state at the head.
+        """
+        return await self._raw.get_bridge_state()
+
+
+__all__ = ["NodexMethods", "bridge_state_object"]

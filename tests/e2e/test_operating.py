@@ -1,0 +1,156 @@
+"""
+End-to-end tests of the C{nodex} command as an operator runs it: C{nodex
+run} in the foreground, its exit status, its one-line errors, and where its
+pid file goes.
+"""
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import treq
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.internet.protocol import Factory, ProcessProtocol
+from twisted.python.failure import Failure
+from twisted.trial.unittest import TestCase
+from twisted.web.client import HTTPConnectionPool
+
+REPOSITORY = Path(__file__).resolve().parent.parent.parent
+
+
+class NodexProcess(ProcessProtocol):
+    """
+    A C{nodex} process: its standard output and error apart, its exit code,
+    and the RPC port once the log names it.
+    """
+
+    def __init__(self) -> None:
+        """
+        Nothing received yet.
+        """
+        self.stdout = b""
+        self.stderr = b""
+        self.ended: Deferred[int | None] = Deferred()
+        self.listening: Deferred[int] = Deferred()
+
+    def outReceived(self, data: bytes) -> None:
+        """
+        Keep the output; fire C{listening} with the RPC port once logged.
+        """
+        self.stdout += data
+        marker = b"RPC server listening on 127.0.0.1:"
+        if not self.listening.called and marker in self.stdout:
+            rest = self.stdout.split(marker, 1)[1]
+            digits = rest[: len(rest) - len(rest.lstrip(b"0123456789"))]
+            if digits and rest[len(digits) :][:1] in (b"\n", b"\r", b" "):
+                self.listening.callback(int(digits))
+
+    def errReceived(self, data: bytes) -> None:
+        """
+        Keep the error output.
+        """
+        self.stderr += data
+
+    def processEnded(self, reason: Failure) -> None:
+        """
+        Fire C{ended} with the exit code (L{None} when a signal ended it).
+        """
+        if not self.listening.called:
+            self.listening.errback(Exception((self.stdout + self.stderr).decode(errors="replace")))
+        self.ended.callback(reason.value.exitCode)
+
+
+class NodexRunTests(TestCase):
+    """
+    C{nodex run}, started as a process from a folder of its own.
+    """
+
+    def spawn(self, *argv: str) -> NodexProcess:
+        """
+        Run C{nodex ARGV} (the console script's function) in a fresh folder.
+        """
+        process = NodexProcess()
+        folder = Path(self.mktemp())
+        folder.mkdir()
+        self.folder = folder
+        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+        command = [sys.executable, "-c", "from nodex.cli import console_main; console_main()", *argv]
+        reactor.spawnProcess(process, sys.executable, command, env=env, path=str(folder))
+        self.addCleanup(self.reap, process)
+        return process
+
+    async def reap(self, process: NodexProcess) -> None:
+        """
+        Kill the process if a failed test left it running, and wait for its end.
+        """
+        if not process.ended.called:
+            process.transport.signalProcess("KILL")  # type: ignore[attr-defined]
+            process.listening.addErrback(lambda failure: None)
+            await process.ended
+
+    async def test_runs_and_exits_zero_on_sigterm(self) -> None:
+        """
+        C{nodex run} serves C{eth_chainId}, keeps its pid file in the data
+        directory (none in the current folder), and exits 0 on SIGTERM,
+        removing the pid file.
+        """
+        datadir = Path(self.mktemp()).resolve()
+        process = self.spawn("run", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1")
+        port = await process.listening
+        pool = HTTPConnectionPool(reactor, persistent=False)
+        response = await treq.post(
+            f"http://127.0.0.1:{port}/",
+            data=b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}',
+            headers={"Content-Type": "application/json"},
+            pool=pool,
+        )
+        self.assertEqual(json.loads(await response.content())["result"], "0x21")
+        pidfile = datadir / "nodex.pid"
+        self.assertEqual(int(pidfile.read_text()), process.transport.pid)  # type: ignore[attr-defined]
+        self.assertEqual(list(self.folder.iterdir()), [])
+        os.kill(process.transport.pid, signal.SIGTERM)  # type: ignore[attr-defined]
+        self.assertEqual(await process.ended, 0)
+        self.assertFalse(pidfile.exists())
+        self.assertIn(b"Server Shut Down.", process.stdout)
+
+    async def test_bad_option_is_one_line(self) -> None:
+        """
+        A bad option value is one line on standard error naming the key, and
+        exit status 1; nothing on standard output.
+        """
+        process = self.spawn("run", "--datadir", self.mktemp(), "--mining", "sometimes")
+        process.listening.addErrback(lambda failure: None)
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual(process.stdout, b"")
+        self.assertEqual(process.stderr.count(b"\n"), 1, process.stderr)
+        self.assertTrue(process.stderr.startswith(b'nodex: configuration key "mining.mode"'), process.stderr)
+
+    async def test_unknown_option_is_one_line(self) -> None:
+        """
+        An unknown option is one line on standard error, exit status 1.
+        """
+        process = self.spawn("run", "--datadir", self.mktemp(), "--no-such-option")
+        process.listening.addErrback(lambda failure: None)
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual((process.stdout, process.stderr), (b"", b"nodex: option --no-such-option not recognized\n"))
+
+    async def test_port_in_use_is_one_line(self) -> None:
+        """
+        A taken RPC port: one line on standard error, exit status 1, no
+        traceback, and no account banner (nothing but the servers started).
+        """
+        taken = reactor.listenTCP(0, Factory(), interface="127.0.0.1")
+        self.addCleanup(taken.stopListening)
+        port = taken.getHost().port
+        process = self.spawn("run", "--datadir", self.mktemp(), "--rpc", f"tcp:{port}:interface=127.0.0.1")
+        process.listening.addErrback(lambda failure: None)
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual(
+            process.stderr,
+            f"nodex: cannot start: RPC server cannot listen on 127.0.0.1:{port}: Address already in use\n".encode(),
+        )
+        self.assertNotIn(b"Traceback", process.stdout)
+        self.assertNotIn(b"Development accounts", process.stdout)
