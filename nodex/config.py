@@ -138,6 +138,47 @@ def endpoint(value: Any) -> str:
     return value
 
 
+_INTERFACE = re.compile(r"(?:^|(?<!\\):)interface=((?:\\.|[^:\\])*)")
+
+
+def listens_on_loopback_only(description: str) -> bool:
+    """
+    Whether a server endpoint description reaches only this machine: a UNIX
+    socket, or TCP/SSL bound to a loopback address (C{interface=127.0.0.1},
+    C{interface=\\:\\:1}, C{interface=localhost}); no interface means every
+    interface.
+    """
+    kind = description.split(":", 1)[0].lower()
+    if kind == "unix":
+        return True
+    found = _INTERFACE.search(description)
+    if found is None:
+        return False
+    interface = found.group(1).replace("\\", "")
+    if interface == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(interface).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_loopback(raw: Raw, section: str) -> None:
+    """
+    Refuse an operator port (manhole, metrics) beyond loopback unless
+    C{<section>.allow_remote} says so.
+
+    @raise ConfigError: it would listen beyond loopback.
+    """
+    table = raw.get(section, {})
+    description = table.get("endpoint", "none")
+    if description != "none" and not table.get("allow_remote", False) and not listens_on_loopback_only(description):
+        raise ConfigError(
+            f'configuration key "{section}.endpoint": {description!r} listens beyond the loopback interface;'
+            f" bind it to 127.0.0.1 (interface=127.0.0.1) or set {section}.allow_remote = true"
+        )
+
+
 def _peer(value: str) -> str:
     """
     One C{HOST:PORT} peer address (IPv6 in brackets).
@@ -187,6 +228,24 @@ def _coinbase(value: Any) -> str:
     if not isinstance(value, str) or not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
         raise ValueError('want a 0x-prefixed 20-byte hex address, or "" for the network default')
     return value.lower()
+
+
+def _strings_path(value: Any) -> str:
+    """
+    A file path (expanded), or the empty string for the default.
+    """
+    if not isinstance(value, str):
+        raise ValueError("want a file path, or \"\" for the default")
+    return str(Path(value).expanduser()) if value else ""
+
+
+def _seconds_or_zero(value: Any) -> float:
+    """
+    A number of seconds from 0 (off) to a week.
+    """
+    if type(value) not in (int, float) or not 0 <= value <= 604800:
+        raise ValueError("want a number of seconds from 0 (no limit) to 604800")
+    return float(value)
 
 
 def _table(value: Any) -> dict[str, Any]:
@@ -295,7 +354,13 @@ SCHEMA: dict[str, Any] = {
         "cpu_miner": _boolean,
         "update_work_on_new_transactions": _boolean,
     },
-    "manhole": {"endpoint": endpoint},
+    "manhole": {"endpoint": endpoint, "allow_remote": _boolean, "authorized_keys": _strings_path},
+    "metrics": {
+        "endpoint": endpoint,
+        "allow_remote": _boolean,
+        "max_head_age": _seconds_or_zero,
+        "max_blocks_behind": _integer(0),
+    },
     "wallet": {"enabled": _boolean},
     "genesis": _table,
     "scoring": _SCORING_SCHEMA,
@@ -439,6 +504,39 @@ class RPCConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """
+    The metrics and health port (docs/operating.md).
+
+    @ivar endpoint: where it listens, or C{none}.
+    @ivar allow_remote: whether it may listen beyond the loopback interface.
+    @ivar max_head_age: seconds after which the head is stale and
+        C{/health} answers 503 (0: never).
+    @ivar max_blocks_behind: how far behind a syncing node may be and still
+        be healthy.
+    """
+
+    endpoint: str = "none"
+    allow_remote: bool = False
+    max_head_age: float = 0.0
+    max_blocks_behind: int = 64
+
+
+@dataclass(frozen=True)
+class ManholeConfig:
+    """
+    Who may use the manhole, and from where.
+
+    @ivar allow_remote: whether it may listen beyond the loopback interface.
+    @ivar authorized_keys: the OpenSSH authorized-keys file ("" for
+        C{<datadir>/manhole_keys}).
+    """
+
+    allow_remote: bool = False
+    authorized_keys: str = ""
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     """
     The effective configuration of a node.
@@ -463,6 +561,8 @@ class NodeConfig:
     mining_coinbase: str = ""
     cpu_miner: bool = False
     update_work_on_new_transactions: bool = False
+    metrics: MetricsConfig = MetricsConfig()
+    manhole: ManholeConfig = ManholeConfig()
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -471,6 +571,8 @@ def build(raw: Raw) -> NodeConfig:
 
     @raise ConfigError: a key that every configuration needs is missing.
     """
+    _check_loopback(raw, "manhole")
+    _check_loopback(raw, "metrics")
     try:
         rpc = raw["rpc"]
         modules = {
@@ -514,6 +616,16 @@ def build(raw: Raw) -> NodeConfig:
             mining_coinbase=raw["mining"].get("coinbase", ""),
             cpu_miner=raw["mining"].get("cpu_miner", False),
             update_work_on_new_transactions=raw["mining"].get("update_work_on_new_transactions", False),
+            metrics=MetricsConfig(
+                endpoint=raw["metrics"]["endpoint"],
+                allow_remote=raw["metrics"]["allow_remote"],
+                max_head_age=raw["metrics"]["max_head_age"],
+                max_blocks_behind=raw["metrics"]["max_blocks_behind"],
+            ),
+            manhole=ManholeConfig(
+                allow_remote=raw["manhole"]["allow_remote"],
+                authorized_keys=raw["manhole"]["authorized_keys"],
+            ),
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None
@@ -641,6 +753,8 @@ __all__ = [
     "DEFAULT_NETWORK",
     "LOG_LEVELS",
     "MODULES",
+    "ManholeConfig",
+    "MetricsConfig",
     "ModuleConfig",
     "NETWORKS",
     "NodeConfig",
@@ -654,6 +768,7 @@ __all__ = [
     "effective",
     "endpoint",
     "load_config",
+    "listens_on_loopback_only",
     "load_preset",
     "merge",
     "mining_mode",

@@ -5,6 +5,7 @@ the one place where concrete objects are wired together.
 
 import gc
 import sys
+from functools import partial
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -12,6 +13,7 @@ from typing import IO, Any, NoReturn
 from twisted.application.service import MultiService
 from twisted.internet.endpoints import serverFromString
 from twisted.internet.error import CannotListenError
+from twisted.internet.threads import deferToThreadPool
 from twisted.internet.interfaces import IReactorCore, IReactorTime
 from twisted.logger import Logger
 from twisted.python import usage
@@ -25,8 +27,9 @@ from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, IReputation, ITransactionPool
 from nodex.primitives import Address
+from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
 from nodex.rpc.chain_methods import ChainMethods
-from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
+from nodex.rpc.dispatch import CallObserver, Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.introspection import RPCModulesMethods
@@ -104,6 +107,7 @@ class Options(usage.Options):
         ["p2p", None, None, "Peer-to-peer server endpoint, or none [default: per network]."],
         ["mining", None, None, "Mining mode: auto, interval:SECONDS, manual or off [default: per network]."],
         ["manhole", None, None, "SSH manhole endpoint, or none [default: none]."],
+        ["metrics", None, None, "Prometheus metrics and /health endpoint, or none [default: none]."],
         ["log-level", None, None, "info, or debug for a line per RPC call [default: info]."],
     ]
     optFlags = [["dump-config", None, "Print the effective configuration as TOML and exit."]]
@@ -138,6 +142,7 @@ class Options(usage.Options):
             ("p2p", "p2p", "endpoint"),
             ("mining", "mining", "mode"),
             ("manhole", "manhole", "endpoint"),
+            ("metrics", "metrics", "endpoint"),
         ):
             if self[option] is not None:
                 layer.setdefault(section, {})[key] = self[option]
@@ -335,12 +340,17 @@ class NodeService(MultiService):
 
 
 def build_rpc_server(
-    config: NodeConfig, clock: IReactorTime, peers: IPeerNetwork, providers: Iterable[IMethodProvider] = ()
+    config: NodeConfig,
+    clock: IReactorTime,
+    peers: IPeerNetwork,
+    providers: Iterable[IMethodProvider] = (),
+    call_observer: CallObserver | None = None,
 ) -> RPCServer:
     """
     The JSON-RPC server of a configuration, with every method that exists.
 
     @param providers: the method providers of the node's services.
+    @param call_observer: told of every call (the metrics), if given.
     """
     registry = MethodRegistry(
         {
@@ -359,7 +369,7 @@ def build_rpc_server(
         max_response_bytes=config.rpc.max_response_bytes,
         timeout=config.rpc.timeout,
     )
-    dispatcher = Dispatcher(registry, clock, limits, debug=config.log_level == "debug")
+    dispatcher = Dispatcher(registry, clock, limits, debug=config.log_level == "debug", call_observer=call_observer)
     policy = HTTPPolicy(
         max_body_bytes=config.rpc.max_body_bytes,
         hosts=frozenset(host.lower() for host in config.rpc.hosts),
@@ -579,6 +589,40 @@ def websocket_factory(
     return RPCWebSocketFactory(server.dispatcher, server.policy, subscriptions, settings, reactor=reactor)
 
 
+def compose_metrics(
+    config: NodeConfig, reactor: Any, node: NodeService, pool: ITransactionPool, peers: IPeerNetwork
+) -> NodeMetrics:
+    """
+    Add the metrics and health port to C{node} (docs/operating.md) and
+    return the metrics, for the RPC dispatcher's call observer.  Peers and
+    the sync progress come from the peer network.
+    """
+    chain, miner = node.chain, node.miner
+    assert chain is not None and miner is not None
+
+    def peer_count() -> int:
+        return len(peers.peers())
+
+    def sync_progress() -> tuple[int, int] | None:
+        status = peers.sync_status()
+        if status is None or not status.syncing:
+            return None
+        return status.current_block, status.highest_block
+
+    metrics = NodeMetrics(chain, pool, peer_count, lambda: miner.blocks_mined, reactor)
+    chain.add_observer(metrics.chain_changed)
+    limits = HealthLimits(config.metrics.max_head_age, config.metrics.max_blocks_behind)
+    resource = MetricsResource(metrics, lambda: health(metrics, chain, peer_count, sync_progress, limits))
+    in_thread = partial(deferToThreadPool, reactor, reactor.getThreadPool())
+    service = MetricsService(metrics, reactor, config.datadir / CHAIN_DIRECTORY, in_thread)
+    listening = ListeningService("metrics", serverFromString(reactor, config.metrics.endpoint), metrics_site(resource))
+    listening.setName("metrics-port")
+    listening.setServiceParent(service)
+    service.setName("metrics")
+    service.setServiceParent(node)
+    return metrics
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
@@ -613,18 +657,21 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
     providers.append(compose_raw_chain(node, chain))
-    if config.rpc.endpoint == "none" and config.rpc.ws == "none":
-        return node
-    server = build_rpc_server(config, reactor, peers, providers)
-    if config.rpc.endpoint != "none":
-        rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
-        rpc.setName("rpc")
-        rpc.setServiceParent(node)
-    if config.rpc.ws != "none":
-        factory = websocket_factory(config, server, subscriptions, reactor)
-        ws = ListeningService("WebSocket", serverFromString(reactor, config.rpc.ws), factory, factory.close_all)
-        ws.setName("ws")
-        ws.setServiceParent(node)
+    metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None
+    if config.rpc.endpoint != "none" or config.rpc.ws != "none":
+        observer = None if metrics is None else metrics.observe_call
+        server = build_rpc_server(config, reactor, peers, providers, call_observer=observer)
+        if metrics is not None:
+            metrics.set_method_names(server.dispatcher.registry.names())
+        if config.rpc.endpoint != "none":
+            rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
+            rpc.setName("rpc")
+            rpc.setServiceParent(node)
+        if config.rpc.ws != "none":
+            factory = websocket_factory(config, server, subscriptions, reactor)
+            ws = ListeningService("WebSocket", serverFromString(reactor, config.rpc.ws), factory, factory.close_all)
+            ws.setName("ws")
+            ws.setServiceParent(node)
     return node
 
 
@@ -700,6 +747,7 @@ __all__ = [
     "build_rpc_server",
     "compose",
     "compose_chain",
+    "compose_metrics",
     "compose_mining",
     "compose_p2p",
     "compose_pool",

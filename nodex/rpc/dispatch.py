@@ -10,7 +10,7 @@ JSON-RPC 2.0 forbids.  Its error codes and error type are used
 """
 
 import json
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -165,6 +165,10 @@ class _BatchBody:
         return b"[" + b",".join(self._parts) + b"]"
 
 
+CallObserver = Callable[[str, "int | None", float], None]
+"""Told of each call: the method name, the error code of the answer (L{None} on success), the seconds it took."""
+
+
 class Dispatcher:
     """
     Answers JSON-RPC 2.0 bodies: single requests, notifications and batches.
@@ -176,6 +180,7 @@ class Dispatcher:
         clock: IReactorTime,
         limits: EnvelopeLimits = EnvelopeLimits(),
         debug: bool = False,
+        call_observer: CallObserver | None = None,
     ) -> None:
         """
         @param registry: the methods clients may call.
@@ -183,12 +188,24 @@ class Dispatcher:
         @param limits: the envelope's limits.
         @param debug: log one debug line per call (request id, method,
             duration); off, the hot path pays nothing for it.
+        @param call_observer: told of every call that had a method name:
+            the name, the answer's error code (or L{None}) and the duration
+            (the metrics); without one, the hot path pays nothing for it.
         """
         self._registry = registry
         self._clock = clock
         self._limits = limits
         self._debug = debug
+        self._observer = call_observer
+        self._timed = debug or call_observer is not None
         self._request_ids = count(1)
+
+    @property
+    def registry(self) -> MethodRegistry:
+        """
+        The methods clients may call.
+        """
+        return self._registry
 
     def handle(self, body: bytes) -> Deferred[bytes | None]:
         """
@@ -328,7 +345,7 @@ class Dispatcher:
         if problem is not None:
             return _error(InvalidRequestError(problem), request_id)
         call_id = next(self._request_ids)
-        started = self._clock.seconds() if self._debug else 0.0
+        started = self._clock.seconds() if self._timed else 0.0
         try:
             method = self._registry.lookup(name)
             result = method.function(*method.decode_params(params))
@@ -393,8 +410,12 @@ class Dispatcher:
         self, call_id: int, name: str, started: float, response: Response, has_id: bool
     ) -> Response | None:
         """
-        Log the call (at debug level) and drop the answer to a notification.
+        Log the call (at debug level), tell the call observer, and drop the
+        answer to a notification.
         """
+        if self._observer is not None:
+            error = response.get("error")
+            self._observer(name, None if error is None else error["code"], self._clock.seconds() - started)
         if self._debug:
             outcome = "error " + str(response["error"]["code"]) if "error" in response else "ok"
             log.debug(
@@ -414,4 +435,4 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-__all__ = ["Dispatcher", "EnvelopeLimits", "Response"]
+__all__ = ["CallObserver", "Dispatcher", "EnvelopeLimits", "Response"]

@@ -164,6 +164,7 @@ class Miner(Service):
         headers a new block may include as uncles (set by the composition
         root to the work service's L{nodex.services.work.WorkService.thd_uncles});
         L{None}: no uncles.
+    @ivar blocks_mined: how many blocks this miner has produced (the metrics).
     """
 
     log = Logger()
@@ -209,6 +210,7 @@ class Miner(Service):
         self._sealing = DeferredLock()
         self._stopped = False
         self.uncles: Callable[[Header], Sequence[Header]] | None = None
+        self.blocks_mined = 0
 
     @property
     def is_mining(self) -> bool:
@@ -484,6 +486,7 @@ class Miner(Service):
             )
         if invalid and self.pool is not None:
             self.pool.remove([entry.transaction.hash for entry in invalid])
+        self.blocks_mined += 1
         self._log_mined(block)
         return block
 
