@@ -179,6 +179,25 @@ def _check_loopback(raw: Raw, section: str) -> None:
         )
 
 
+def manhole_endpoint(value: Any) -> str:
+    """
+    The manhole's endpoint: C{ssh:PORT[:interface=ADDR]} (SSH over TCP, the
+    manhole's own notation), any Twisted server endpoint, or C{none}.
+    """
+    if isinstance(value, str) and value.startswith("ssh:"):
+        endpoint("tcp:" + value[len("ssh:") :])
+        return value
+    return endpoint(value)
+
+
+def server_endpoint_description(value: str) -> str:
+    """
+    The Twisted endpoint description of a checked endpoint value (C{ssh:}
+    is SSH over C{tcp:}).
+    """
+    return "tcp:" + value[len("ssh:") :] if value.startswith("ssh:") else value
+
+
 def _peer(value: str) -> str:
     """
     One C{HOST:PORT} peer address (IPv6 in brackets).
@@ -354,7 +373,7 @@ SCHEMA: dict[str, Any] = {
         "cpu_miner": _boolean,
         "update_work_on_new_transactions": _boolean,
     },
-    "manhole": {"endpoint": endpoint, "allow_remote": _boolean, "authorized_keys": _strings_path},
+    "manhole": {"endpoint": manhole_endpoint, "allow_remote": _boolean, "authorized_keys": _strings_path},
     "metrics": {
         "endpoint": endpoint,
         "allow_remote": _boolean,
@@ -770,8 +789,10 @@ __all__ = [
     "load_config",
     "listens_on_loopback_only",
     "load_preset",
+    "manhole_endpoint",
     "merge",
     "mining_mode",
     "read_file",
     "scoring_config",
+    "server_endpoint_description",
 ]

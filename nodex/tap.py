@@ -20,13 +20,21 @@ from twisted.python import usage
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
-from nodex.config import ConfigError, NodeConfig, dump_toml, load_config, scoring_config
+from nodex.config import (
+    ConfigError,
+    NodeConfig,
+    dump_toml,
+    load_config,
+    scoring_config,
+    server_endpoint_description,
+)
 from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, IReputation, ITransactionPool
 from nodex.primitives import Address
+from nodex.manhole import AUTHORIZED_KEYS_FILE, ManholeService, helpers
 from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import CallObserver, Dispatcher, EnvelopeLimits
@@ -623,6 +631,30 @@ def compose_metrics(
     return metrics
 
 
+def compose_manhole(
+    config: NodeConfig, reactor: Any, node: NodeService, pool: ITransactionPool, peers: IPeerNetwork
+) -> ManholeService:
+    """
+    Add the manhole to C{node}, last, so that its namespace holds every
+    service: each named service under its name, C{network} (the peer
+    network), C{config}, C{node}, and the helpers of
+    L{nodex.manhole.helpers}.
+    """
+    assert node.chain is not None
+    namespace: dict[str, Any] = dict(node.namedServices)
+    namespace.update(network=peers, config=config, node=node)
+    namespace.update(helpers(node.chain, pool, peers))
+    authorized = Path(config.manhole.authorized_keys or config.datadir / AUTHORIZED_KEYS_FILE)
+    endpoint = serverFromString(reactor, server_endpoint_description(config.manhole_endpoint))
+    manhole = ManholeService(
+        endpoint, namespace, config.datadir, authorized,
+        lambda where, factory: ListeningService("manhole", where, factory),
+    )
+    manhole.setName("manhole")
+    manhole.setServiceParent(node)
+    return manhole
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
@@ -672,6 +704,8 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
             ws = ListeningService("WebSocket", serverFromString(reactor, config.rpc.ws), factory, factory.close_all)
             ws.setName("ws")
             ws.setServiceParent(node)
+    if config.manhole_endpoint != "none":
+        compose_manhole(config, reactor, node, pool, peers)
     return node
 
 
@@ -747,6 +781,7 @@ __all__ = [
     "build_rpc_server",
     "compose",
     "compose_chain",
+    "compose_manhole",
     "compose_metrics",
     "compose_mining",
     "compose_p2p",
