@@ -27,7 +27,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.web.iweb import IRequest
 from twisted.web.resource import Resource
-from twisted.web.server import Site
+from twisted.web.server import NOT_DONE_YET, Site
 
 from nodex.interfaces import ChainEvent, IChainService, ITransactionPool
 
@@ -106,7 +106,13 @@ class CallableCounter:
 
 class NodeMetrics:
     """
-    The node's metrics in a registry of their own, read when scraped.
+    The node's metrics in a registry of their own.
+
+    The values that other objects hold (head, peers, pool, blocks mined) are
+    copied into the registry by L{refresh}, on the reactor thread, before
+    each exposition; the exposition itself (tens of milliseconds of string
+    formatting with many labelled histograms) may then run in a thread,
+    while the reactor keeps counting (the client library's values are locked).
     """
 
     def __init__(
@@ -128,20 +134,22 @@ class NodeMetrics:
         """
         self.registry = CollectorRegistry(auto_describe=True)
         self._chain = chain
+        self._pool = pool
+        self._peer_count = peer_count
+        self._blocks_mined = blocks_mined
+        self._mined_snapshot = 0
         self._clock = clock
         self._methods = frozenset(method_names)
+        self._by_method: dict[str, tuple[Any, Any]] = {}
         registry = self.registry
-        Gauge("nodex_head_block_number", "The number of the head block.", registry=registry).set_function(
-            lambda: chain.head.header.number
+        self.head_number = Gauge("nodex_head_block_number", "The number of the head block.", registry=registry)
+        self.head_age_seconds = Gauge(
+            "nodex_head_age_seconds", "Seconds since the head block's timestamp.", registry=registry
         )
-        Gauge("nodex_head_age_seconds", "Seconds since the head block's timestamp.", registry=registry).set_function(
-            self.head_age
-        )
-        Gauge("nodex_peers", "Connected peers.", registry=registry).set_function(peer_count)
+        self.peers = Gauge("nodex_peers", "Connected peers.", registry=registry)
         sizes = Gauge("nodex_pool_transactions", "Transactions in the pool.", ["state"], registry=registry)
-        sizes.labels("pending").set_function(lambda: len(pool.pending()))
-        sizes.labels("queued").set_function(lambda: len(pool.queued()))
-        registry.register(CallableCounter("nodex_blocks_mined", "Blocks this node mined.", blocks_mined))
+        self._pending, self._queued = sizes.labels("pending"), sizes.labels("queued")
+        registry.register(CallableCounter("nodex_blocks_mined", "Blocks this node mined.", lambda: self._mined_snapshot))
         self.blocks_adopted = Counter(
             "nodex_blocks_adopted", "Blocks that became canonical, from any source (mined included).", registry=registry
         )
@@ -173,6 +181,19 @@ class NodeMetrics:
         count under L{OTHER_METHOD}).
         """
         self._methods = frozenset(names)
+        self._by_method.clear()
+
+    def refresh(self) -> None:
+        """
+        Copy the values other objects hold into the registry (on the
+        reactor thread, where they change).
+        """
+        self.head_number.set(self._chain.head.header.number)
+        self.head_age_seconds.set(self.head_age())
+        self.peers.set(self._peer_count())
+        self._pending.set(len(self._pool.pending()))
+        self._queued.set(len(self._pool.queued()))
+        self._mined_snapshot = self._blocks_mined()
 
     def head_age(self) -> float:
         """
@@ -189,11 +210,27 @@ class NodeMetrics:
         @param error_code: the JSON-RPC error code of the answer, or L{None}.
         @param seconds: how long the call took.
         """
-        label = method if method in self._methods else OTHER_METHOD
-        self.rpc_requests.labels(label).inc()
-        self.rpc_latency.labels(label).observe(seconds)
+        children = self._by_method.get(method)
+        if children is None:
+            children = self._children(method)
+        requests, latency = children
+        requests.inc()
+        latency.observe(seconds)
         if error_code is not None:
+            label = method if method in self._methods else OTHER_METHOD
             self.rpc_errors.labels(label, str(error_code)).inc()
+
+    def _children(self, method: str) -> tuple[Any, Any]:
+        """
+        The request counter and latency histogram of a method's label,
+        kept for the methods (a client's junk names are not kept: they all
+        share L{OTHER_METHOD}'s).
+        """
+        label = method if method in self._methods else OTHER_METHOD
+        children = (self.rpc_requests.labels(label), self.rpc_latency.labels(label))
+        if label != OTHER_METHOD:
+            self._by_method[method] = children
+        return children
 
     def chain_changed(self, event: ChainEvent) -> None:
         """
@@ -207,8 +244,10 @@ class NodeMetrics:
 
     def exposition(self) -> bytes:
         """
-        The metrics in Prometheus' text format.
+        The metrics in Prometheus' text format (L{refresh}, then the
+        formatting, all on the calling thread).
         """
+        self.refresh()
         return generate_latest(self.registry)
 
 
@@ -251,21 +290,39 @@ class MetricsResource(Resource):
 
     isLeaf = True
 
-    def __init__(self, metrics: NodeMetrics, health_check: Callable[[], tuple[int, dict[str, Any]]]) -> None:
+    log = Logger()
+
+    def __init__(
+        self,
+        metrics: NodeMetrics,
+        health_check: Callable[[], tuple[int, dict[str, Any]]],
+        run_in_thread: Callable[..., Deferred[Any]],
+    ) -> None:
         """
         @param health_check: returns the status and body of C{/health}.
+        @param run_in_thread: runs the exposition's formatting off the
+            reactor thread (tests pass C{maybeDeferred}).
         """
         super().__init__()
         self._metrics = metrics
         self._health = health_check
+        self._run_in_thread = run_in_thread
 
-    def render_GET(self, request: IRequest) -> bytes:
+    def render_GET(self, request: IRequest) -> bytes | int:
         """
         The metrics, the health, or 404.
         """
         if request.path == b"/metrics":
             request.setHeader(b"Content-Type", CONTENT_TYPE_LATEST.encode())
-            return self._metrics.exposition()
+            self._metrics.refresh()
+            finished: list[bool] = []
+            request.notifyFinish().addBoth(finished.append)
+            formatted = self._run_in_thread(generate_latest, self._metrics.registry)
+            formatted.addCallbacks(
+                lambda body: None if finished else (request.write(body), request.finish()),
+                lambda failure: self._failed(failure, request, finished),
+            )
+            return NOT_DONE_YET
         if request.path == b"/health":
             status, answer = self._health()
             request.setResponseCode(status)
@@ -274,6 +331,16 @@ class MetricsResource(Resource):
         request.setResponseCode(404)
         request.setHeader(b"Content-Type", b"text/plain")
         return b"not found: try /metrics or /health\n"
+
+    def _failed(self, failure: Any, request: IRequest, finished: list[bool]) -> None:
+        """
+        Log a failed exposition and answer 500, unless the client has gone.
+        """
+        self.log.failure("cannot format the metrics", failure)
+        if not finished:
+            request.setResponseCode(500)
+            request.write(b"cannot format the metrics\n")
+            request.finish()
 
 
 class MetricsService(MultiService):

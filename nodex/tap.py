@@ -620,8 +620,10 @@ def compose_metrics(
     metrics = NodeMetrics(chain, pool, peer_count, lambda: miner.blocks_mined, reactor)
     chain.add_observer(metrics.chain_changed)
     limits = HealthLimits(config.metrics.max_head_age, config.metrics.max_blocks_behind)
-    resource = MetricsResource(metrics, lambda: health(metrics, chain, peer_count, sync_progress, limits))
     in_thread = partial(deferToThreadPool, reactor, reactor.getThreadPool())
+    resource = MetricsResource(
+        metrics, lambda: health(metrics, chain, peer_count, sync_progress, limits), in_thread
+    )
     service = MetricsService(metrics, reactor, config.datadir / CHAIN_DIRECTORY, in_thread)
     listening = ListeningService("metrics", serverFromString(reactor, config.metrics.endpoint), metrics_site(resource))
     listening.setName("metrics-port")
