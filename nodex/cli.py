@@ -81,8 +81,28 @@ def run_node(argv: list[str]) -> int:
     return 0
 
 
+def export_chain(argv: list[str]) -> int:
+    """
+    C{nodex export}: L{nodex.chaintool.run_export}.
+    """
+    from nodex.chaintool import run_export
+
+    return run_export(argv)
+
+
+def import_chain(argv: list[str]) -> int:
+    """
+    C{nodex import}: L{nodex.chaintool.run_import}.
+    """
+    from nodex.chaintool import run_import
+
+    return run_import(argv)
+
+
 COMMANDS: dict[str, Command] = {
     "run": Command(run_node, "run the node in the foreground (twistd -n nodex); nodex run --help lists its options"),
+    "export": Command(export_chain, "write the canonical chain to a chain file; nodex export --help"),
+    "import": Command(import_chain, "import a chain file into a data directory; nodex import --help"),
 }
 """The subcommands of C{nodex}, by name."""
 
@@ -124,4 +144,14 @@ def console_main() -> None:
     raise SystemExit(main())
 
 
-__all__ = ["COMMANDS", "Command", "NODEX_SERVICE_MAKER", "console_main", "main", "run_node", "twistd_options_class"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "NODEX_SERVICE_MAKER",
+    "console_main",
+    "export_chain",
+    "import_chain",
+    "main",
+    "run_node",
+    "twistd_options_class",
+]

@@ -51,7 +51,7 @@ class MainTests(SynchronousTestCase):
         """
         status, out, err = self.call("frobnicate", "--x")
         self.assertEqual((status, out), (1, ""))
-        self.assertEqual(err, "nodex: unknown command 'frobnicate' (commands: run)\n")
+        self.assertEqual(err, "nodex: unknown command 'frobnicate' (commands: export, import, run)\n")
 
     def test_dispatch(self) -> None:
         """
