@@ -5,8 +5,8 @@ the one place where concrete objects are wired together.
 
 import gc
 import sys
-from functools import partial
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -331,7 +331,6 @@ class NodeService(MultiService):
             # siblings' threads running, and the process would hang instead
             # of exiting with the error.
             self._stop_started_children()
-            raise
             raise
         gc.collect()
         gc.freeze()
