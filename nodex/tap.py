@@ -280,14 +280,15 @@ class NodeService(MultiService):
             writing the line on the process's standard error (C{"stderr"}:
             in the foreground, where twistd has turned C{sys.stderr} into
             the log).
-        @raise NodeStartError: with the line (C{"raise"}: in a daemon, whose
-            start error twistd hands to the waiting parent process, which
-            prints it and exits 1; a L{SystemExit} there would leave the
-            parent waiting for ever).
+        @raise NodeStartError: with the reason (C{"raise"}: in a daemon,
+            whose start error twistd hands to the waiting parent process,
+            which prints it and exits 1; a L{SystemExit} there would leave
+            the parent waiting for ever).
         """
-        message = f"nodex: cannot start: {exc}"
         if self.start_errors == "raise":
-            raise NodeStartError(message) from exc
+            # twistd shows the parent the first 100 bytes of "<class>: <message>".
+            raise NodeStartError(str(exc)) from exc
+        message = f"nodex: cannot start: {exc}"
         if self.start_errors == "stderr":
             log.critical("{message}", message=message)
             (sys.__stderr__ or sys.stderr).write(message + "\n")

@@ -160,14 +160,14 @@ class StartErrorTests(SynchronousTestCase):
     def test_daemon_raises(self) -> None:
         """
         A daemon's start error is a L{NodeStartError} (not a L{SystemExit},
-        which twistd would not hand to the waiting parent) with the line.
+        which twistd would not hand to the waiting parent) with the reason.
         """
         from nodex.tap import NodeStartError
 
         node = self.node()
         node.start_errors = "raise"
         error = self.assertRaises(NodeStartError, node.start_failed, OSError("no room"))
-        self.assertEqual(str(error), "nodex: cannot start: no room")
+        self.assertEqual(str(error), "no room")
 
     def test_foreground_writes_stderr_and_exits_1(self) -> None:
         """

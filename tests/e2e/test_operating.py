@@ -1,19 +1,21 @@
 """
-End-to-end tests of the C{nodex} command as an operator runs it: C{nodex
-run} in the foreground, its exit status, its one-line errors, and where its
-pid file goes.
+End-to-end tests of the node as an operator runs it: C{nodex run} in the
+foreground and C{twistd nodex} as a daemon, their exit status, one-line
+start errors, and where the pid file and the log go.
 """
 
 import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import treq
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, ProcessProtocol
+from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
@@ -154,3 +156,78 @@ class NodexRunTests(TestCase):
         )
         self.assertNotIn(b"Traceback", process.stdout)
         self.assertNotIn(b"Development accounts", process.stdout)
+
+
+class DaemonTests(TestCase):
+    """
+    C{twistd nodex} as a daemon (twistd finds the plugin in the checkout).
+    """
+
+    def twistd(self, *argv: str) -> NodexProcess:
+        """
+        Run C{twistd ARGV} from a fresh folder; the process is twistd's
+        parent, which ends once the daemon has started or failed.
+        """
+        process = NodexProcess()
+        folder = Path(self.mktemp())
+        folder.mkdir()
+        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+        command = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", *argv]
+        reactor.spawnProcess(process, sys.executable, command, env=env, path=str(folder))
+        process.listening.addErrback(lambda failure: None)
+        return process
+
+    async def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
+        """
+        Poll C{predicate} for up to 60 seconds.
+        """
+        for _ in range(600):
+            if predicate():
+                return
+            await deferLater(reactor, 0.1, lambda: None)
+        self.fail(f"timed out waiting for {what}")
+
+    async def test_starts_and_stops_on_sigterm(self) -> None:
+        """
+        The parent exits 0 once the daemon serves; the pid file and log are
+        in the data directory; SIGTERM stops the daemon and removes the pid file.
+        """
+        datadir = Path(self.mktemp()).resolve()
+        parent = self.twistd("nodex", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1")
+        self.assertEqual(await parent.ended, 0)
+        pidfile, logfile = datadir / "nodex.pid", datadir / "nodex.log"
+        pid = int(pidfile.read_text())
+
+        def stop() -> None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        self.addCleanup(stop)
+        marker = "RPC server listening on 127.0.0.1:"
+        await self.wait_for(lambda: marker in logfile.read_text(), "the RPC port in the log")
+        port = int(logfile.read_text().split(marker, 1)[1].split()[0])
+        pool = HTTPConnectionPool(reactor, persistent=False)
+        response = await treq.post(
+            f"http://127.0.0.1:{port}/", data=b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}',
+            headers={"Content-Type": "application/json"}, pool=pool,
+        )
+        self.assertEqual(json.loads(await response.content())["result"], "0x21")
+        os.kill(pid, signal.SIGTERM)
+        await self.wait_for(lambda: not pidfile.exists(), "the daemon to stop")
+        self.assertIn("Server Shut Down.", logfile.read_text())
+
+    async def test_port_in_use(self) -> None:
+        """
+        A daemon whose port is taken: the parent exits 1 and prints the reason.
+        """
+        taken = reactor.listenTCP(0, Factory(), interface="127.0.0.1")
+        self.addCleanup(taken.stopListening)
+        port = taken.getHost().port
+        parent = self.twistd("nodex", "--datadir", self.mktemp(), "--rpc", f"tcp:{port}:interface=127.0.0.1")
+        self.assertEqual(await parent.ended, 1)
+        self.assertIn(
+            f"NodeStartError: RPC server cannot listen on 127.0.0.1:{port}: Address already in use".encode(),
+            parent.stderr,
+        )
