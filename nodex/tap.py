@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from twisted.application.service import MultiService
 from twisted.internet.endpoints import serverFromString
@@ -17,6 +17,9 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.internet.interfaces import IReactorCore, IReactorTime
 from twisted.logger import Logger
 from twisted.python import usage
+
+if TYPE_CHECKING:
+    from nodex.manhole import ManholeService
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
@@ -34,7 +37,6 @@ from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, IReputation, ITransactionPool
 from nodex.primitives import Address
-from nodex.manhole import AUTHORIZED_KEYS_FILE, ManholeService, helpers
 from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import CallObserver, Dispatcher, EnvelopeLimits
@@ -635,13 +637,16 @@ def compose_metrics(
 
 def compose_manhole(
     config: NodeConfig, reactor: Any, node: NodeService, pool: ITransactionPool, peers: IPeerNetwork
-) -> ManholeService:
+) -> "ManholeService":
     """
     Add the manhole to C{node}, last, so that its namespace holds every
     service: each named service under its name, C{network} (the peer
     network), C{config}, C{node}, and the helpers of
     L{nodex.manhole.helpers}.
     """
+    # Imported here: twisted.conch is needed only when the manhole is on.
+    from nodex.manhole import AUTHORIZED_KEYS_FILE, ManholeService, helpers
+
     assert node.chain is not None
     namespace: dict[str, Any] = dict(node.namedServices)
     namespace.update(network=peers, config=config, node=node)
