@@ -51,9 +51,15 @@ class EmptyPool:
     """
 
     def pending(self) -> list[Any]:
+        """
+        No pending transaction.
+        """
         return []
 
     def queued(self) -> list[Any]:
+        """
+        No queued transaction.
+        """
         return []
 
 
@@ -69,6 +75,9 @@ def per_call(dispatcher: Dispatcher, calls: int) -> float:
 
 
 def main() -> None:
+    """
+    Run both measures and print them.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)

@@ -136,6 +136,9 @@ def helpers(chain: IChainService, pool: ITransactionPool, peer_network: Any) -> 
     """
 
     def head() -> dict[str, Any]:
+        """
+        The head block's number, hash, timestamp and total difficulty.
+        """
         current = chain.head
         header = current.header
         return {
@@ -146,6 +149,9 @@ def helpers(chain: IChainService, pool: ITransactionPool, peer_network: Any) -> 
         }
 
     def block(number: int) -> Deferred[Any]:
+        """
+        Canonical block C{number}, as a Deferred.
+        """
         return chain.get_block_by_number(number)
 
     def peers() -> list[Any]:
@@ -155,6 +161,9 @@ def helpers(chain: IChainService, pool: ITransactionPool, peer_network: Any) -> 
         return list(peer_network.peers())
 
     def pool_summary(first: int = 10) -> dict[str, Any]:
+        """
+        The pending and queued counts and the first C{first} pending hashes.
+        """
         pending = pool.pending()
         return {
             "pending": len(pending),

@@ -21,30 +21,58 @@ ED25519_PUBLIC = (
 
 @dataclass
 class FakeTransaction:
+    """
+    A transaction that has only a hash.
+    """
+
     hash: bytes
 
 
 @dataclass
 class FakeChain:
+    """
+    A chain with a head, recording the blocks asked for.
+    """
+
     head: ChainHead = field(default_factory=lambda: ChainHead(header(7, 99), 8))
     asked: list[int] = field(default_factory=list)
 
     def get_block_by_number(self, number: int) -> Any:
+        """
+        A stand-in block, at once.
+        """
         self.asked.append(number)
         return succeed(f"block {number}")
 
 
 @dataclass
 class FakePool:
+    """
+    A pool of twelve pending and one queued transaction.
+    """
+
     def pending(self) -> list[FakeTransaction]:
+        """
+        Twelve pending transactions.
+        """
         return [FakeTransaction(bytes([index]) * 32) for index in range(12)]
 
     def queued(self) -> list[FakeTransaction]:
+        """
+        One queued transaction.
+        """
         return [FakeTransaction(b"\xff" * 32)]
 
 
 class FakeNetwork:
+    """
+    A peer network of one peer.
+    """
+
     def peers(self) -> list[str]:
+        """
+        One peer entry.
+        """
         return ["0123abcd | peer.example/192.0.2.1:50501"]
 
 
@@ -99,6 +127,9 @@ class HelperTests(SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        The helpers over the fakes.
+        """
         self.chain = FakeChain()
         self.tools = helpers(self.chain, FakePool(), FakeNetwork())  # type: ignore[arg-type]
 

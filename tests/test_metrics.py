@@ -44,9 +44,15 @@ class FakePool:
     queued_transactions: list[Any] = field(default_factory=lambda: ["c"])
 
     def pending(self) -> list[Any]:
+        """
+        The pending transactions.
+        """
         return self.pending_transactions
 
     def queued(self) -> list[Any]:
+        """
+        The queued transactions.
+        """
         return self.queued_transactions
 
 
@@ -56,6 +62,9 @@ class NodeMetricsTests(SynchronousTestCase):
     """
 
     def setUp(self) -> None:
+        """
+        Metrics over a head 30 seconds old, two pending and one queued transaction.
+        """
         self.clock = Clock()
         self.clock.advance(1030)
         self.chain = FakeChain()

@@ -71,6 +71,9 @@ class RawChainData:
         return ensureDeferred(self._receipt_trie_nodes(block_hash, tx_hash))
 
     async def _receipt_trie_nodes(self, block_hash: bytes, tx_hash: bytes) -> list[bytes] | None:
+        """
+        The coroutine of L{get_receipt_trie_nodes}.
+        """
         views = await self._chain.get_block_receipts(block_hash)
         if views is None:
             raise BlockNotFoundError(f"Block with hash 0x{bytes(block_hash).hex()} not found")
@@ -89,6 +92,9 @@ class RawChainData:
         """
 
         def read(state: State) -> BridgeState:
+            """
+            Read the bridge's slots from C{state} (reader thread).
+            """
             return read_bridge_state(lambda slot: state.get_storage(BRIDGE_ADDRESS, slot))
 
         return self._chain.run_with_state(read)

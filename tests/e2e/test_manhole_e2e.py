@@ -28,14 +28,23 @@ class _Output(ProcessProtocol):
     """
 
     def __init__(self, stdin: bytes) -> None:
+        """
+        @param stdin: what to type once connected.
+        """
         self.stdin = stdin
         self.output = b""
         self.ended: Deferred[int | None] = Deferred()
 
     def connectionMade(self) -> None:
+        """
+        Type the lines.
+        """
         self.transport.write(self.stdin)  # type: ignore[union-attr]
 
     def outReceived(self, data: bytes) -> None:
+        """
+        Keep the output; end the session after the end marker.
+        """
         self.output += data
         # Close the session once the answers are in (end of input, then Ctrl-D).
         if b"<<end>>" in self.output.replace(b"'", b"") and self.transport is not None:
@@ -45,6 +54,9 @@ class _Output(ProcessProtocol):
     errReceived = outReceived
 
     def processEnded(self, reason: Failure) -> None:
+        """
+        Fire C{ended} with the exit code.
+        """
         self.ended.callback(reason.value.exitCode)
 
 
@@ -56,6 +68,9 @@ class ManholeTests(TestCase):
     timeout = 120
 
     def setUp(self) -> None:
+        """
+        Skip without the OpenSSH client; a folder for keys.
+        """
         if SSH is None or SSH_KEYGEN is None:
             raise SkipTest("the OpenSSH client (ssh, ssh-keygen) is needed: apt-get install openssh-client")
         self.keys = Path(self.mktemp())

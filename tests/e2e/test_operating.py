@@ -199,6 +199,9 @@ class DaemonTests(TestCase):
         pid = int(pidfile.read_text())
 
         def stop() -> None:
+            """
+            Kill the daemon if the test left it running.
+            """
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
