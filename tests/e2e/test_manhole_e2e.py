@@ -129,7 +129,7 @@ class ManholeTests(TestCase):
             b"head()['number'] + 40\n"
             b"chain.chain_id\n"
             b"pool_summary()['pending'], peers()\n"
-            b"config.network, sorted(k for k in ('chain', 'pool', 'miner', 'state', 'filters') if k in globals())\n"
+            b"config.network, sorted(k for k in ('chain', 'pool', 'miner', 'state', 'filters', 'reputation') if k in globals())\n"
             b"'<<' + 'end>>'\n"
         )
         code, output = await self.ssh(key, port, lines)
@@ -138,7 +138,7 @@ class ManholeTests(TestCase):
         self.assertIn("40", text)
         self.assertIn("33", text)
         self.assertIn("(0, [])", text)
-        self.assertIn("('regtest', ['chain', 'filters', 'miner', 'pool', 'state'])", text)
+        self.assertIn("('regtest', ['chain', 'filters', 'miner', 'pool', 'reputation', 'state'])", text)
         self.assertTrue((self.datadir / "manhole_host_key").exists())
         self.assertEqual((self.datadir / "manhole_host_key").stat().st_mode & 0o777, 0o600)
 
