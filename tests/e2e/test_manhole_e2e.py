@@ -94,7 +94,7 @@ class ManholeTests(TestCase):
         (datadir / "manhole_keys").write_text("".join(Path(f"{key}.pub").read_text() for key in authorized))
         options = Options()
         options.parseOptions([
-            "--datadir", str(datadir), "--rpc", "none", "--manhole", "ssh:0:interface=127.0.0.1",
+            "--datadir", str(datadir), "--rpc", "none", "--ws", "none", "--manhole", "ssh:0:interface=127.0.0.1",
         ])
         node: NodeService = makeService(options)
         node.startService()

@@ -31,7 +31,7 @@ class MetricsTests(TestCase):
         """
         options = Options()
         options.parseOptions([
-            "--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1",
+            "--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none",
             "--metrics", "tcp:0:interface=127.0.0.1", *argv,
         ])
         node: NodeService = makeService(options)

@@ -33,7 +33,7 @@ class NodexModuleTests(TestCase):
         Start a regtest node with RPC on port 0.
         """
         options = Options()
-        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", *argv])
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none", *argv])
         node: NodeService = makeService(options)
         node.startService()
         self.addCleanup(node.stopService)

@@ -100,7 +100,7 @@ class NodexRunTests(TestCase):
         removing the pid file.
         """
         datadir = Path(self.mktemp()).resolve()
-        process = self.spawn("run", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1")
+        process = self.spawn("run", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none")
         port = await process.listening
         pool = HTTPConnectionPool(reactor, persistent=False)
         response = await treq.post(
@@ -123,7 +123,7 @@ class NodexRunTests(TestCase):
         A bad option value is one line on standard error naming the key, and
         exit status 1; nothing on standard output.
         """
-        process = self.spawn("run", "--datadir", self.mktemp(), "--mining", "sometimes")
+        process = self.spawn("run", "--datadir", self.mktemp(), "--ws", "none", "--mining", "sometimes")
         process.listening.addErrback(lambda failure: None)
         self.assertEqual(await process.ended, 1)
         self.assertEqual(process.stdout, b"")
@@ -134,7 +134,7 @@ class NodexRunTests(TestCase):
         """
         An unknown option is one line on standard error, exit status 1.
         """
-        process = self.spawn("run", "--datadir", self.mktemp(), "--no-such-option")
+        process = self.spawn("run", "--datadir", self.mktemp(), "--ws", "none", "--no-such-option")
         process.listening.addErrback(lambda failure: None)
         self.assertEqual(await process.ended, 1)
         self.assertEqual((process.stdout, process.stderr), (b"", b"nodex: option --no-such-option not recognized\n"))
@@ -147,7 +147,7 @@ class NodexRunTests(TestCase):
         taken = reactor.listenTCP(0, Factory(), interface="127.0.0.1")
         self.addCleanup(taken.stopListening)
         port = taken.getHost().port
-        process = self.spawn("run", "--datadir", self.mktemp(), "--rpc", f"tcp:{port}:interface=127.0.0.1")
+        process = self.spawn("run", "--datadir", self.mktemp(), "--ws", "none", "--rpc", f"tcp:{port}:interface=127.0.0.1")
         process.listening.addErrback(lambda failure: None)
         self.assertEqual(await process.ended, 1)
         self.assertEqual(
@@ -193,7 +193,7 @@ class DaemonTests(TestCase):
         in the data directory; SIGTERM stops the daemon and removes the pid file.
         """
         datadir = Path(self.mktemp()).resolve()
-        parent = self.twistd("nodex", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1")
+        parent = self.twistd("nodex", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none")
         self.assertEqual(await parent.ended, 0)
         pidfile, logfile = datadir / "nodex.pid", datadir / "nodex.log"
         pid = int(pidfile.read_text())
@@ -228,7 +228,7 @@ class DaemonTests(TestCase):
         taken = reactor.listenTCP(0, Factory(), interface="127.0.0.1")
         self.addCleanup(taken.stopListening)
         port = taken.getHost().port
-        parent = self.twistd("nodex", "--datadir", self.mktemp(), "--rpc", f"tcp:{port}:interface=127.0.0.1")
+        parent = self.twistd("nodex", "--datadir", self.mktemp(), "--ws", "none", "--rpc", f"tcp:{port}:interface=127.0.0.1")
         self.assertEqual(await parent.ended, 1)
         self.assertIn(
             f"NodeStartError: RPC server cannot listen on 127.0.0.1:{port}: Address already in use".encode(),
