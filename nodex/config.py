@@ -360,6 +360,8 @@ SCHEMA: dict[str, Any] = {
         "peers": _peers,
         "max_inbound": _integer(0, 10000),
         "max_outbound": _integer(0, 10000),
+        "max_half_open_per_address": _integer(1, 10000),
+        "max_connections_per_address": _integer(1, 10000),
         "max_frame_bytes": _integer(65536, 2**32 - 1),
         "messages_per_second": _integer(1),
         "max_outstanding_requests": _integer(1, 1024),

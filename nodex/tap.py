@@ -746,6 +746,8 @@ def compose_p2p(config: NodeConfig, reactor: Any, chain: ChainService, reputatio
         bootstrap=tuple(_peer_address(peer) for peer in config.peers),
         max_inbound=raw["max_inbound"],
         max_outbound=raw["max_outbound"],
+        max_half_open_per_address=raw["max_half_open_per_address"],
+        max_connections_per_address=raw["max_connections_per_address"],
         peer=PeerSettings(
             max_frame_bytes=raw["max_frame_bytes"],
             messages_per_second=raw["messages_per_second"],

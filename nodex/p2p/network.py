@@ -63,6 +63,10 @@ class NetworkSettings:
     @ivar bootstrap: C{(host, port)} of the peers to dial and redial.
     @ivar reconnect_delay: the first delay before redialing a lost bootstrap peer, doubled per failure.
     @ivar max_reconnect_delay: the longest delay between redials.
+    @ivar max_half_open_per_address: the most inbound connections still in
+        their handshake from one IP address; one more is an offence.
+    @ivar max_connections_per_address: the most open inbound connections
+        (in their handshake or established) from one IP address; one more is an offence.
     """
 
     network_id: int
@@ -70,6 +74,8 @@ class NetworkSettings:
     bootstrap: tuple[tuple[str, int], ...] = ()
     max_inbound: int = 25
     max_outbound: int = 10
+    max_half_open_per_address: int = 4
+    max_connections_per_address: int = 8
     reconnect_delay: float = 1.0
     max_reconnect_delay: float = 60.0
     progress_interval: float = 10.0
@@ -85,9 +91,17 @@ class _PeerFactory(Factory):
         self._network = network
 
     def buildProtocol(self, addr: Any) -> PeerProtocol | None:
-        if self._network.handshaking >= 2 * self._network.settings.max_inbound:
+        """
+        A protocol for an inbound connection, or L{None} (the connection is
+        closed at once) beyond the node's or the address's limits.
+        """
+        network = self._network
+        if network.handshaking >= 2 * network.settings.max_inbound:
             return None
-        return self._network.new_protocol(inbound=True)
+        host = str(getattr(addr, "host", ""))
+        if not network.within_address_limits(host):
+            return None
+        return network.new_protocol(inbound=True)
 
 
 @implementer(IPeerNetwork)
@@ -271,6 +285,31 @@ class PeerNetwork(Service):
         self._connections.add(peer)
         return peer
 
+    def within_address_limits(self, host: str) -> bool:
+        """
+        Whether one more inbound connection from C{host} stays within the
+        per-address limits (half-open connections, open connections).
+        Exceeding one is an C{INVALID_MESSAGE} offence of the address (node
+        id unknown), recorded unless the address is refused already (a
+        refused peer does not grow its record).
+        """
+        open_count = half_open = 0
+        for peer in self._connections:
+            if peer.inbound and peer.transport is not None and not peer.closed and peer.address == host:
+                open_count += 1
+                if not peer.established:
+                    half_open += 1
+        settings = self.settings
+        if half_open < settings.max_half_open_per_address and open_count < settings.max_connections_per_address:
+            return True
+        if self.reputation.is_allowed(None, host):
+            self.reputation.record_event(PeerEvent.INVALID_MESSAGE, None, host)
+        self.log.info(
+            "refusing a connection from {host}: {open} open, {half} in their handshake",
+            host=host, open=open_count, half=half_open,
+        )
+        return False
+
     @property
     def handshaking(self) -> int:
         """
@@ -412,8 +451,16 @@ class PeerNetwork(Service):
         return [peer for peer in self._peers.values() if peer.established]
 
     def _bans_changed(self) -> None:
-        for peer in self.established_peers():
-            if not self.reputation.is_allowed(peer.node_id, peer.address):
+        """
+        Disconnect every open connection the reputation service now refuses:
+        established peers by node id and address, connections still in their
+        handshake (whose node id is not proven) by address.
+        """
+        for peer in list(self._connections):
+            if peer.closed or peer.transport is None:
+                continue
+            node_id = peer.node_id if peer.established else None
+            if not self.reputation.is_allowed(node_id, peer.address):
                 peer.disconnect(DisconnectReason.BAD_REPUTATION)
 
     # Messages

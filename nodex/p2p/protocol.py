@@ -227,6 +227,13 @@ class PeerProtocol(Protocol):
         return self.node_id.hex()[:8] if self.node_id else "????????"
 
     @property
+    def closed(self) -> bool:
+        """
+        Whether the connection is closing or closed (refused, disconnected or lost).
+        """
+        return self.state == CLOSED
+
+    @property
     def established(self) -> bool:
         """
         Whether the handshake succeeded and the connection is open.
