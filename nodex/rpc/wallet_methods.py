@@ -1,8 +1,9 @@
 """
 The local wallet's methods: the C{personal} module (reference §3.6) and
 the C{eth} methods that sign with the node's keys: C{eth_sign}
-(DESIGN §1), and, because ethers' C{JsonRpcSigner} and wallets call them,
-C{eth_signTypedData_v4} (EIP-712) and C{eth_signTransaction}.
+(DESIGN §1), and, because ethers' C{JsonRpcSigner}, web3.py and wallets
+call them, C{eth_signTypedData_v4} (EIP-712; also as geth's
+C{eth_signTypedData}) and C{eth_signTransaction}.
 
 With the wallet off every C{personal_*} method answers -32604 C{The local
 wallet feature is disabled} once its parameters decode, and the signing
@@ -256,7 +257,8 @@ class SigningMethods(_Sending):
 
     def rpc_methods(self) -> Iterable[Method]:
         """
-        C{eth_sign}, C{eth_signTypedData_v4}, C{eth_signTransaction}.
+        C{eth_sign}, C{eth_signTypedData_v4} (also under geth's name
+        C{eth_signTypedData}), C{eth_signTransaction}.
         """
         return [
             Method(
@@ -267,6 +269,14 @@ class SigningMethods(_Sending):
             ),
             Method(
                 "eth_signTypedData_v4",
+                self.sign_typed_data,
+                (Param("address", decoders.address), Param("typedData", typed_data)),
+                encoders.data,
+            ),
+            # geth's name for the same EIP-712 signature, which web3.py's
+            # sign_typed_data calls.
+            Method(
+                "eth_signTypedData",
                 self.sign_typed_data,
                 (Param("address", decoders.address), Param("typedData", typed_data)),
                 encoders.data,
