@@ -47,7 +47,7 @@ from nodex.services.errors import (
 )
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from nodex.wallet.keyfile import STANDARD_SCRYPT, ScryptParams, check_private_key, decrypt_keyfile, encrypt_key, keyfile_name
-from nodex.wallet.keystore import KeyStoreDirectory, StoredKey
+from nodex.wallet.keystore import KeyStoreDirectory, SkippedFile, StoredKey
 from nodex.wallet.messages import DEFAULT_NETWORK_NAME, signature_bytes, signed_message_hash
 from nodex.wallet.typed_data import typed_data_hash
 
@@ -182,6 +182,7 @@ class Wallet(Service):
         self._directory = KeyStoreDirectory(keystore) if enabled and keystore is not None else None
         self._stored: dict[Address, StoredKey] = {}
         self._importing: set[Address] = set()
+        self._reported: set[str] = set()
         self._unlocked: dict[Address, _Unlocked] = {}
         self._network_name = network_name
         self._kdf = kdf
@@ -217,16 +218,28 @@ class Wallet(Service):
             self._pool.start()
         if self._directory is not None:
             self._directory.ensure()
-            found, skipped = self._directory.scan()
-            for entry in skipped:
-                self.log.warn("keystore: skipping {name}: {reason}", name=entry.name, reason=entry.reason)
-            for stored in found:
-                self._stored[stored.address] = stored
+            self._adopt(*self._directory.scan())
             self.log.info(
                 "keystore {path}: {count} account(s)", path=str(self._directory.path), count=len(self._stored)
             )
         if self._announce and (self._seeds or self._held):
             self.log.warn("{banner}", banner=self.banner())
+
+    def _adopt(self, found: list[StoredKey], skipped: list[SkippedFile]) -> list[Address]:
+        """
+        Know the keyfiles of a scan that are new, and report each unusable
+        file by name once.
+
+        @return: the addresses that were new.
+        """
+        for entry in skipped:
+            if entry.name not in self._reported:
+                self._reported.add(entry.name)
+                self.log.warn("keystore: skipping {name}: {reason}", name=entry.name, reason=entry.reason)
+        new = [stored for stored in found if stored.address not in self._stored]
+        for stored in new:
+            self._stored[stored.address] = stored
+        return [stored.address for stored in new]
 
     def stopService(self) -> None:
         """
@@ -524,6 +537,9 @@ class Wallet(Service):
         """
         Open the keystore key of C{address} with C{passphrase} and hold it
         for C{duration} seconds (zero: it expires at once, reference §3.6).
+        An address the wallet does not know makes it scan the keystore
+        folder again, so that a keyfile copied in while the node runs is
+        found.
 
         @return: a Deferred firing with C{False} for an address without a
             keystore entry (seed accounts and held keys included), C{True}
@@ -535,22 +551,24 @@ class Wallet(Service):
             self._check_enabled()
         except ServiceError as exc:
             return fail(exc)
-        stored = self._stored.get(Address(address))
-        if stored is None:
-            return succeed(False)
-        if not self._allow_unlock:
-            return fail(
-                UnlockRefusedError(
-                    "account unlock is refused: the RPC server listens beyond the loopback interface"
-                    " (set wallet.allow_insecure_unlock to allow it)"
-                )
-            )
-        return Deferred.fromCoroutine(self._unlock(stored, passphrase, duration))
+        return Deferred.fromCoroutine(self._unlock(Address(address), passphrase, duration))
 
-    async def _unlock(self, stored: StoredKey, passphrase: str, duration: float) -> bool:
+    async def _unlock(self, address: Address, passphrase: str, duration: float) -> bool:
         """
-        Decrypt in a thread, then hold the key.
+        Find the keyfile (scanning the folder again for a file copied in
+        since the start), decrypt it in a thread, then hold the key.
         """
+        stored = self._stored.get(address)
+        if stored is None and self._directory is not None:
+            self._adopt(*await self._run(self._directory.scan))
+            stored = self._stored.get(address)
+        if stored is None:
+            return False
+        if not self._allow_unlock:
+            raise UnlockRefusedError(
+                "account unlock is refused: the RPC server listens beyond the loopback interface"
+                " (set wallet.allow_insecure_unlock to allow it)"
+            )
         key = await self._run(decrypt_keyfile, stored.keyfile, passphrase)
         if self._stored.get(stored.address) is not stored:
             return False

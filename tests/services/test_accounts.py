@@ -316,6 +316,23 @@ class KeystoreTests(SynchronousTestCase):
         self.assertTrue(self.successResultOf(wallet.unlock(ADDRESS, "theirs", 60)))
         self.assertEqual(self.successResultOf(wallet.dump_raw_key(ADDRESS)), KEY)
 
+    def test_file_copied_in_while_running(self) -> None:
+        """
+        A keyfile copied in after the start is found when unlocking names
+        its address; a broken file is reported once, not at every scan.
+        """
+        needs_eth_account()
+        (self.folder / "broken").write_text("{")
+        (self.folder / "later.json").write_text(json.dumps(EthAccount.encrypt(KEY, "theirs", kdf="pbkdf2", iterations=1000)))
+        events: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        self.assertEqual(self.wallet.addresses(), [])
+        self.assertTrue(self.successResultOf(self.wallet.unlock(ADDRESS, "theirs", 60)))
+        self.assertEqual(self.wallet.addresses(), [ADDRESS])
+        self.assertFalse(self.successResultOf(self.wallet.unlock(b"\x01" * 20, "x", 60)))
+        self.assertEqual([event.get("name") for event in events if "reason" in event], ["broken"])
+
     def test_bad_files_reported_and_skipped(self) -> None:
         """
         A corrupt file and one of another version are named in a warning at
