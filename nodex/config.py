@@ -104,6 +104,15 @@ def _string(value: Any) -> str:
     return value
 
 
+def _network_name(value: Any) -> str:
+    """
+    The word of the C{eth_sign} prefix: 1 to 64 printable characters.
+    """
+    if not isinstance(value, str) or not 1 <= len(value) <= 64 or not value.isprintable():
+        raise ValueError("want 1 to 64 printable characters")
+    return value
+
+
 def _datadir(value: Any) -> str:
     """
     A directory path (expanded); it may not exist yet, but may not be a file.
@@ -382,7 +391,12 @@ SCHEMA: dict[str, Any] = {
         "max_head_age": _seconds_or_zero,
         "max_blocks_behind": _integer(0),
     },
-    "wallet": {"enabled": _boolean},
+    "wallet": {
+        "enabled": _boolean,
+        "network_name": _network_name,
+        "allow_insecure_unlock": _boolean,
+        "light_kdf": _boolean,
+    },
     "genesis": _table,
     "scoring": _SCORING_SCHEMA,
 }
@@ -584,6 +598,9 @@ class NodeConfig:
     update_work_on_new_transactions: bool = False
     metrics: MetricsConfig = MetricsConfig()
     manhole: ManholeConfig = ManholeConfig()
+    wallet_network_name: str = "Ethereum"
+    wallet_allow_insecure_unlock: bool = False
+    wallet_light_kdf: bool = False
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -647,6 +664,9 @@ def build(raw: Raw) -> NodeConfig:
                 allow_remote=raw["manhole"]["allow_remote"],
                 authorized_keys=raw["manhole"]["authorized_keys"],
             ),
+            wallet_network_name=raw["wallet"].get("network_name", "Ethereum"),
+            wallet_allow_insecure_unlock=raw["wallet"].get("allow_insecure_unlock", False),
+            wallet_light_kdf=raw["wallet"].get("light_kdf", False),
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None

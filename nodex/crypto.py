@@ -4,12 +4,20 @@ Hashes and secp256k1 signatures: the one module that touches the C libraries.
 Keccak-256 comes from C{sha3} (safe-pysha3), which costs well under a
 microsecond a call; SHA-256 from C{hashlib}; RIPEMD-160 from pycryptodome
 (OpenSSL 3 no longer ships it by default); signatures from coincurve.
+The keystore's primitives are here too: scrypt and PBKDF2 from C{hashlib}
+(OpenSSL, which releases the interpreter lock while it derives, so that a
+derivation on a worker thread leaves the reactor thread free; pycryptodome's
+scrypt for the parameters OpenSSL refuses) and AES-128 in counter mode from
+pycryptodome.
 """
 
 import hashlib
+import secrets
 
 from coincurve import PrivateKey, PublicKey
+from Crypto.Cipher import AES
 from Crypto.Hash import RIPEMD160
+from Crypto.Protocol.KDF import scrypt as _pycryptodome_scrypt
 from sha3 import keccak_256 as _keccak_256
 
 from nodex.errors import NodexError
@@ -126,19 +134,92 @@ def recover_address(message_hash: bytes, y_parity: int, r: int, s: int) -> Addre
     return public_key_to_address(recover_public_key(message_hash, y_parity, r, s))
 
 
+SCRYPT_MAX_MEMORY = 1 << 30
+"""The most memory one scrypt derivation may use (1 GiB); keyfiles that ask for more are refused."""
+
+
+def scrypt(passphrase: bytes, salt: bytes, n: int, r: int, p: int, dklen: int) -> bytes:
+    """
+    The scrypt key derivation function (RFC 7914).
+
+    @param n: the CPU/memory cost, a power of two above 1.
+    @param r: the block size.
+    @param p: the parallelisation.
+    @raise ValueError: parameters out of range, or a derivation that would
+        need more than L{SCRYPT_MAX_MEMORY}.
+    """
+    if n < 2 or n & (n - 1) or r < 1 or p < 1 or not 1 <= dklen <= 1024:
+        raise ValueError("invalid scrypt parameters")
+    needed = 128 * r * (n + p + 2)
+    if needed > SCRYPT_MAX_MEMORY:
+        raise ValueError(f"scrypt parameters need {needed} bytes of memory, more than {SCRYPT_MAX_MEMORY}")
+    if 16 * r < 64 and n >= 1 << (16 * r):
+        # OpenSSL refuses n >= 2**(16 r) (some keyfiles use r = 1 with a
+        # large n); pycryptodome computes the same function, a little slower.
+        return _pycryptodome_scrypt(passphrase, salt, dklen, N=n, r=r, p=p)
+    return hashlib.scrypt(passphrase, salt=salt, n=n, r=r, p=p, dklen=dklen, maxmem=needed + (1 << 20))
+
+
+def pbkdf2_hmac_sha256(passphrase: bytes, salt: bytes, iterations: int, dklen: int) -> bytes:
+    """
+    PBKDF2 (RFC 8018) with HMAC-SHA-256.
+
+    @raise ValueError: parameters out of range.
+    """
+    if iterations < 1 or not 1 <= dklen <= 1024:
+        raise ValueError("invalid pbkdf2 parameters")
+    return hashlib.pbkdf2_hmac("sha256", passphrase, salt, iterations, dklen)
+
+
+def aes128_ctr(key: bytes, iv: bytes, data: bytes) -> bytes:
+    """
+    Encrypt or decrypt C{data} with AES-128 in counter mode, the whole
+    16-byte C{iv} being the initial counter block (incremented as one
+    128-bit big-endian number, wrapping at 2**128).
+
+    @raise ValueError: the key or the iv is not 16 bytes long.
+    """
+    if len(key) != 16 or len(iv) != 16:
+        raise ValueError("AES-128-CTR needs a 16-byte key and a 16-byte iv")
+    return AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
+
+
+def random_bytes(size: int) -> bytes:
+    """
+    C{size} bytes from the operating system's random source.
+    """
+    return secrets.token_bytes(size)
+
+
+def new_private_key() -> bytes:
+    """
+    A fresh random secp256k1 private key (a scalar in [1, n-1]).
+    """
+    while True:
+        key = random_bytes(32)
+        if 0 < int.from_bytes(key, "big") < SECP256K1_N:
+            return key
+
+
 __all__ = [
     "EMPTY_KECCAK",
+    "SCRYPT_MAX_MEMORY",
     "SECP256K1_HALF_N",
     "SECP256K1_N",
     "SignatureError",
+    "aes128_ctr",
     "double_sha256",
     "keccak256",
+    "new_private_key",
+    "pbkdf2_hmac_sha256",
     "private_key_to_address",
     "private_key_to_public_key",
     "public_key_to_address",
     "recover_address",
+    "random_bytes",
     "recover_public_key",
     "ripemd160",
+    "scrypt",
     "sha256",
     "sign",
 ]

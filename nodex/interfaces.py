@@ -32,12 +32,16 @@ from nodex.chain.logsearch import (
 from nodex.primitives import Address, Hash32
 from nodex.services.bans import InvalidBanError
 from nodex.services.errors import (
+    AccountExistsError,
+    AccountLockedError,
     BlockNotFoundError,
+    LocalWalletOffError,
     ServiceError,
     SubscriptionLimitError,
     TransactionRejectedError,
     UnknownAccountError,
     WorkSubmissionError,
+    UnlockRefusedError,
 )
 from nodex.services.scoring import ScoringRecord
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
@@ -45,6 +49,13 @@ from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
 from nodex.structures.transactions import Transaction
+from nodex.wallet.errors import (
+    InvalidPrivateKeyError,
+    KeyfileError,
+    TypedDataError,
+    WalletError,
+    WrongPassphraseError,
+)
 
 WIRE_PROTOCOL_VERSION = 62
 """
@@ -412,12 +423,21 @@ class IWorkService(Interface):
 
 class IAccounts(Interface):
     """
-    The keys the node holds and signs with.
+    The keys the node holds and signs with: the local wallet (development
+    keys held in memory, and the keystore's accounts, usable while
+    unlocked).
+
+    Every signing method fails with L{LocalWalletOffError} when the wallet
+    is off, and with L{UnknownAccountError} for an address whose key the
+    node does not hold unlocked.
     """
+
+    enabled = Attribute("Whether the local wallet is on (C{wallet.enabled}).")
 
     def addresses() -> "list[Address]":
         """
-        The unlocked accounts, in a stable order (C{eth_accounts}).
+        The wallet's accounts, locked or not, in a stable order
+        (C{eth_accounts}): development and seed accounts, then the keystore's.
         """
 
     def sign_transaction(unsigned: Any, address: bytes) -> "Deferred[Transaction]":
@@ -428,6 +448,73 @@ class IAccounts(Interface):
             with L{nodex.services.errors.UnknownAccountError} for an address
             the node holds no unlocked key for.
         """
+
+    def sign_transaction_with_passphrase(unsigned: Any, address: bytes, passphrase: str) -> "Deferred[Transaction]":
+        """
+        Sign with the keystore key of C{address}, opened with C{passphrase}
+        for this one signature (the unlocked state stays as it was).
+
+        @return: a Deferred firing with the signed transaction, or failing
+            with L{UnknownAccountError} (no keystore entry) or
+            L{WrongPassphraseError}.
+        """
+
+    def sign_message(address: bytes, message: bytes) -> "Deferred[bytes]":
+        """
+        Sign C{message} as C{eth_sign} does (DESIGN §1 prefix).
+
+        @return: a Deferred firing with the 65-byte signature r ‖ s ‖ v.
+        """
+
+    def sign_typed_data(address: bytes, typed_data: Any) -> "Deferred[bytes]":
+        """
+        Sign EIP-712 typed data (C{eth_signTypedData_v4}).
+
+        @return: a Deferred firing with the 65-byte signature, or failing
+            with L{TypedDataError}.
+        """
+
+    def new_account(passphrase: str) -> "Deferred[Address]":
+        """
+        Create a random key, store it in the keystore under C{passphrase}
+        and hold it unlocked for the default duration.
+        """
+
+    def import_raw_key(private_key: bytes, passphrase: str) -> "Deferred[Address]":
+        """
+        Store C{private_key} in the keystore under C{passphrase} and hold it
+        unlocked for the default duration.
+
+        @return: a Deferred failing with L{InvalidPrivateKeyError} or
+            L{AccountExistsError}.
+        """
+
+    def new_account_with_seed(seed: str) -> "Deferred[Address]":
+        """
+        Hold the key Keccak-256(seed) unlocked, in memory only.
+        """
+
+    def unlock(address: bytes, passphrase: str, duration: float) -> "Deferred[bool]":
+        """
+        Open the keystore key of C{address} and hold it for C{duration} seconds.
+
+        @return: a Deferred firing with C{False} when the address has no
+            keystore entry, C{True} once unlocked; failing with
+            L{WrongPassphraseError} or L{UnlockRefusedError}.
+        """
+
+    def lock(address: bytes) -> bool:
+        """
+        Drop the key of C{address} from memory; whether one was held.
+        """
+
+    def dump_raw_key(address: bytes) -> "Deferred[bytes]":
+        """
+        The private key of C{address}, when held unlocked.
+
+        @return: a Deferred failing with L{UnknownAccountError} otherwise.
+        """
+
 
 class IPeerScoring(Interface):
     """
@@ -783,6 +870,8 @@ __all__ = [
     "BridgeState",
     "BridgeStateError",
     "IRawChainData",
+    "AccountExistsError",
+    "AccountLockedError",
     "AccountOverride",
     "AccountProof",
     "BlockNotFoundError",
@@ -794,6 +883,9 @@ __all__ = [
     "IFilterService",
     "IStateService",
     "InsufficientFundsError",
+    "InvalidPrivateKeyError",
+    "KeyfileError",
+    "LocalWalletOffError",
     "LogEntry",
     "LogFilter",
     "LogLimitError",
@@ -826,10 +918,14 @@ __all__ = [
     "ServiceError",
     "TransactionLocation",
     "TransactionRejectedError",
+    "TypedDataError",
     "UnknownAccountError",
+    "UnlockRefusedError",
     "WIRE_PROTOCOL_VERSION",
     "IReputation",
     "PeerEvent",
     "IBlockSource",
     "PeerInfo",
+    "WalletError",
+    "WrongPassphraseError",
 ]

@@ -4,6 +4,8 @@ the one place where concrete objects are wired together.
 """
 
 import gc
+import ipaddress
+import re
 import sys
 from collections.abc import Iterable
 from functools import partial
@@ -57,7 +59,8 @@ from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.rpc.txpool import TxPoolMethods
 from nodex.rpc.web3 import Web3Methods, client_version
 from nodex.rpc.websocket import RPCWebSocketFactory, WebSocketSettings
-from nodex.services.accounts import DevAccounts
+from nodex.rpc.wallet_methods import PersonalMethods, SigningMethods
+from nodex.services.accounts import KEYSTORE_DIRECTORY, Wallet
 from nodex.services.chain import ChainService
 from nodex.services.cpuminer import CPUMiner
 from nodex.services.filters import FilterService
@@ -77,6 +80,7 @@ from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
 from nodex.services.threads import ChainThreads, SerialThread
 from nodex.services.work import WorkService
+from nodex.wallet.keyfile import LIGHT_SCRYPT, STANDARD_SCRYPT
 
 log = Logger()
 
@@ -415,18 +419,61 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     chain.setServiceParent(node)
     miner.setName("miner")
     miner.setServiceParent(node)
-    if config.network == "regtest":
-        accounts = DevAccounts.regtest(config.chain_id, announce=True)
-    else:
-        # Only regtest holds keys until the keystore of the accounts issue:
-        # eth_accounts is empty and eth_sendTransaction names the account.
-        accounts = DevAccounts((), config.chain_id)
+    accounts = compose_wallet(config, reactor)
     accounts.setName("accounts")
     accounts.setServiceParent(node)
     node.chain = chain
     node.miner = miner
     node.chain_threads = threads
     return chain, miner
+
+
+_UNESCAPED_COLON = re.compile(r"(?<!\\):")
+
+
+def endpoint_on_loopback(description: str) -> bool:
+    """
+    Whether a server endpoint description listens only where the local
+    machine alone can reach it: C{none}, a UNIX socket, or TCP/SSL on a
+    loopback C{interface}.  No C{interface} means every interface.
+    """
+    if description == "none":
+        return True
+    kind, *arguments = _UNESCAPED_COLON.split(description)
+    if kind == "unix":
+        return True
+    for argument in arguments:
+        name, _, value = argument.partition("=")
+        if name == "interface":
+            value = value.replace("\\", "")
+            if value == "localhost":
+                return True
+            try:
+                return ipaddress.ip_address(value).is_loopback
+            except ValueError:
+                return False
+    return False
+
+
+def compose_wallet(config: NodeConfig, reactor: Any) -> Wallet:
+    """
+    The local wallet of a configuration: off unless C{wallet.enabled}; on
+    regtest the development keys held unlocked (reference §13.4); the
+    keystore under C{<datadir>/keystore}.  Unlocking is refused when the
+    RPC server (HTTP or WebSocket) listens beyond loopback, unless
+    C{wallet.allow_insecure_unlock}.
+    """
+    options: dict[str, Any] = {
+        "enabled": config.wallet_enabled,
+        "keystore": config.datadir / KEYSTORE_DIRECTORY,
+        "network_name": config.wallet_network_name,
+        "kdf": LIGHT_SCRYPT if config.wallet_light_kdf else STANDARD_SCRYPT,
+        "allow_unlock": config.wallet_allow_insecure_unlock
+        or (endpoint_on_loopback(config.rpc.endpoint) and endpoint_on_loopback(config.rpc.ws)),
+    }
+    if config.network == "regtest":
+        return Wallet.regtest(config.chain_id, reactor, **options)
+    return Wallet(config.chain_id, reactor, **options)
 
 
 def mining_coinbase(config: NodeConfig, genesis_coinbase: bytes) -> Address:
@@ -498,6 +545,8 @@ def compose_pool(
         TransactionMethods(chain, pool, accounts, miner, work),
         TxPoolMethods(pool),
         EvmMethods(chain, pool, miner),
+        PersonalMethods(accounts, pool, config.chain_id),
+        SigningMethods(accounts, pool, config.chain_id),
     ]
     return pool, providers
 
@@ -799,6 +848,8 @@ __all__ = [
     "compose_reputation",
     "compose_state_and_logs",
     "compose_subscriptions",
+    "compose_wallet",
+    "endpoint_on_loopback",
     "makeService",
     "mining_coinbase",
     "place_process_files",

@@ -142,6 +142,10 @@ class LayerTests(SynchronousTestCase):
             ({"log_level": "verbose"}, '"log_level"'),
             ({"genesis": 5}, '"genesis"'),
             ({"chain": {"chain_id": 0}}, '"chain.chain_id"'),
+            ({"wallet": {"network_name": ""}}, '"wallet.network_name"'),
+            ({"wallet": {"network_name": "two\nlines"}}, '"wallet.network_name"'),
+            ({"wallet": {"allow_insecure_unlock": "yes"}}, '"wallet.allow_insecure_unlock"'),
+            ({"wallet": {"light_kdf": 1}}, '"wallet.light_kdf"'),
         ]
         for layer, key in cases:
             with self.assertRaises(ConfigError, msg=str(layer)) as caught:

@@ -4,6 +4,7 @@ Tests for L{nodex.crypto}.
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex import crypto
 from nodex.crypto import (
     EMPTY_KECCAK,
     SECP256K1_HALF_N,
@@ -77,3 +78,53 @@ class SignatureTests(SynchronousTestCase):
         A zero private key is refused.
         """
         self.assertRaises(SignatureError, private_key_to_address, b"\x00" * 32)
+
+
+class KeystorePrimitiveTests(SynchronousTestCase):
+    """
+    The keystore's primitives: scrypt, PBKDF2, AES-128-CTR, fresh keys.
+    """
+
+    def test_scrypt_rfc7914(self) -> None:
+        """
+        scrypt gives RFC 7914's vector (password, NaCl, N 1024, r 8, p 16).  The
+        path for parameters OpenSSL refuses (r 1 with a large N) is checked by
+        the KeyStoreTests vector "test2" (tests/wallet/test_keyfile.py).
+        """
+        expected = "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"
+        self.assertEqual(crypto.scrypt(b"password", b"NaCl", 1024, 8, 16, 64).hex(), expected)
+        self.assertEqual(len(crypto.scrypt(b"pw", b"salt", 1 << 16, 1, 2, 32)), 32)
+
+    def test_scrypt_refuses(self) -> None:
+        """
+        Parameters out of range, or needing more than 1 GiB, are refused before any work.
+        """
+        for n, r, p in ((1000, 8, 1), (1, 8, 1), (1 << 20, 0, 1), (1 << 24, 8, 1)):
+            self.assertRaises(ValueError, crypto.scrypt, b"pw", b"salt", n, r, p, 32)
+
+    def test_pbkdf2(self) -> None:
+        """
+        PBKDF2-HMAC-SHA256 of RFC 7914 section 11's vector (passwd, salt, 1 iteration).
+        """
+        self.assertEqual(
+            crypto.pbkdf2_hmac_sha256(b"passwd", b"salt", 1, 64).hex()[:32], "55ac046e56e3089fec1691c22544b605"
+        )
+
+    def test_aes_ctr_wraps(self) -> None:
+        """
+        The counter is the whole 128-bit block and wraps from all ones to zero.
+        """
+        key = bytes(range(16))
+        wrapped = crypto.aes128_ctr(key, b"\xff" * 16, bytes(32))
+        self.assertEqual(wrapped[16:], crypto.aes128_ctr(key, b"\x00" * 16, bytes(16)))
+        self.assertEqual(crypto.aes128_ctr(key, b"\xff" * 16, wrapped), bytes(32))
+        self.assertRaises(ValueError, crypto.aes128_ctr, key[:15], b"\x00" * 16, b"")
+
+    def test_new_private_key(self) -> None:
+        """
+        Fresh keys are 32-byte scalars in [1, n-1], different each time.
+        """
+        keys = {crypto.new_private_key() for _ in range(8)}
+        self.assertEqual(len(keys), 8)
+        for key in keys:
+            self.assertTrue(0 < int.from_bytes(key, "big") < crypto.SECP256K1_N)

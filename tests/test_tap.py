@@ -12,7 +12,8 @@ from twisted.plugin import getPlugins
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.tap import CHAIN_DIRECTORY, NodeService, Options, compose, makeService
+from nodex.config import NodeConfig
+from nodex.tap import CHAIN_DIRECTORY, NodeService, Options, compose, compose_wallet, endpoint_on_loopback, makeService
 
 
 
@@ -376,3 +377,71 @@ class WebSocketCompositionTests(SynchronousTestCase):
         assert options.config is not None
         node = compose(options.config, MemoryReactorClock())
         self.assertRaises(KeyError, node.getServiceNamed, "ws")
+
+
+class WalletCompositionTests(SynchronousTestCase):
+    """
+    Tests for L{endpoint_on_loopback} and L{compose_wallet}.
+    """
+
+    def config(self, *argv: str, text: str = "") -> NodeConfig:
+        """
+        The configuration of a command line (and an optional file's text).
+        """
+        arguments = ["--datadir", self.mktemp(), *argv]
+        if text:
+            path = Path(self.mktemp())
+            path.write_text(text)
+            arguments += ["--config", str(path)]
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(arguments)
+        assert options.config is not None
+        return options.config
+
+    def test_endpoint_on_loopback(self) -> None:
+        """
+        Loopback addresses, localhost, UNIX sockets and none are local; no interface or a public one is not.
+        """
+        local = ["none", "tcp:4444:interface=127.0.0.1", "tcp:port=1:interface=\\:\\:1", "unix:/tmp/s", "tcp:1:interface=localhost"]
+        remote = ["tcp:4444", "tcp:4444:interface=0.0.0.0", "tcp:1:interface=192.0.2.1", "ssl:1:interface=\\:\\:", "tcp:1:interface=example.com"]
+        for description in local:
+            self.assertTrue(endpoint_on_loopback(description), description)
+        for description in remote:
+            self.assertFalse(endpoint_on_loopback(description), description)
+
+    def test_regtest_wallet(self) -> None:
+        """
+        Regtest: the wallet is on with the eleven development accounts, and a
+        keystore under the data directory, created 0700 at start.
+        """
+        config = self.config("--rpc", "none")
+        node = compose(config, MemoryReactorClock())
+        wallet = node.getServiceNamed("accounts")
+        self.assertTrue(wallet.enabled)
+        self.assertEqual(len(wallet.addresses()), 11)
+        wallet.startService()
+        self.addCleanup(wallet.stopService)
+        keystore = config.datadir / "keystore"
+        self.assertEqual(keystore.stat().st_mode & 0o777, 0o700)
+
+    def test_main_wallet_off(self) -> None:
+        """
+        Main: the wallet is off and holds nothing.
+        """
+        wallet = compose_wallet(self.config("--network", "main", "--rpc", "none"), MemoryReactorClock())
+        self.assertFalse(wallet.enabled)
+        self.assertEqual(wallet.addresses(), [])
+
+    def test_unlock_permission(self) -> None:
+        """
+        Unlocking is allowed on loopback, refused when HTTP or WebSocket listens on every interface unless
+        wallet.allow_insecure_unlock; the network name comes from the configuration.
+        """
+        reactor = MemoryReactorClock()
+        self.assertTrue(compose_wallet(self.config(), reactor)._allow_unlock)
+        self.assertFalse(compose_wallet(self.config("--rpc", "tcp:4444"), reactor)._allow_unlock)
+        self.assertFalse(compose_wallet(self.config("--ws", "tcp:4445"), reactor)._allow_unlock)
+        insecure = self.config("--rpc", "tcp:4444", text="[wallet]\nallow_insecure_unlock = true\nnetwork_name = \"Nodex\"\n")
+        wallet = compose_wallet(insecure, reactor)
+        self.assertTrue(wallet._allow_unlock)
+        self.assertEqual(wallet._network_name, "Nodex")

@@ -24,19 +24,26 @@ from txjsonrpc_ng.jsonrpclib import (
 
 from nodex.errors import NodexError
 from nodex.interfaces import (
+    AccountExistsError,
     BlockNotFoundError,
     CallError,
     CallTimeoutError,
     ExecutionRevertedError,
     FilterNotFoundError,
     InvalidBanError,
+    InvalidPrivateKeyError,
+    KeyfileError,
+    LocalWalletOffError,
     LogLimitError,
     LogQueryError,
     StateOverrideError,
     SubscriptionLimitError,
     TransactionRejectedError,
+    TypedDataError,
     UnknownAccountError,
     WorkSubmissionError,
+    UnlockRefusedError,
+    WrongPassphraseError,
 )
 
 PARSE_ERROR = NOT_WELLFORMED_ERROR
@@ -180,6 +187,13 @@ ERROR_CODES: dict[type[Exception], int] = {
     InvalidBanError: INVALID_METHOD_PARAMS,
     SubscriptionLimitError: LIMIT_EXCEEDED,
     WorkSubmissionError: -33000,
+    LocalWalletOffError: INVALID_METHOD_PARAMS,
+    InvalidPrivateKeyError: INVALID_METHOD_PARAMS,
+    TypedDataError: INVALID_METHOD_PARAMS,
+    WrongPassphraseError: -32000,
+    UnlockRefusedError: -32000,
+    AccountExistsError: -32000,
+    KeyfileError: -32000,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

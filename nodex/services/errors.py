@@ -51,3 +51,33 @@ class WorkSubmissionError(ServiceError):
     def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.detail = detail
+
+
+class LocalWalletOffError(ServiceError):
+    """
+    A signing request (C{eth_sign}, C{eth_sendTransaction} ...) on a node
+    whose local wallet is off (reference §6).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("Local wallet is disabled in this node")
+
+
+class UnlockRefusedError(ServiceError):
+    """
+    Unlocking is refused: the RPC server listens beyond the loopback
+    interface and the configuration does not allow unlocking there.
+    """
+
+
+class AccountExistsError(ServiceError):
+    """
+    A key imported into the keystore is already there.
+    """
+
+
+class AccountLockedError(UnknownAccountError):
+    """
+    The keystore holds the address's key, but it is not unlocked (or its
+    unlock has expired).
+    """

@@ -20,7 +20,7 @@ from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
 from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.rpc.txpool import TxPoolMethods
-from nodex.services.accounts import DevAccounts
+from nodex.services.accounts import Wallet
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
@@ -106,7 +106,7 @@ class RPCFixture(PoolFixture):
         self.pool = self.make_pool(**options)
         self.miner = FakeMiner(self, auto)
         self.pool.add_observer(self.miner.on_pending)
-        self.accounts = DevAccounts.regtest(33, announce=False)
+        self.accounts = Wallet.regtest(33, Clock(), announce=False)
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(ChainMethods(self.chain, self.pool))
         registry.add(TransactionMethods(self.chain, self.pool, self.accounts, self.miner))

@@ -25,7 +25,7 @@ from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
 from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.rpc.txpool import TxPoolMethods
-from nodex.services.accounts import DevAccounts
+from nodex.services.accounts import Wallet
 from nodex.services.chain import ChainService
 from nodex.services.miner import Miner
 from nodex.services.pool import TransactionPool
@@ -70,7 +70,7 @@ class RealServicesTests(SynchronousTestCase):
         self.miner = Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", clock)
         self.pool = TransactionPool(self.chain, store, maybeDeferred)
         self.miner.pool = self.pool
-        accounts = DevAccounts.regtest(33, announce=False)
+        accounts = Wallet.regtest(33, Clock(), announce=False)
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(ChainMethods(self.chain, self.pool))
         registry.add(TransactionMethods(self.chain, self.pool, accounts, self.miner))

@@ -1,0 +1,3 @@
+"""
+Tests of the wallet's pure parts (L{nodex.wallet}).
+"""
