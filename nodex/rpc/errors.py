@@ -34,6 +34,8 @@ from nodex.interfaces import (
     LogQueryError,
     StateOverrideError,
     SubscriptionLimitError,
+    TraceError,
+    TraceQueryError,
     TransactionRejectedError,
     UnknownAccountError,
     WorkSubmissionError,
@@ -180,6 +182,8 @@ ERROR_CODES: dict[type[Exception], int] = {
     InvalidBanError: INVALID_METHOD_PARAMS,
     SubscriptionLimitError: LIMIT_EXCEEDED,
     WorkSubmissionError: -33000,
+    TraceError: -32000,
+    TraceQueryError: INVALID_METHOD_PARAMS,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The
