@@ -7,7 +7,7 @@ reference counts), C{pc}, C{gas} (before the instruction), C{gasCost},
 C{memory} (32-byte chunks), C{stack} (32-byte words, bottom first) and
 C{storage} (the slots of the running contract known so far, as the
 reference keeps them), all hex without C{0x}, then C{refund} (the
-transaction's refund counter) and, on request, C{returnData}; a halting
+transaction's refund counter before the instruction, as geth gives it) and, on request, C{returnData}; a halting
 instruction also carries C{error}.  The entries' storage mappings are
 shared between steps until a slot changes, so a long trace does not copy
 them per step.
@@ -61,6 +61,9 @@ class StructLogTracer:
         self._budget = budget
         self.struct_logs: list[dict[str, Any]] = []
         self._refund_bases: list[int] = []
+        # Per running frame, its refund counter before the next step (the
+        # steps report the counter before the instruction, as geth does).
+        self._frame_refunds: list[int] = []
         self._frames: list[Evm] = []
         # The slots each contract has read or written, as shown in the steps.
         self._storage: dict[bytes, dict[str, str]] = {}
@@ -75,19 +78,22 @@ class StructLogTracer:
         """
         frames = self._frames
         if frames:
-            parent = frames[-1]
-            self._refund_bases.append(self._refund_bases[-1] + parent.refund_counter)
+            self._refund_bases.append(self._refund_bases[-1] + self._frame_refunds[-1])
         else:
             self._refund_bases.append(0)
             self._top = evm
         frames.append(evm)
+        self._frame_refunds.append(0)
 
     def capture_exit(self, evm: Evm) -> None:
         """
-        A frame ends.
+        A frame ends; a successful one's refund joins its parent's.
         """
         self._frames.pop()
         self._refund_bases.pop()
+        self._frame_refunds.pop()
+        if self._frame_refunds and evm.error is None:
+            self._frame_refunds[-1] += evm.refund_counter
 
     def capture_selfdestruct(self, evm: Evm, beneficiary: bytes, balance: int) -> None:
         """
@@ -130,7 +136,8 @@ class StructLogTracer:
             storage = self._contract_storage(evm, op, stack, error)
             entry["storage"] = storage
             size += len(storage) * _SLOT_BYTES
-        entry["refund"] = self._refund_bases[-1] + evm.refund_counter
+        entry["refund"] = self._refund_bases[-1] + self._frame_refunds[-1]
+        self._frame_refunds[-1] = evm.refund_counter
         if self._with_return_data:
             entry["returnData"] = evm.return_data.hex()
             size += len(evm.return_data) * 2
