@@ -340,6 +340,39 @@ class CallTreeTests(SynchronousTestCase):
         )
 
 
+class ConsistencyTests(SynchronousTestCase):
+    """
+    The struct logs and the call tree of one transaction that makes every
+    kind of call agree with each other and with the receipt.
+    """
+
+    def test_gas_flows(self) -> None:
+        """
+        Within a frame each step's gas is the previous one's less its cost;
+        after a call or creation it is that less the cost plus what the
+        child frame (as the call tracer saw it) gave back; the top frame's
+        steps and the intrinsic gas add up to the receipt.
+        """
+        world = World([signed(0, ENTRY, data=b"\x01\x02\x03\x04")])
+        [structs] = world.trace(TraceConfig(disable_memory=True))
+        [tree] = world.trace(TraceConfig(tracer=CALL_TRACER))
+        children = iter(tree.trace["calls"])
+        top = [step for step in structs.trace["structLogs"] if step["depth"] == 0]
+        returned = 0
+        for step, following in zip(top, top[1:]):
+            given_back = 0
+            if step["op"] in ("CALL", "CALLCODE", "DELEGATECALL", "STATICCALL", "CREATE", "CREATE2"):
+                child = next(children)
+                given_back = int(child["gas"], 16) - int(child["gasUsed"], 16)
+                returned += 1
+            self.assertEqual(following["gas"], step["gas"] - step["gasCost"] + given_back, step)
+        self.assertEqual(returned, 10)
+        last = top[-1]
+        used = 1_000_000 - last["gas"] + last["gasCost"]
+        self.assertEqual(used, world.receipt_gas(0))
+        self.assertEqual(tree.trace["gasUsed"], hex(used))
+
+
 class PrestateTests(SynchronousTestCase):
     """
     The prestate tracer.
