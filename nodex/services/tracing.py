@@ -10,7 +10,8 @@ its answer and its time; reaching one ends the replay in its thread with a
 L{TraceLimitError} that names it.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from twisted.application.service import Service
@@ -273,23 +274,17 @@ def _matches(trace: dict[str, Any], senders: frozenset[str], recipients: frozens
     return not recipients or recipient in recipients
 
 
-class _missing_state:
+@contextmanager
+def _missing_state(header: Header) -> Iterator[None]:
     """
-    Turns a state the store lacks into L{BlockNotFoundError}.
+    Turn a state the store lacks (a missing trie node) into L{BlockNotFoundError}.
     """
-
-    def __init__(self, header: Header) -> None:
-        self._header = header
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
-        if isinstance(exc, (StateError, TrieError)) and not isinstance(exc, StateOverrideError):
-            raise BlockNotFoundError(
-                f"State not found for block with hash 0x{self._header.hash.hex()}"
-            ) from exc
-        return False
+    try:
+        yield
+    except StateOverrideError:
+        raise
+    except (StateError, TrieError) as exc:
+        raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
 
 __all__ = ["MAX_FILTER_BLOCKS", "MAX_TRACES", "TracingService"]

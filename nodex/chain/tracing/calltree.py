@@ -194,6 +194,9 @@ def _own_logs(logs: list[Any], blocks: list[tuple[int, int]]) -> list[FrameLog]:
 
 
 def _hex(data: bytes) -> str:
+    """
+    Bytes as 0x-prefixed hex.
+    """
     return "0x" + data.hex()
 
 

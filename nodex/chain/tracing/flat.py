@@ -18,6 +18,9 @@ from nodex.chain.tracing.run import TracedRun
 
 
 def _hex(data: bytes) -> str:
+    """
+    Bytes as 0x-prefixed hex.
+    """
     return "0x" + data.hex()
 
 

@@ -30,6 +30,9 @@ _SLOT_BYTES = 140
 
 
 def _word(value: int) -> str:
+    """
+    A 256-bit word as 0x and 64 hex digits.
+    """
     return "0x" + format(value, "064x")
 
 
