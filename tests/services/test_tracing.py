@@ -26,20 +26,11 @@ from tests.chain.tracing_world import ENTRY, SENDER, SIMPLE, STORER, World, sign
 
 def import_blocks(chain: ChainService, blocks: Sequence[Block]) -> "Deferred[list[tuple[str, str | None]]]":
     """
-    Import a run of blocks in order, stopping after an invalid one (what
-    C{ChainService.import_blocks} does once it exists).
+    Import a run of blocks in one writer job; the result name and reason of each.
     """
-
-    async def run() -> list[tuple[str, str | None]]:
-        outcomes = []
-        for block in blocks:
-            outcome = await chain.import_block_explained(block)
-            outcomes.append(outcome)
-            if outcome[0] == ImportResult.INVALID_BLOCK:
-                break
-        return outcomes
-
-    return Deferred.fromCoroutine(run())
+    return chain.import_blocks(blocks).addCallback(
+        lambda outcomes: [(outcome.result, outcome.reason) for outcome in outcomes]
+    )
 
 
 class SteppingClock(Clock):
