@@ -24,7 +24,10 @@ from tests.chain.tracing_world import (
     DESTRUCTOR,
     ENTRY,
     INITCODE,
+    FAILER,
     LOOPER,
+    NESTING,
+    PROXY,
     REFUNDER,
     REVERTER,
     SENDER,
@@ -338,6 +341,46 @@ class CallTreeTests(SynchronousTestCase):
         self.assertEqual(
             traced.trace, {"0x12345678-32": 1, "0x00000000-0": 5, "0x08c379a0-0": 1, sha256_selector: 1}
         )
+
+
+class NestedCallTests(SynchronousTestCase):
+    """
+    Calls two levels deep, logs of frames that failed above them, and a
+    creation that fails at its code deposit.
+    """
+
+    def setUp(self) -> None:
+        self.world = World([signed(0, NESTING)])
+
+    def test_nested_tree_and_logs(self) -> None:
+        """
+        A call's own calls nest under it; a frame's own log comes after its
+        child's (position 1); the logs under a reverted frame are gone.
+        """
+        [traced] = self.world.trace(TraceConfig(tracer=CALL_TRACER, with_log=True))
+        proxy, failer, create = traced.trace["calls"]
+        self.assertEqual(proxy["to"], hexa(PROXY))
+        [inner] = proxy["calls"]
+        self.assertEqual((inner["from"], inner["to"]), (hexa(PROXY), hexa(STORER)))
+        self.assertEqual(inner["logs"][0]["position"], "0x0")
+        self.assertEqual(proxy["logs"], [{"address": hexa(PROXY), "topics": ["0x" + word(0xBB)], "data": "0x", "position": "0x1"}])
+        self.assertEqual(failer["error"], "execution reverted")
+        self.assertNotIn("logs", failer)
+        self.assertNotIn("logs", failer["calls"][0])
+        self.assertEqual(create["type"], "CREATE")
+        self.assertIn("error", create)
+        self.assertEqual(create["gasUsed"], create["gas"])
+
+    def test_nested_flat_traces(self) -> None:
+        """
+        The flat traces give the path of each frame.
+        """
+        [traced] = self.world.trace(TraceConfig(tracer=FLAT_CALL_TRACER))
+        self.assertEqual(
+            [(trace["traceAddress"], trace["subtraces"]) for trace in traced.trace],
+            [([], 3), ([0], 1), ([0, 0], 0), ([1], 1), ([1, 0], 0), ([2], 0)],
+        )
+        self.assertEqual(traced.trace[5]["result"], None)
 
 
 class ConsistencyTests(SynchronousTestCase):

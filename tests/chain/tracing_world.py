@@ -35,6 +35,9 @@ BENEFICIARY = Address(b"\xbe" * 20)
 SIMPLE = Address(b"\x51" * 20)
 REFUNDER = Address(b"\x52" * 20)
 SHA256 = Address((2).to_bytes(20, "big"))
+PROXY = Address(b"\x61" * 20)
+FAILER = Address(b"\x62" * 20)
+NESTING = Address(b"\x63" * 20)
 
 
 def push1(value: int) -> bytes:
@@ -95,6 +98,23 @@ ENTRY_CODE = (
     + b"\x00"
 )
 
+PROXY_CODE = call(0xF1, 50_000, STORER) + push1(0xBB) + push1(0) + push1(0) + b"\xa1\x00"
+"""Calls STORER, then logs 0xbb itself."""
+
+FAILER_CODE = call(0xF1, 50_000, STORER) + push1(0) + push1(0) + b"\xfd"
+"""Calls STORER (which logs), then reverts: the log is undone."""
+
+EF_INITCODE = bytes.fromhex("60ef60005360016000f3")
+"""Returns the code 0xef, which EIP-3541 refuses at the deposit."""
+
+NESTING_CODE = (
+    call(0xF1, 200_000, PROXY)
+    + call(0xF1, 200_000, FAILER)
+    + push(int.from_bytes(EF_INITCODE, "big")) + push1(0) + b"\x52"
+    + push1(10) + push1(22) + push1(0) + b"\xf0\x50"
+    + b"\x00"
+)
+
 SIMPLE_CODE = push1(2) + push1(3) + b"\x01" + push1(0) + b"\x55" + push1(0xAB) + push1(0) + b"\x53\x00"
 """2 + 3, stored in slot 0; 0xab stored at memory 0; STOP."""
 
@@ -120,6 +140,9 @@ def world_genesis() -> object:
             DESTRUCTOR: GenesisAllocation(5, code=DESTRUCTOR_CODE),
             SIMPLE: GenesisAllocation(0, code=SIMPLE_CODE),
             REFUNDER: GenesisAllocation(0, code=REFUNDER_CODE, storage={(1).to_bytes(32, "big"): 7}),
+            PROXY: GenesisAllocation(0, code=PROXY_CODE),
+            FAILER: GenesisAllocation(0, code=FAILER_CODE),
+            NESTING: GenesisAllocation(0, code=NESTING_CODE),
         }
     )
     return replace(spec, alloc=alloc)
