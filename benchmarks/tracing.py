@@ -126,7 +126,8 @@ from nodex.config import load_config
 from nodex.tap import compose
 port, datadir = sys.argv[1], sys.argv[2]
 config = load_config(None, {"datadir": datadir, "mining": {"mode": "manual"},
-                            "rpc": {"endpoint": "tcp:" + port + ":interface=127.0.0.1", "timeout": 60.0}})
+                            "rpc": {"endpoint": "tcp:" + port + ":interface=127.0.0.1", "timeout": 60.0,
+                                    "ws": "none"}})
 node = compose(config, reactor)
 node.startService()
 reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
