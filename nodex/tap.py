@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
+from nodex.chain.tracing.limits import TraceLimits
 from nodex.config import (
     ConfigError,
     NodeConfig,
@@ -55,6 +56,7 @@ from nodex.rpc.registry import IMethodProvider, MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy, RPCServer
 from nodex.rpc.state_methods import StateMethods
 from nodex.rpc.subscription_methods import SubscriptionMethods
+from nodex.rpc.trace_methods import TraceMethods
 from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.rpc.txpool import TxPoolMethods
 from nodex.rpc.web3 import Web3Methods, client_version
@@ -79,6 +81,7 @@ from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
 from nodex.services.threads import ChainThreads, SerialThread
+from nodex.services.tracing import TracingService
 from nodex.services.work import WorkService
 from nodex.wallet.keyfile import LIGHT_SCRYPT, STANDARD_SCRYPT
 
@@ -711,6 +714,24 @@ def compose_manhole(
     return manhole
 
 
+def compose_tracing(config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService) -> list[IMethodProvider]:
+    """
+    Add the tracing service (replays with a tracer attached, in the state
+    service's reader threads) to C{node}, and return the provider of the
+    C{debug_trace*} and C{trace_*} methods (issue 15).
+
+    A trace stops at 90 % of C{rpc.timeout}, so that its own error, which
+    names the limit, reaches the client before the request's deadline; its
+    answer is bounded by C{rpc.max_response_bytes}.
+    """
+    state = node.getServiceNamed("state")
+    limits = TraceLimits(max_bytes=config.rpc.max_response_bytes, time_limit=config.rpc.timeout * 0.9)
+    tracing = TracingService(chain, state, reactor, limits)
+    tracing.setName("tracing")
+    tracing.setServiceParent(node)
+    return [TraceMethods(chain, tracing)]
+
+
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
     """
     Wire the services of a configuration together.
@@ -744,6 +765,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
+    providers += compose_tracing(config, reactor, node, chain)
     providers.append(compose_raw_chain(node, chain))
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None
     if config.rpc.endpoint != "none" or config.rpc.ws != "none":
@@ -850,6 +872,7 @@ __all__ = [
     "compose_subscriptions",
     "compose_wallet",
     "endpoint_on_loopback",
+    "compose_tracing",
     "makeService",
     "mining_coinbase",
     "place_process_files",

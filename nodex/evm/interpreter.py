@@ -166,6 +166,11 @@ def process_create_message(message: Message, context: ExecutionContext) -> Evm:
             state.set_code(target, code)
     else:
         state.revert(snapshot)
+    tracer = context.tracer
+    if tracer is not None:
+        # Reported here rather than in execute_code, so that the deposit's
+        # cost and failure belong to the creation's frame.
+        tracer.capture_exit(evm)
     return evm
 
 
@@ -184,10 +189,10 @@ def execute_code(message: Message, context: ExecutionContext) -> Evm:
     tracer = context.tracer
     if tracer is not None:
         _flush_pending_step(context, tracer)
-        tracer.capture_enter(message)
+        tracer.capture_enter(evm)
     if message.code:
         try:
-            if tracer is None:
+            if tracer is None or not tracer.wants_steps:
                 _run(evm)
             else:
                 _run_traced(evm, tracer)
@@ -199,7 +204,7 @@ def execute_code(message: Message, context: ExecutionContext) -> Evm:
             _fail(evm, error)
         except IndexError:
             _fail(evm, StackUnderflowError())
-    if tracer is not None:
+    if tracer is not None and not message.is_create:
         tracer.capture_exit(evm)
     return evm
 
@@ -317,12 +322,21 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
     code = evm.code
     table = INSTRUCTIONS
     context = evm.context
+    wants_stack = tracer.wants_stack
+    wants_memory = tracer.wants_memory
+    stack_ops = getattr(tracer, "stack_ops", ())
+    stack: list[int] = []
+    memory = b""
     while True:
         pc = evm.pc
         op = code[pc]
         gas = evm.gas_left
-        stack = list(evm.stack)
-        memory = bytes(evm.memory)
+        if wants_stack or op in stack_ops:
+            stack = list(evm.stack)
+        elif stack:
+            stack = []
+        if wants_memory:
+            memory = bytes(evm.memory)
         if op in _CALL_FAMILY:
             context.pending_step = (evm, pc, op, gas, stack, memory)
         try:
@@ -367,7 +381,7 @@ def _run_precompile(message: Message, context: ExecutionContext, precompile: Pre
     tracer = context.tracer
     if tracer is not None:
         _flush_pending_step(context, tracer)
-        tracer.capture_enter(message)
+        tracer.capture_enter(evm)
     try:
         evm.gas_left -= precompile.gas(message.data)
         if evm.gas_left < 0:
@@ -377,7 +391,7 @@ def _run_precompile(message: Message, context: ExecutionContext, precompile: Pre
         _fail(evm, error)
     except PrecompileError as error:
         _fail(evm, PrecompileFailedError(str(error)))
-    if tracer is not None:
+    if tracer is not None and not message.is_create:
         tracer.capture_exit(evm)
     return evm
 

@@ -3,25 +3,44 @@ Tracer hooks and the EIP-3155 JSON tracer.
 
 The interpreter runs a separate loop when a tracer is attached, so the plain
 loop pays nothing for tracing.  A tracer receives each frame's start and end
-and one call per executed instruction.
+and, unless it says it does not want them (C{wants_steps}), one call per
+executed instruction; a tracer of frames only (a call tree) runs at the
+plain loop's speed.  C{wants_stack} and C{wants_memory} say whether the
+steps need copies of the stack and the memory, which are most of a traced
+step's cost.
 """
 
 import json
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from nodex.evm.frame import Evm, Message
+from nodex.evm.frame import Evm
 from nodex.evm.instructions import OPCODE_NAMES
 
 
 class Tracer(Protocol):
     """
     What the interpreter calls on an attached tracer.
+
+    @ivar wants_steps: whether L{capture_step} is called (else the frames
+        run in the plain loop and only their starts and ends are reported).
+    @ivar wants_stack: whether the steps receive a copy of the stack (else
+        an empty one).
+    @ivar wants_memory: whether the steps receive a copy of the memory
+        (else C{b""}).
+    @ivar stack_ops: optional: the opcodes whose steps receive the stack
+        even without C{wants_stack} (a storage view needs SLOAD's slot).
     """
 
-    def capture_enter(self, message: Message) -> None:
+    wants_steps: bool
+    wants_stack: bool
+    wants_memory: bool
+
+    def capture_enter(self, evm: Evm) -> None:
         """
-        A frame starts executing C{message} (also for precompiles).
+        A new frame C{evm} starts executing C{evm.message} (also for
+        precompiles).  While the child runs, its parent's C{pc} is that of
+        the CALL or CREATE instruction that started it.
         """
 
     def capture_step(
@@ -47,7 +66,14 @@ class Tracer(Protocol):
 
     def capture_exit(self, evm: Evm) -> None:
         """
-        A frame ended; C{evm.error}, C{evm.output} and C{evm.gas_left} are final.
+        A frame ended; C{evm.error}, C{evm.output} and C{evm.gas_left} are
+        final (for a creation, after the code deposit).
+        """
+
+    def capture_selfdestruct(self, evm: Evm, beneficiary: bytes, balance: int) -> None:
+        """
+        SELFDESTRUCT of C{evm}'s account succeeded and is about to send
+        C{balance} to C{beneficiary}.
         """
 
 
@@ -59,6 +85,10 @@ class JSONTracer:
     @ivar write: receives each line, without a newline.
     """
 
+    wants_steps = True
+    wants_stack = True
+    wants_memory = True
+
     def __init__(self, write: Callable[[str], None]) -> None:
         self.write = write
         # The refund earned by the enclosing frames, one entry per active
@@ -67,7 +97,7 @@ class JSONTracer:
         self._refund_bases: list[int] = []
         self._last_evm: Evm | None = None
 
-    def capture_enter(self, message: Message) -> None:
+    def capture_enter(self, evm: Evm) -> None:
         """
         Remember the refund of the enclosing frames.
         """
@@ -113,6 +143,11 @@ class JSONTracer:
         """
         if self._refund_bases:
             self._refund_bases.pop()
+
+    def capture_selfdestruct(self, evm: Evm, beneficiary: bytes, balance: int) -> None:
+        """
+        Nothing to print: the SELFDESTRUCT step's line says it.
+        """
 
     def capture_summary(self, output: bytes, gas_used: int, error: str | None) -> None:
         """

@@ -38,6 +38,8 @@ from nodex.interfaces import (
     LogQueryError,
     StateOverrideError,
     SubscriptionLimitError,
+    TraceError,
+    TraceQueryError,
     TransactionRejectedError,
     TypedDataError,
     UnknownAccountError,
@@ -194,6 +196,8 @@ ERROR_CODES: dict[type[Exception], int] = {
     UnlockRefusedError: -32000,
     AccountExistsError: -32000,
     KeyfileError: -32000,
+    TraceError: -32000,
+    TraceQueryError: INVALID_METHOD_PARAMS,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

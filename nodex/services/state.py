@@ -489,6 +489,21 @@ class StateService(Service):
         except (StateError, TrieError) as exc:
             raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
 
+    def open_state(self, header: Header) -> State:
+        """
+        A fresh state at C{header}'s root over this service's store and
+        caches (for the tracing service's replays, in this service's reader
+        threads).
+        """
+        return self._opener(header)()
+
+    def ancestor_hashes(self, header: Header) -> Callable[[int], Hash32 | None]:
+        """
+        The BLOCKHASH lookup of a block at C{header}: its own ancestors'
+        hashes, whether it is canonical or on a side chain.
+        """
+        return self._block_hashes(header)
+
     def _opener(self, header: Header) -> Callable[[], State]:
         """
         A function that opens a fresh state at C{header}'s root.

@@ -82,7 +82,11 @@ class TracerHookTests(SynchronousTestCase):
             A tracer that keeps each step's opcode and memory.
             """
 
-            def capture_enter(self, message: Message) -> None:
+            wants_steps = True
+            wants_stack = True
+            wants_memory = True
+
+            def capture_enter(self, evm: object) -> None:
                 """
                 Nothing to keep when a frame starts.
                 """

@@ -392,6 +392,9 @@ def selfdestruct(evm: Evm) -> None:
     if evm.message.is_static:
         raise WriteInStaticContextError
     # OPERATION
+    tracer = evm.context.tracer
+    if tracer is not None:
+        tracer.capture_selfdestruct(evm, beneficiary, originator_balance)
     state.transfer(originator, beneficiary, originator_balance)
     state.touch(beneficiary)
     if state.is_created(originator):
