@@ -11,7 +11,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,24 @@ def _table(value: Any) -> dict[str, Any]:
     return value
 
 
+def _fork_schedule(value: Any) -> dict[str, str]:
+    """
+    A table of first block (a decimal key) to EVM rule set name, with block 0 named.
+    """
+    from nodex.evm.forks import FORKS
+
+    if not isinstance(value, dict) or not value:
+        raise ValueError("want a table of first block to fork name")
+    for key, name in value.items():
+        if not (isinstance(key, str) and key.isdigit() and (key == "0" or not key.startswith("0"))):
+            raise ValueError(f"block {key!r} is not a decimal block number")
+        if name not in FORKS:
+            raise ValueError(f"block {key}: unknown fork {name!r}, want one of {', '.join(sorted(FORKS))}")
+    if "0" not in value:
+        raise ValueError("want the fork of block 0")
+    return dict(value)
+
+
 _MODULE_SCHEMA = {
     "enabled": _boolean,
     "disabled_methods": _strings,
@@ -258,7 +276,7 @@ SCHEMA: dict[str, Any] = {
     "network": _choice(*NETWORKS),
     "datadir": _datadir,
     "log_level": _choice(*LOG_LEVELS),
-    "chain": {"chain_id": _integer(1)},
+    "chain": {"chain_id": _integer(1), "forks": _fork_schedule},
     "rpc": {
         "endpoint": endpoint,
         "hosts": _strings,
@@ -463,6 +481,7 @@ class NodeConfig:
     mining_coinbase: str = ""
     cpu_miner: bool = False
     update_work_on_new_transactions: bool = False
+    forks: Mapping[int, str] = field(default_factory=lambda: {0: "Cancun+CLZ"})
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -514,6 +533,7 @@ def build(raw: Raw) -> NodeConfig:
             mining_coinbase=raw["mining"].get("coinbase", ""),
             cpu_miner=raw["mining"].get("cpu_miner", False),
             update_work_on_new_transactions=raw["mining"].get("update_work_on_new_transactions", False),
+            forks={int(block): name for block, name in raw["chain"].get("forks", {"0": "Cancun+CLZ"}).items()},
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None

@@ -17,6 +17,7 @@ from twisted.python import usage
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
+from nodex.chain.rules import ForkSchedule
 from nodex.config import ConfigError, NodeConfig, dump_toml, load_config, scoring_config
 from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
@@ -282,7 +283,8 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     opener.setName("store")
     opener.setServiceParent(node)
     threads = ChainThreads(reactor)
-    chain = ChainService(store, chain_rules(config.network, config.chain_id), reactor, threads=threads)
+    rules = chain_rules(config.network, config.chain_id, ForkSchedule.from_mapping(config.forks))
+    chain = ChainService(store, rules, reactor, threads=threads)
     coinbase = mining_coinbase(config, spec.coinbase)
     miner = Miner(chain, coinbase, config.mining_mode, reactor, seal_thread=SerialThread(reactor, "miner-seal"))
     chain.setName("chain")
@@ -392,6 +394,7 @@ def compose_state_and_logs(
     state = StateService(
         chain.store, config.chain_id, None, reactor,
         call_gas_cap=rpc.call_gas_cap, time_limit=rpc.timeout, estimate_gas_cap=rpc.estimate_gas_cap,
+        forks=chain.rules.forks,
     )
     state.setName("state")
     state.setServiceParent(node)

@@ -393,7 +393,7 @@ class BlockImporter:
             validate_uncles(block, self.ancestry(parent) if block.uncles else [], self.rules)
             state = self._state_for(parent)
             self._tip_state = None
-            outcome = apply_block(block, state, self.rules.chain_id, self.block_hashes(parent))
+            outcome = apply_block(block, state, self.rules.chain_id, self.block_hashes(parent), self.rules.forks)
             validate_block(block, outcome)
         except (InvalidBlockError, StateError) as exc:
             return Imported(ImportResult.INVALID_BLOCK, reason=str(exc), block_hash=block_hash)

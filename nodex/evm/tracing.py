@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from nodex.evm.frame import Evm, Message
-from nodex.evm.instructions import OPCODE_NAMES
 
 
 class Tracer(Protocol):
@@ -101,7 +100,7 @@ class JSONTracer:
             "stack": [hex(item) for item in stack],
             "depth": evm.message.depth + 1,
             "refund": base + evm.refund_counter,
-            "opName": OPCODE_NAMES[op],
+            "opName": evm.context.fork.opcode_names[op],
         }
         if error is not None:
             line["error"] = getattr(error, "description", type(error).__name__)
