@@ -198,6 +198,15 @@ def _table(value: Any) -> dict[str, Any]:
     return value
 
 
+def _revert_error_code(value: Any) -> int:
+    """
+    The JSON-RPC code of a revert: the specification's -32015 or geth's 3.
+    """
+    if type(value) is not int or value not in (-32015, 3):
+        raise ValueError("want -32015 or 3")
+    return value
+
+
 def _fork_schedule(value: Any) -> dict[str, str]:
     """
     A table of first block (a decimal key) to EVM rule set name, with block 0 named.
@@ -292,6 +301,7 @@ SCHEMA: dict[str, Any] = {
         "ws": endpoint,
         "ws_max_subscriptions": _integer(1, 100_000),
         "ws_max_queue_bytes": _integer(65536),
+        "revert_error_code": _revert_error_code,
         "modules": {name: _MODULE_SCHEMA for name in MODULES},
     },
     "p2p": {
@@ -454,6 +464,7 @@ class RPCConfig:
     ws: str = "none"
     ws_max_subscriptions: int = 128
     ws_max_queue_bytes: int = 16 * 1024 * 1024
+    revert_error_code: int = -32015
 
 
 @dataclass(frozen=True)
@@ -521,6 +532,7 @@ def build(raw: Raw) -> NodeConfig:
                 ws=rpc.get("ws", "none"),
                 ws_max_subscriptions=rpc.get("ws_max_subscriptions", 128),
                 ws_max_queue_bytes=rpc.get("ws_max_queue_bytes", 16 * 1024 * 1024),
+                revert_error_code=rpc.get("revert_error_code", -32015),
             ),
             p2p_endpoint=raw["p2p"]["endpoint"],
             p2p_network_id=raw["p2p"]["network_id"],

@@ -404,7 +404,11 @@ def compose_state_and_logs(
     )
     filters.setName("filters")
     filters.setServiceParent(node)
-    return [StateMethods(chain, state, pool), FilterMethods(filters), FeeMethods(chain)]
+    return [
+        StateMethods(chain, state, pool, revert_error_code=rpc.revert_error_code),
+        FilterMethods(filters),
+        FeeMethods(chain),
+    ]
 
 
 def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ReputationService, list[IMethodProvider]]:

@@ -297,3 +297,29 @@ class ForkScheduleConfigTests(SynchronousTestCase):
                 check_layer({"chain": {"forks": forks}}, "node.toml")
             self.assertIn('"chain.forks"', str(caught.exception))
             self.assertIn(message, str(caught.exception))
+
+
+class DevChainRPCConfigTests(SynchronousTestCase):
+    """
+    Tests for the dev-chain batch limit and C{rpc.revert_error_code}.
+    """
+
+    def test_batch_limits(self) -> None:
+        """
+        Regtest and devnet take batches of 1,000; main and testnet keep 50.
+        """
+        limits = {network: build(effective(None, {"network": network})).rpc.max_batch for network in NETWORKS}
+        self.assertEqual(limits, {"regtest": 1000, "devnet": 1000, "testnet": 50, "main": 50})
+
+    def test_revert_error_code(self) -> None:
+        """
+        Every preset answers reverts with -32015; 3 may be chosen; nothing else.
+        """
+        for network in NETWORKS:
+            self.assertEqual(build(effective(None, {"network": network})).rpc.revert_error_code, -32015)
+        self.assertEqual(build(effective({"rpc": {"revert_error_code": 3}}, {})).rpc.revert_error_code, 3)
+        for bad in (0, -32000, "3", True):
+            with self.assertRaises(ConfigError) as caught:
+                check_layer({"rpc": {"revert_error_code": bad}}, "node.toml")
+            self.assertIn('"rpc.revert_error_code"', str(caught.exception))
+            self.assertIn("want -32015 or 3", str(caught.exception))
