@@ -28,6 +28,7 @@ from nodex.primitives import Address
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
+from nodex.rpc.dev_methods import DevMethods
 from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.mining_methods import MiningMethods
@@ -57,6 +58,7 @@ from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
+from nodex.services.devchain import DevChain
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
@@ -378,6 +380,23 @@ def compose_pool(
     return pool, providers
 
 
+DEV_CHAIN_NETWORKS = ("regtest", "devnet")
+"""The networks that serve the Hardhat and Anvil dev-chain methods (DESIGN §6)."""
+
+
+def compose_dev_chain(
+    config: NodeConfig, reactor: Any, chain: ChainService, miner: Miner, pool: ITransactionPool
+) -> list[IMethodProvider]:
+    """
+    The dev-chain methods of issue 18 (C{hardhat_*}, C{anvil_*},
+    C{evm_set*}, gated by the C{evm} module) on regtest and devnet; none
+    on main and testnet, whatever their modules say.
+    """
+    if config.network not in DEV_CHAIN_NETWORKS:
+        return []
+    return [DevMethods(DevChain(chain, miner, pool, reactor))]
+
+
 def compose_state_and_logs(
     config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService, pool: ITransactionPool | None = None
 ) -> list[IMethodProvider]:
@@ -504,6 +523,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
+    providers += compose_dev_chain(config, reactor, chain, miner, pool)
     if config.rpc.endpoint == "none" and config.rpc.ws == "none":
         return node
     server = build_rpc_server(config, reactor, peers, providers)
@@ -587,6 +607,7 @@ __all__ = [
     "compose_chain",
     "compose_mining",
     "compose_p2p",
+    "compose_dev_chain",
     "compose_pool",
     "compose_reputation",
     "compose_state_and_logs",

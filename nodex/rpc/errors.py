@@ -27,6 +27,7 @@ from nodex.interfaces import (
     BlockNotFoundError,
     CallError,
     CallTimeoutError,
+    DevChainInputError,
     ExecutionRevertedError,
     FilterNotFoundError,
     InvalidBanError,
@@ -180,6 +181,7 @@ ERROR_CODES: dict[type[Exception], int] = {
     InvalidBanError: INVALID_METHOD_PARAMS,
     SubscriptionLimitError: LIMIT_EXCEEDED,
     WorkSubmissionError: -33000,
+    DevChainInputError: INVALID_METHOD_PARAMS,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

@@ -51,3 +51,11 @@ class WorkSubmissionError(ServiceError):
     def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.detail = detail
+
+
+class DevChainInputError(ServiceError):
+    """
+    A dev-chain method's argument that is well-formed but not acceptable
+    (a timestamp not after the head's, a gas limit too low, a malformed
+    state snapshot, a mined transaction to drop); answered -32602.
+    """
