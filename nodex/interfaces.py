@@ -752,7 +752,7 @@ class IDevChain(Interface):
     """
     The Hardhat and Anvil dev-chain controls of regtest and devnet
     (C{nodex.services.devchain}): state setters that write a block, runs of
-    empty blocks, mining switches, impersonation and state snapshots.
+    empty blocks, mining switches and state snapshots.
     """
 
     def set_balance(address: bytes, balance: int) -> "Deferred[Block]":
@@ -810,16 +810,6 @@ class IDevChain(Interface):
     def set_coinbase(address: bytes) -> None:
         """
         Credit the fees of the blocks from now on to C{address}.
-        """
-
-    def impersonate(address: bytes) -> None:
-        """
-        Accept C{eth_sendTransaction} from C{address} without its key.
-        """
-
-    def stop_impersonating(address: bytes) -> None:
-        """
-        Stop accepting unsigned transactions from C{address}.
         """
 
     def dump_state() -> "Deferred[dict[str, Any]]":

@@ -60,7 +60,6 @@ class DevChain:
         self._miner = miner
         self._pool = pool
         self._clock = clock
-        self._impersonated: set[Address] = set()
 
     def _settings(self) -> DevBlockSettings:
         """
@@ -211,24 +210,6 @@ class DevChain:
             with L{DevChainInputError} when it is already mined.
         """
         return Deferred.fromCoroutine(self._drop(tx_hash))
-
-    def impersonate(self, address: bytes) -> None:
-        """
-        Note that the developer wants to send from C{address} without its key.
-        """
-        self._impersonated.add(Address(address))
-
-    def stop_impersonating(self, address: bytes) -> None:
-        """
-        Forget an impersonated address.
-        """
-        self._impersonated.discard(Address(address))
-
-    def is_impersonated(self, address: bytes) -> bool:
-        """
-        Whether C{address} is impersonated.
-        """
-        return Address(address) in self._impersonated
 
     # Snapshots
 

@@ -110,6 +110,44 @@ class StateSetterTests(DevChainTestCase):
         self.assertIn("not after", await self.invalid("evm_setNextBlockTimestamp", 0))
 
 
+class FixtureFlowTests(DevChainTestCase):
+    """
+    A Hardhat-style fixture: deploy a token, give an account tokens and
+    ether by setting its storage slot and balance, move tokens from it, and
+    move time with hardhat_mine.
+    """
+
+    async def test_token_fixture(self) -> None:
+        """
+        The token balance written into the mapping's slot is the account's
+        balance; it then transfers tokens like any holder.
+        """
+        from nodex.crypto import keccak256
+
+        w3 = await self.start_node()
+        token = artifact("Token")
+        factory = w3.eth.contract(abi=token["abi"], bytecode=token["bytecode"])
+        receipt = await self.receipt(
+            await self.blocking(factory.constructor("Token", "TOK", 10**24).transact, {"from": COW, "gas": 3_000_000})
+        )
+        contract = w3.eth.contract(address=receipt["contractAddress"], abi=token["abi"])
+        holder = COW1
+        # balanceOf is the fourth slot (name, symbol, totalSupply, balanceOf).
+        slot = keccak256(bytes.fromhex(holder[2:].rjust(64, "0")) + (3).to_bytes(32, "big"))
+        await self.ok("hardhat_setStorageAt", contract.address, "0x" + slot.hex(), "0x" + (500).to_bytes(32, "big").hex())
+        await self.ok("hardhat_setBalance", holder, hex(10**20))
+        self.assertEqual(await self.blocking(contract.functions.balanceOf(holder).call), 500)
+        tx_hash = await self.blocking(contract.functions.transfer(NOBODY, 120).transact, {"from": holder, "gas": 100_000})
+        self.assertEqual((await self.receipt(tx_hash))["status"], 1)
+        self.assertEqual(await self.blocking(contract.functions.balanceOf(holder).call), 380)
+        self.assertEqual(await self.blocking(contract.functions.balanceOf(NOBODY).call), 120)
+        before = (await self.head())["timestamp"]
+        await self.ok("hardhat_mine", hex(100), hex(3600))
+        moved = (await self.head())["timestamp"] - before
+        self.assertTrue(99 * 3600 < moved <= 99 * 3600 + 60, moved)
+        self.assertEqual(await self.blocking(contract.functions.balanceOf(NOBODY).call), 120)
+
+
 class MiningControlTests(DevChainTestCase):
     """
     hardhat_mine, timestamps, automine, interval mining, gas limit and coinbase.
