@@ -7,13 +7,15 @@ What is timed is the one request, from sending it to its answer: building
 and sealing every block, checking each header and seal in the importer, the
 batched RocksDB writes, and the event published to the node's observers.
 The script then checks the head and one block in the middle, and prints the
-child's peak memory.  Run by hand from the repository root::
+CPU time the node used for the request (what the wall time would be on a
+core of its own) and the node's peak memory.  Run by hand from the repository root::
 
     .venv/bin/python benchmarks/hardhat_mine.py [--blocks 100000] [--interval 1]
 """
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -52,6 +54,14 @@ def request(url: str, method: str, *params: Any) -> Any:
     return answer["result"]
 
 
+def cpu_seconds(pid: int) -> float:
+    """
+    The CPU time (user and system) process C{pid} has used so far (Linux).
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_memory_mib(pid: int) -> float:
     """
     The peak resident memory of process C{pid} (Linux), in MiB.
@@ -85,9 +95,11 @@ def main() -> None:
             raise SystemExit(f"the node did not start: {line!r}")
         url = f"http://127.0.0.1:{int(line.split()[1])}/"
         start_head = int(request(url, "eth_blockNumber"), 16)
+        cpu_before = cpu_seconds(child.pid)
         started = time.perf_counter()
         request(url, "hardhat_mine", hex(arguments.blocks), hex(arguments.interval))
         seconds = time.perf_counter() - started
+        cpu = cpu_seconds(child.pid) - cpu_before
         head = int(request(url, "eth_blockNumber"), 16)
         assert head == start_head + arguments.blocks, (head, start_head)
         middle = request(url, "eth_getBlockByNumber", hex(start_head + arguments.blocks // 2), False)
@@ -97,7 +109,8 @@ def main() -> None:
         print(
             f"hardhat_mine of {arguments.blocks} empty blocks: {seconds:.2f} s"
             f" ({seconds * 1e6 / arguments.blocks:.0f} us per block,"
-            f" {arguments.blocks / seconds:.0f} blocks/s); node peak RSS {peak_memory_mib(child.pid):.0f} MiB"
+            f" {arguments.blocks / seconds:.0f} blocks/s), {cpu:.2f} s of the node's CPU;"
+            f" node peak RSS {peak_memory_mib(child.pid):.0f} MiB; load average {os.getloadavg()[0]:.1f}"
         )
     finally:
         child.kill()
