@@ -28,7 +28,7 @@ from nodex.interfaces import IDevChain, ImportResult, ITransactionPool
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
 from nodex.services.errors import DevChainInputError
-from nodex.services.miner import Miner
+from nodex.services.miner import CHEAP_SEAL_DIFFICULTY, Miner
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -114,9 +114,17 @@ class DevChain:
         plus the C{evm_increaseTime} offset, both consumed), the others
         C{interval} seconds apart.
 
-        @raise DevChainInputError: C{blocks} above L{MAX_MINED_BLOCKS} or
-            C{interval} below 1.
+        @raise DevChainInputError: C{blocks} above L{MAX_MINED_BLOCKS},
+            C{interval} below 1, or a network whose seals are dear.
         """
+        difficulty = self._chain.head.header.difficulty
+        if difficulty > CHEAP_SEAL_DIFFICULTY:
+            # Each seal would be searched on the writer thread, holding
+            # every other block for seconds (devnet's difficulty).
+            raise DevChainInputError(
+                f"the head's difficulty {difficulty} is above {CHEAP_SEAL_DIFFICULTY}: runs of blocks need"
+                " a network whose seals are cheap (regtest); mine one block at a time with evm_mine"
+            )
         if blocks > MAX_MINED_BLOCKS:
             raise DevChainInputError(f"cannot mine {blocks} blocks at once: at most {MAX_MINED_BLOCKS}")
         if interval < 1:

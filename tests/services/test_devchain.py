@@ -175,6 +175,16 @@ class DevChainTests(SynchronousTestCase):
         self.assertRaises(DevChainInputError, self.dev.mine, 2, 0)
         self.assertRaises(DevChainInputError, self.dev.set_next_block_timestamp, 0)
 
+    def test_mine_refused_where_seals_are_dear(self) -> None:
+        """
+        A chain whose difficulty is above the cheap-seal bound refuses runs of blocks.
+        """
+        store, _ = sample_store(difficulty=1000)
+        chain = ChainService(store, sample_rules(), self.clock)
+        dev = DevChain(chain, Miner(chain, COINBASE, "manual", self.clock, FakePool()), FakePool(), self.clock)
+        exc = self.assertRaises(DevChainInputError, dev.mine, 5, 1)
+        self.assertIn("difficulty 1000", str(exc))
+
     def test_next_timestamp_mined_block(self) -> None:
         """
         The next block mined by the miner gets the set timestamp; the one after follows the clock.
