@@ -34,8 +34,10 @@ from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transaction_rules import TX_BASE_COST
 
-MAX_MINED_BLOCKS = 10_000_000
-"""The most blocks one C{hardhat_mine} writes (a few minutes of writing)."""
+MAX_MINED_BLOCKS = 200_000
+"""The most blocks one C{hardhat_mine} writes: the run's blocks are held
+until the chain event that adopts them is published (about 3.3 KiB each,
+some 700 MiB at this bound); a longer run is several calls."""
 
 _LOAD_ATTEMPTS = 3
 """How often a snapshot's block is built again when another block took the head meanwhile."""
@@ -126,7 +128,9 @@ class DevChain:
                 " a network whose seals are cheap (regtest); mine one block at a time with evm_mine"
             )
         if blocks > MAX_MINED_BLOCKS:
-            raise DevChainInputError(f"cannot mine {blocks} blocks at once: at most {MAX_MINED_BLOCKS}")
+            raise DevChainInputError(
+                f"cannot mine {blocks} blocks at once: at most {MAX_MINED_BLOCKS} per call (call again for more)"
+            )
         if interval < 1:
             raise DevChainInputError(f"interval {interval} is below 1 second: block timestamps must increase")
         if blocks == 0:

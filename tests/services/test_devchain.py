@@ -173,6 +173,8 @@ class DevChainTests(SynchronousTestCase):
         An interval below 1 and a timestamp not after the head are refused.
         """
         self.assertRaises(DevChainInputError, self.dev.mine, 2, 0)
+        exc = self.assertRaises(DevChainInputError, self.dev.mine, 200_001, 1)
+        self.assertIn("at most 200000 per call", str(exc))
         self.assertRaises(DevChainInputError, self.dev.set_next_block_timestamp, 0)
 
     def test_mine_refused_where_seals_are_dear(self) -> None:
