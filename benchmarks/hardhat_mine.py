@@ -32,7 +32,7 @@ import sys
 from twisted.internet import reactor
 import nodex.tap as tap
 from nodex.config import load_config
-config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1"}})
+config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1", "ws": "none"}})
 node = tap.compose(config, reactor)
 node.startService()
 node.getServiceNamed("rpc").when_listening().addCallback(
