@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
-from twisted.logger import Logger
 from zope.interface import implementer
 
 from nodex.chain.devblocks import DevBlockSettings, StateChange, build_dev_block, empty_blocks
@@ -48,8 +47,6 @@ class DevChain:
     """
     The dev-chain controls of one node.
     """
-
-    log = Logger()
 
     def __init__(self, chain: ChainService, miner: Miner, pool: ITransactionPool, clock: IReactorTime) -> None:
         """
@@ -134,7 +131,7 @@ class DevChain:
         if interval < 1:
             raise DevChainInputError(f"interval {interval} is below 1 second: block timestamps must increase")
         if blocks == 0:
-            return Deferred.fromCoroutine(self._nothing())
+            return succeed(None)
         settings = self._settings()
         first = self._miner.take_block_time()
 
@@ -142,11 +139,6 @@ class DevChain:
             return empty_blocks(parent, blocks, first, interval, settings)
 
         return self._chain.store_empty_blocks(build)
-
-    async def _nothing(self) -> None:
-        """
-        Mine nothing.
-        """
 
     def set_next_block_timestamp(self, timestamp: int) -> None:
         """

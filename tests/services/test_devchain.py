@@ -14,7 +14,6 @@ from nodex.chain.devblocks import DevBlockSettings, empty_blocks
 from nodex.chain.devstate import SNAPSHOT_FORMAT, SnapshotError, dump_state, load_state
 from nodex.chain.errors import InvalidBlockError
 from nodex.chain.importer import BlockImporter
-from nodex.db.memory import MemoryStore
 from nodex.db.schema import trie_node_reader
 from nodex.interfaces import IDevChain
 from nodex.primitives import Address
