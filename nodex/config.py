@@ -11,7 +11,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -285,6 +285,33 @@ def _table(value: Any) -> dict[str, Any]:
     return value
 
 
+def _revert_error_code(value: Any) -> int:
+    """
+    The JSON-RPC code of a revert: the specification's -32015 or geth's 3.
+    """
+    if type(value) is not int or value not in (-32015, 3):
+        raise ValueError("want -32015 or 3")
+    return value
+
+
+def _fork_schedule(value: Any) -> dict[str, str]:
+    """
+    A table of first block (a decimal key) to EVM rule set name, with block 0 named.
+    """
+    from nodex.evm.forks import FORKS
+
+    if not isinstance(value, dict) or not value:
+        raise ValueError("want a table of first block to fork name")
+    for key, name in value.items():
+        if not (isinstance(key, str) and key.isdigit() and (key == "0" or not key.startswith("0"))):
+            raise ValueError(f"block {key!r} is not a decimal block number")
+        if name not in FORKS:
+            raise ValueError(f"block {key}: unknown fork {name!r}, want one of {', '.join(sorted(FORKS))}")
+    if "0" not in value:
+        raise ValueError("want the fork of block 0")
+    return dict(value)
+
+
 _MODULE_SCHEMA = {
     "enabled": _boolean,
     "disabled_methods": _strings,
@@ -345,7 +372,7 @@ SCHEMA: dict[str, Any] = {
     "network": _choice(*NETWORKS),
     "datadir": _datadir,
     "log_level": _choice(*LOG_LEVELS),
-    "chain": {"chain_id": _integer(1)},
+    "chain": {"chain_id": _integer(1), "forks": _fork_schedule},
     "rpc": {
         "endpoint": endpoint,
         "hosts": _strings,
@@ -361,6 +388,7 @@ SCHEMA: dict[str, Any] = {
         "ws": endpoint,
         "ws_max_subscriptions": _integer(1, 100_000),
         "ws_max_queue_bytes": _integer(65536),
+        "revert_error_code": _revert_error_code,
         "modules": {name: _MODULE_SCHEMA for name in MODULES},
     },
     "p2p": {
@@ -536,6 +564,7 @@ class RPCConfig:
     ws: str = "none"
     ws_max_subscriptions: int = 128
     ws_max_queue_bytes: int = 16 * 1024 * 1024
+    revert_error_code: int = -32015
 
 
 @dataclass(frozen=True)
@@ -601,6 +630,7 @@ class NodeConfig:
     wallet_network_name: str = "Ethereum"
     wallet_allow_insecure_unlock: bool = False
     wallet_light_kdf: bool = False
+    forks: Mapping[int, str] = field(default_factory=lambda: {0: "Cancun+CLZ"})
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -642,6 +672,7 @@ def build(raw: Raw) -> NodeConfig:
                 ws=rpc.get("ws", "none"),
                 ws_max_subscriptions=rpc.get("ws_max_subscriptions", 128),
                 ws_max_queue_bytes=rpc.get("ws_max_queue_bytes", 16 * 1024 * 1024),
+                revert_error_code=rpc.get("revert_error_code", -32015),
             ),
             p2p_endpoint=raw["p2p"]["endpoint"],
             p2p_network_id=raw["p2p"]["network_id"],
@@ -667,6 +698,7 @@ def build(raw: Raw) -> NodeConfig:
             wallet_network_name=raw["wallet"].get("network_name", "Ethereum"),
             wallet_allow_insecure_unlock=raw["wallet"].get("allow_insecure_unlock", False),
             wallet_light_kdf=raw["wallet"].get("light_kdf", False),
+            forks={int(block): name for block, name in raw["chain"].get("forks", {"0": "Cancun+CLZ"}).items()},
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None

@@ -44,6 +44,7 @@ from nodex.services.bans import InvalidBanError
 from nodex.services.errors import (
     AccountExistsError,
     AccountLockedError,
+    DevChainInputError,
     BlockNotFoundError,
     LocalWalletOffError,
     ServiceError,
@@ -944,12 +945,89 @@ class ITracingService(Interface):
         """
 
 
+class IDevChain(Interface):
+    """
+    The Hardhat and Anvil dev-chain controls of regtest and devnet
+    (C{nodex.services.devchain}): state setters that write a block, runs of
+    empty blocks, mining switches and state snapshots.
+    """
+
+    def set_balance(address: bytes, balance: int) -> "Deferred[Block]":
+        """
+        Write a block in which C{address} holds C{balance} wei.
+        """
+
+    def set_code(address: bytes, code: bytes) -> "Deferred[Block]":
+        """
+        Write a block in which C{address} has C{code}.
+        """
+
+    def set_nonce(address: bytes, nonce: int) -> "Deferred[Block]":
+        """
+        Write a block in which C{address} has C{nonce}.
+        """
+
+    def set_storage_at(address: bytes, slot: int, value: int) -> "Deferred[Block]":
+        """
+        Write a block in which slot C{slot} of C{address} holds C{value}.
+        """
+
+    def mine(blocks: int, interval: int) -> "Deferred[Block | None]":
+        """
+        Write C{blocks} empty blocks, C{interval} seconds apart, in one writer job.
+        """
+
+    def set_next_block_timestamp(timestamp: int) -> None:
+        """
+        Stamp the next mined block with C{timestamp}.
+
+        @raise DevChainInputError: not after the head's timestamp.
+        """
+
+    def set_automine(enabled: bool) -> None:
+        """
+        Mine a block per transaction, or stop doing so.
+        """
+
+    def set_interval_mining(milliseconds: int) -> None:
+        """
+        Mine a block every C{milliseconds} (0: stop).
+        """
+
+    def set_block_gas_limit(gas_limit: int) -> "Deferred[None]":
+        """
+        Give the blocks from the next on C{gas_limit}.
+        """
+
+    def drop_transaction(tx_hash: bytes) -> "Deferred[bool]":
+        """
+        Remove a transaction from the pool; whether it was there.
+        """
+
+    def set_coinbase(address: bytes) -> None:
+        """
+        Credit the fees of the blocks from now on to C{address}.
+        """
+
+    def dump_state() -> "Deferred[dict[str, Any]]":
+        """
+        A snapshot of every account of the head's state (C{nodex.chain.devstate}).
+        """
+
+    def load_state(snapshot: Any) -> "Deferred[Block]":
+        """
+        Write a block whose state is the head's with C{snapshot}'s accounts laid over it.
+        """
+
+
 __all__ = [
     "BridgeState",
     "BridgeStateError",
     "IRawChainData",
     "AccountExistsError",
     "AccountLockedError",
+    "DevChainInputError",
+    "IDevChain",
     "AccountOverride",
     "AccountProof",
     "BlockNotFoundError",

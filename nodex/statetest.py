@@ -1,10 +1,14 @@
 """
-C{nodex-statetest}: run ethereum/tests GeneralStateTests files for Cancun.
+C{nodex-statetest}: run ethereum/tests GeneralStateTests files, each case
+under exactly the rule set its C{post} section names.
 
 Each (data, gas, value) case of every test prints one JSON object on a line:
 C{{"name", "fork", "index", "pass", "stateRoot", "expectedRoot",
-"logsHash", "error"}}; the last line is C{N passed, M failed} and the exit
-status is 0 only if nothing failed.  C{--run REGEX} selects tests by name and
+"logsHash", "error"}}.  A fork the EVM has no rule set for is never run and
+never passes: it prints one line per test and fork with C{"skipped": true},
+C{"pass": false} and the number of its cases.  The last line is
+C{N passed, M failed, K skipped (forks: ...)} and the exit status is 0 only
+if nothing failed.  C{--run REGEX} selects tests by name and
 C{--trace} writes EIP-3155 traces to standard error.  A malformed file or
 case fails with a message; the runner itself never crashes on bad input.
 """
@@ -22,15 +26,13 @@ from nodex.chain.execution import apply_transaction
 from nodex.crypto import keccak256, private_key_to_address
 from nodex.errors import NodexError
 from nodex.evm.environment import BlockEnvironment
+from nodex.evm.forks import FORKS, Fork
 from nodex.evm.tracing import JSONTracer
 from nodex.primitives import Address, Hash32
 from nodex.state.state import State
 from nodex.structures.errors import InvalidTransactionError
 from nodex.structures.rlpcodec import encode_rlp
 from nodex.structures.transactions import AccessListEntry
-
-FORK = "Cancun"
-
 
 class StateTestError(NodexError):
     """
@@ -70,6 +72,7 @@ class CaseResult:
     expected_root: str | None
     logs_hash: str | None
     error: str | None
+    fork: str = "Cancun"
 
     def to_json(self) -> str:
         """
@@ -78,13 +81,47 @@ class CaseResult:
         return json.dumps(
             {
                 "name": self.name,
-                "fork": FORK,
+                "fork": self.fork,
                 "index": list(self.index),
                 "pass": self.passed,
                 "stateRoot": self.state_root,
                 "expectedRoot": self.expected_root,
                 "logsHash": self.logs_hash,
                 "error": self.error,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class SkippedFork:
+    """
+    The cases of one test for a fork the EVM has no rule set for: not run,
+    and not passed.
+    """
+
+    name: str
+    fork: str
+    cases: int
+
+    @property
+    def passed(self) -> bool:
+        """
+        Never: a skipped case is not a passed one.
+        """
+        return False
+
+    def to_json(self) -> str:
+        """
+        The skip's output line.
+        """
+        return json.dumps(
+            {
+                "name": self.name,
+                "fork": self.fork,
+                "cases": self.cases,
+                "pass": False,
+                "skipped": True,
+                "error": f"unknown fork {self.fork}: no rule set, {self.cases} case(s) skipped",
             }
         )
 
@@ -160,9 +197,9 @@ def build_pre_state(pre: dict[str, Any]) -> State:
     return state
 
 
-def build_block(env: dict[str, Any]) -> BlockEnvironment:
+def build_block(env: dict[str, Any], fork: Fork) -> BlockEnvironment:
     """
-    The block environment of a test's C{env}.
+    The block environment of a test's C{env}, under the rule set C{fork}.
     """
     random = env.get("currentRandom")
     prev_randao = (
@@ -178,6 +215,7 @@ def build_block(env: dict[str, Any]) -> BlockEnvironment:
         base_fee=parse_int(env.get("currentBaseFee", "0x0"), "currentBaseFee"),
         excess_blob_gas=parse_int(env.get("currentExcessBlobGas", "0x0"), "currentExcessBlobGas"),
         block_hashes=lambda number: keccak256(str(number).encode()),
+        fork=fork,
     )
 
 
@@ -248,10 +286,14 @@ def logs_hash(logs: Sequence[Any]) -> bytes:
 
 
 def run_case(
-    name: str, test: dict[str, Any], post: dict[str, Any], trace: Callable[[str], None] | None = None
+    name: str,
+    test: dict[str, Any],
+    post: dict[str, Any],
+    trace: Callable[[str], None] | None = None,
+    fork: Fork = FORKS["Cancun"],
 ) -> CaseResult:
     """
-    Run one case of a test and compare its state root and logs hash.
+    Run one case of a test under C{fork} and compare its state root and logs hash.
     """
     raw_index = post.get("indexes", {})
     index = (raw_index.get("data", 0), raw_index.get("gas", 0), raw_index.get("value", 0))
@@ -259,7 +301,7 @@ def run_case(
     expected_logs = post.get("logs")
     try:
         state = build_pre_state(test["pre"])
-        block = build_block(test["env"])
+        block = build_block(test["env"], fork)
         tx = build_transaction(test["transaction"], index)
         sender = sender_of(test["transaction"])
         tracer = JSONTracer(trace) if trace is not None else None
@@ -275,10 +317,10 @@ def run_case(
                 tracer.capture_summary(result.output, result.gas_used, result.error)
         root, _ = state.commit()
     except (StateTestError, NodexError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        return CaseResult(name, index, False, None, expected_root, None, f"malformed test: {exc!r}")
+        return CaseResult(name, index, False, None, expected_root, None, f"malformed test: {exc!r}", fork.name)
     except Exception as exc:
         # A bug below (a precompile, say) fails this case, not the whole run.
-        return CaseResult(name, index, False, None, expected_root, None, f"internal error: {exc!r}")
+        return CaseResult(name, index, False, None, expected_root, None, f"internal error: {exc!r}", fork.name)
     root_hex = "0x" + root.hex()
     logs_hex = "0x" + logs_hash(logs).hex()
     if trace is not None:
@@ -294,7 +336,7 @@ def run_case(
     if "expectException" not in post and error is not None:
         failures.append(f"unexpected {error}")
     message = "; ".join(failures) if failures else error
-    return CaseResult(name, index, not failures, root_hex, expected_root, logs_hex, message)
+    return CaseResult(name, index, not failures, root_hex, expected_root, logs_hex, message, fork.name)
 
 
 def iter_files(paths: Sequence[str]) -> Iterator[Path]:
@@ -311,9 +353,11 @@ def iter_files(paths: Sequence[str]) -> Iterator[Path]:
 
 def run_file(
     path: Path, name_filter: re.Pattern[str] | None = None, trace: Callable[[str], None] | None = None
-) -> Iterator[CaseResult]:
+) -> Iterator[CaseResult | SkippedFork]:
     """
-    Run every Cancun case of one state test file; an unreadable file is one failed case.
+    Run every case of one state test file under the fork its C{post}
+    section names; a fork without a rule set is one L{SkippedFork} per
+    test, and an unreadable file is one failed case.
     """
     try:
         with path.open() as handle:
@@ -329,11 +373,19 @@ def run_file(
         if not isinstance(test, dict) or not isinstance(test.get("post"), dict):
             yield CaseResult(name, (0, 0, 0), False, None, None, None, "malformed test: no post section")
             continue
-        for post in test["post"].get(FORK, []):
-            if not isinstance(post, dict):
-                yield CaseResult(name, (0, 0, 0), False, None, None, None, "malformed test: bad post entry")
+        for fork_name, posts in test["post"].items():
+            if not isinstance(posts, list):
+                yield CaseResult(name, (0, 0, 0), False, None, None, None, "malformed test: bad post entry", fork_name)
                 continue
-            yield run_case(name, test, post, trace)
+            fork = FORKS.get(fork_name)
+            if fork is None:
+                yield SkippedFork(name, fork_name, len(posts))
+                continue
+            for post in posts:
+                if not isinstance(post, dict):
+                    yield CaseResult(name, (0, 0, 0), False, None, None, None, "malformed test: bad post entry", fork_name)
+                    continue
+                yield run_case(name, test, post, trace, fork)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -345,7 +397,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     """
     out = out or sys.stdout
     err = err or sys.stderr
-    parser = argparse.ArgumentParser(prog="nodex-statetest", description="Run GeneralStateTests for Cancun.")
+    parser = argparse.ArgumentParser(
+        prog="nodex-statetest",
+        description=f"Run GeneralStateTests, each case under the fork it names ({', '.join(sorted(FORKS))}).",
+    )
     parser.add_argument("paths", nargs="+", help="state test files or folders")
     parser.add_argument("--run", metavar="REGEX", help="run only the tests whose name matches")
     parser.add_argument("--trace", action="store_true", help="write EIP-3155 traces to standard error")
@@ -355,15 +410,22 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except re.error as exc:
         parser.error(f"--run: {exc}")
     trace = (lambda line: print(line, file=err)) if args.trace else None
-    passed = failed = 0
+    passed = failed = skipped = 0
+    skipped_forks: set[str] = set()
     for path in iter_files(args.paths):
         for result in run_file(path, name_filter, trace):
             print(result.to_json(), file=out, flush=False)
-            if result.passed:
+            if isinstance(result, SkippedFork):
+                skipped += result.cases
+                skipped_forks.add(result.fork)
+            elif result.passed:
                 passed += 1
             else:
                 failed += 1
-    print(f"{passed} passed, {failed} failed", file=out)
+    summary = f"{passed} passed, {failed} failed"
+    if skipped:
+        summary += f", {skipped} skipped (unknown forks: {', '.join(sorted(skipped_forks))})"
+    print(summary, file=out)
     return 0 if failed == 0 else 1
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
+from nodex.chain.rules import ForkSchedule
 from nodex.chain.tracing.limits import TraceLimits
 from nodex.config import (
     ConfigError,
@@ -44,6 +45,7 @@ from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMet
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import CallObserver, Dispatcher, EnvelopeLimits
 from nodex.rpc.eth import EthIdentityMethods
+from nodex.rpc.dev_methods import DevMethods
 from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.mining_methods import MiningMethods
@@ -77,6 +79,7 @@ from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
 from nodex.services.rawchain import RawChainData
+from nodex.services.devchain import DevChain
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
@@ -415,7 +418,8 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     opener.setName("store")
     opener.setServiceParent(node)
     threads = ChainThreads(reactor)
-    chain = ChainService(store, chain_rules(config.network, config.chain_id), reactor, threads=threads)
+    rules = chain_rules(config.network, config.chain_id, ForkSchedule.from_mapping(config.forks))
+    chain = ChainService(store, rules, reactor, threads=threads)
     coinbase = mining_coinbase(config, spec.coinbase)
     miner = Miner(chain, coinbase, config.mining_mode, reactor, seal_thread=SerialThread(reactor, "miner-seal"))
     chain.setName("chain")
@@ -554,6 +558,23 @@ def compose_pool(
     return pool, providers
 
 
+DEV_CHAIN_NETWORKS = ("regtest", "devnet")
+"""The networks that serve the Hardhat and Anvil dev-chain methods (DESIGN §6)."""
+
+
+def compose_dev_chain(
+    config: NodeConfig, reactor: Any, chain: ChainService, miner: Miner, pool: ITransactionPool
+) -> list[IMethodProvider]:
+    """
+    The dev-chain methods of issue 18 (C{hardhat_*}, C{anvil_*},
+    C{evm_set*}, gated by the C{evm} module) on regtest and devnet; none
+    on main and testnet, whatever their modules say.
+    """
+    if config.network not in DEV_CHAIN_NETWORKS:
+        return []
+    return [DevMethods(DevChain(chain, miner, pool, reactor))]
+
+
 def compose_state_and_logs(
     config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService, pool: ITransactionPool | None = None
 ) -> list[IMethodProvider]:
@@ -570,6 +591,7 @@ def compose_state_and_logs(
     state = StateService(
         chain.store, config.chain_id, None, reactor,
         call_gas_cap=rpc.call_gas_cap, time_limit=rpc.timeout, estimate_gas_cap=rpc.estimate_gas_cap,
+        forks=chain.rules.forks,
     )
     state.setName("state")
     state.setServiceParent(node)
@@ -579,7 +601,11 @@ def compose_state_and_logs(
     )
     filters.setName("filters")
     filters.setServiceParent(node)
-    return [StateMethods(chain, state, pool), FilterMethods(filters), FeeMethods(chain)]
+    return [
+        StateMethods(chain, state, pool, revert_error_code=rpc.revert_error_code),
+        FilterMethods(filters),
+        FeeMethods(chain),
+    ]
 
 
 def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ReputationService, list[IMethodProvider]]:
@@ -765,6 +791,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
+    providers += compose_dev_chain(config, reactor, chain, miner, pool)
     providers += compose_tracing(config, reactor, node, chain)
     providers.append(compose_raw_chain(node, chain))
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None
@@ -865,6 +892,7 @@ __all__ = [
     "compose_metrics",
     "compose_mining",
     "compose_p2p",
+    "compose_dev_chain",
     "compose_pool",
     "compose_raw_chain",
     "compose_reputation",

@@ -261,3 +261,69 @@ class DumpTests(SynchronousTestCase):
         text = dump_toml({"a": {'we"ird key': 'say "hi"\n', "n": 1.5, "b": False}})
         self.assertEqual(tomllib.loads(text), {"a": {'we"ird key': 'say "hi"\n', "n": 1.5, "b": False}})
         self.assertRaises(ConfigError, dump_toml, {"a": None})
+
+
+class ForkScheduleConfigTests(SynchronousTestCase):
+    """
+    Tests for the C{chain.forks} table (the EVM rule set from each block on).
+    """
+
+    def test_presets_run_cancun_clz(self) -> None:
+        """
+        Every preset runs Cancun plus CLZ from genesis.
+        """
+        for network in NETWORKS:
+            self.assertEqual(build(effective(None, {"network": network})).forks, {0: "Cancun+CLZ"})
+
+    def test_file_adds_activation(self) -> None:
+        """
+        A file's entries lie over the preset's, block by block.
+        """
+        config = build(effective({"chain": {"forks": {"100": "Cancun"}}}, {}))
+        self.assertEqual(config.forks, {0: "Cancun+CLZ", 100: "Cancun"})
+        config = build(effective({"chain": {"forks": {"0": "Cancun"}}}, {}))
+        self.assertEqual(config.forks, {0: "Cancun"})
+
+    def test_bad_schedules(self) -> None:
+        """
+        Unknown forks, non-numeric blocks, a missing block 0 and a non-table are refused with the key.
+        """
+        cases = [
+            ({"0": "Prague"}, "unknown fork 'Prague'"),
+            ({"0": "Cancun", "ten": "Cancun"}, "not a decimal block number"),
+            ({"0": "Cancun", "010": "Cancun"}, "not a decimal block number"),
+            ({"5": "Cancun"}, "want the fork of block 0"),
+            ({}, "want a table"),
+            ("Cancun", "want a table"),
+        ]
+        for forks, message in cases:
+            with self.assertRaises(ConfigError, msg=str(forks)) as caught:
+                check_layer({"chain": {"forks": forks}}, "node.toml")
+            self.assertIn('"chain.forks"', str(caught.exception))
+            self.assertIn(message, str(caught.exception))
+
+
+class DevChainRPCConfigTests(SynchronousTestCase):
+    """
+    Tests for the dev-chain batch limit and C{rpc.revert_error_code}.
+    """
+
+    def test_batch_limits(self) -> None:
+        """
+        Regtest and devnet take batches of 1,000; main and testnet keep 50.
+        """
+        limits = {network: build(effective(None, {"network": network})).rpc.max_batch for network in NETWORKS}
+        self.assertEqual(limits, {"regtest": 1000, "devnet": 1000, "testnet": 50, "main": 50})
+
+    def test_revert_error_code(self) -> None:
+        """
+        Every preset answers reverts with -32015; 3 may be chosen; nothing else.
+        """
+        for network in NETWORKS:
+            self.assertEqual(build(effective(None, {"network": network})).rpc.revert_error_code, -32015)
+        self.assertEqual(build(effective({"rpc": {"revert_error_code": 3}}, {})).rpc.revert_error_code, 3)
+        for bad in (0, -32000, "3", True):
+            with self.assertRaises(ConfigError) as caught:
+                check_layer({"rpc": {"revert_error_code": bad}}, "node.toml")
+            self.assertIn('"rpc.revert_error_code"', str(caught.exception))
+            self.assertIn("want -32015 or 3", str(caught.exception))

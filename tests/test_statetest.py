@@ -153,6 +153,52 @@ class RunnerTests(SynchronousTestCase):
         self.assertEqual([r["pass"] for r in results], [False, False])
         self.assertTrue(all(r["error"].startswith("malformed test") for r in results))
 
+    def test_unknown_fork_skipped(self) -> None:
+        """
+        A fork without a rule set is reported as a skip naming it, never as
+        a pass, and counted in the summary; the known fork's cases still run.
+        """
+        test = json.loads(json.dumps(MINIMAL_TEST))
+        test["add"]["post"]["Prague"] = [{"hash": "0x00", "indexes": {"data": 0, "gas": 0, "value": 0}}] * 2
+        status, lines = run_main(write_json(self, test))
+        results = [json.loads(line) for line in lines[:-1]]
+        skip = next(r for r in results if r["fork"] == "Prague")
+        self.assertEqual((skip["pass"], skip["skipped"], skip["cases"]), (False, True, 2))
+        self.assertEqual(skip["error"], "unknown fork Prague: no rule set, 2 case(s) skipped")
+        self.assertEqual([r["fork"] for r in results if not r.get("skipped")], ["Cancun"])
+        self.assertEqual(lines[-1], "0 passed, 1 failed, 2 skipped (unknown forks: Prague)")
+        self.assertEqual(status, 1)
+
+    def test_only_unknown_forks(self) -> None:
+        """
+        A file with only unknown forks passes nothing and fails nothing.
+        """
+        test = json.loads(json.dumps(MINIMAL_TEST))
+        test["add"]["post"] = {"Osaka": [test["add"]["post"]["Cancun"][0]]}
+        status, lines = run_main(write_json(self, test))
+        self.assertEqual(lines[-1], "0 passed, 0 failed, 1 skipped (unknown forks: Osaka)")
+        self.assertEqual(status, 0)
+
+    def test_fork_rule_set_used(self) -> None:
+        """
+        Each case runs under exactly the fork its post section names: CLZ
+        (0x1e) is an invalid opcode under Cancun and counts under Cancun+CLZ.
+        """
+        test = json.loads(json.dumps(MINIMAL_TEST))
+        # PUSH1 1, CLZ, PUSH1 0, SSTORE: stores 255 where CLZ exists.
+        test["add"]["pre"]["0xcccccccccccccccccccccccccccccccccccccccc"]["code"] = "0x60011e60005500"
+        post = test["add"]["post"]["Cancun"][0]
+        test["add"]["post"]["Cancun+CLZ"] = [dict(post)]
+        _, lines = run_main(write_json(self, test))
+        roots = {json.loads(line)["fork"]: json.loads(line)["stateRoot"] for line in lines[:-1]}
+        self.assertEqual(set(roots), {"Cancun", "Cancun+CLZ"})
+        self.assertNotEqual(roots["Cancun"], roots["Cancun+CLZ"])
+        err = io.StringIO()
+        main(["--trace", write_json(self, test)], out=io.StringIO(), err=err)
+        names = [json.loads(line).get("opName") for line in err.getvalue().splitlines()]
+        self.assertIn("opcode 0x1e not defined", names)
+        self.assertIn("CLZ", names)
+
     def test_missing_path(self) -> None:
         """
         A path that does not exist fails with a message.

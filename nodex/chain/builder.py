@@ -125,7 +125,7 @@ def build_block(
         minimum_gas_price=parent.minimum_gas_price,
         uncle_count=len(uncles),
     )
-    environment = block_environment(template, rules.chain_id, block_hashes)
+    environment = block_environment(template, rules.chain_id, block_hashes, rules.forks)
     included: list[Transaction] = []
     receipts: list[Receipt] = []
     skipped: list[SkippedTransaction] = []

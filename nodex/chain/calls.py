@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from nodex.chain.errors import ChainError
 from nodex.chain.execution import CallResult, run_call
 from nodex.chain.processing import block_environment
+from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
 from nodex.evm.environment import BlockEnvironment
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.state.overrides import StateOverrides, apply_overrides
@@ -120,16 +121,20 @@ def decode_revert_reason(data: bytes) -> str | None:
 
 
 def call_environment(
-    header: Header, chain_id: int, block_hashes: Callable[[int], Hash32 | None]
+    header: Header,
+    chain_id: int,
+    block_hashes: Callable[[int], Hash32 | None],
+    forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
 ) -> BlockEnvironment:
     """
     The environment of a call made "at" a block: the block's own header
     values, as geth runs C{eth_call} on a block's state with its context.
 
     @param block_hashes: the canonical hash of an ancestor by number.
+    @param forks: the network's schedule, which chooses the rule set.
     """
     # The same environment as the block's own transactions ran in.
-    return block_environment(header, chain_id, block_hashes)
+    return block_environment(header, chain_id, block_hashes, forks)
 
 
 def _run(

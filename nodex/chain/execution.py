@@ -1,6 +1,7 @@
 """
 Transaction execution: the checks against the state, the up-front payment,
-the message, refunds, fees and the receipt (Cancun rules).
+the message, refunds, fees and the receipt, under the rule set the block
+environment carries (L{nodex.evm.forks}).
 
 L{apply_transaction} runs one transaction of a block; L{run_call} runs a
 message for C{eth_call} and C{eth_estimateGas} without the transaction's
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 from nodex.evm.environment import BlockEnvironment, TransactionEnvironment
 from nodex.evm.errors import AddressCollisionError, Revert
 from nodex.evm.frame import Evm, ExecutionContext, Message
-from nodex.evm.gas import GAS_PER_BLOB, MAX_BLOB_GAS_PER_BLOCK, MAX_INIT_CODE_SIZE, VERSIONED_HASH_VERSION_KZG
+from nodex.evm.gas import GAS_PER_BLOB, MAX_BLOB_GAS_PER_BLOCK, VERSIONED_HASH_VERSION_KZG
 from nodex.evm.instructions.system import compute_contract_address
 from nodex.evm.interpreter import ensure_recursion_limit, process_create_message, process_message
 from nodex.evm.tracing import Tracer
@@ -28,10 +29,6 @@ from nodex.structures.transaction_rules import intrinsic_gas
 from nodex.structures.transactions import AccessListEntry
 
 BLOB_TX_TYPE = 3
-
-PRECOMPILE_ADDRESSES = tuple(Address(i.to_bytes(20, "big")) for i in range(1, 0x0B))
-"""Cancun's precompiles (0x0a included), warm from the start of every transaction."""
-
 
 class ExecutableTransaction(Protocol):
     """
@@ -132,8 +129,12 @@ def check_transaction(
         raise IntrinsicGasTooLowError(f"intrinsic gas too low: have {tx.gas}, want {intrinsic}")
     if tx.nonce >= UINT64_CEILING - 1:
         raise InvalidTransactionError(f"nonce {tx.nonce} is too big (EIP-2681)")
-    if tx.to == b"" and len(tx.data) > MAX_INIT_CODE_SIZE:
-        raise InvalidTransactionError(f"initcode of {len(tx.data)} bytes exceeds {MAX_INIT_CODE_SIZE} (EIP-3860)")
+    fork = block.fork
+    if tx.type not in fork.transaction_types:
+        raise InvalidTransactionError(f"transaction type {tx.type} is not supported by the {fork.name} rules")
+    max_init_code_size = fork.gas.max_init_code_size
+    if tx.to == b"" and len(tx.data) > max_init_code_size:
+        raise InvalidTransactionError(f"initcode of {len(tx.data)} bytes exceeds {max_init_code_size} (EIP-3860)")
     if tx.gas > gas_available:
         raise InvalidTransactionError(f"gas limit {tx.gas} exceeds the block's available gas {gas_available}")
     max_fee = tx.max_fee_per_gas
@@ -192,8 +193,8 @@ def _warm_up(state: State, block: BlockEnvironment, sender: Address, target: Add
     state.mark_warm_address(sender)
     state.mark_warm_address(target)
     state.mark_warm_address(block.coinbase)
-    for address in PRECOMPILE_ADDRESSES:
-        state.mark_warm_address(address)
+    for address in block.fork.precompile_addresses:
+        state.mark_warm_address(Address(address))
     for entry in access_list:
         state.mark_warm_address(Address(entry.address))
         for key in entry.storage_keys:

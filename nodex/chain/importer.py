@@ -59,11 +59,16 @@ from nodex.primitives import Hash32
 from nodex.state.errors import StateError
 from nodex.state.state import State
 from nodex.structures.blocks import Block
+from nodex.structures.bloom import BLOOM_BYTES
+from nodex.trie.hexary import BLANK_ROOT
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt, decode_receipts, encode_receipts
 
 TIP_STATE_BLOCKS = 256
 """The importer keeps one L{State} across this many blocks on its tip before starting afresh (bounded memory)."""
+
+EMPTY_RUN_BATCH = 1024
+"""The blocks of an empty run (L{BlockImporter.store_empty_run}) written in one batch."""
 
 MAX_ORPHANS = 256
 """The most blocks kept aside until their parent arrives; the oldest goes first beyond it."""
@@ -304,6 +309,77 @@ class BlockImporter:
             block, block, stored.receipts, stored.head, stored.event, block_hash=block.hash
         )
 
+    def store_empty_run(self, blocks: Iterable[Block], batch_blocks: int = EMPTY_RUN_BATCH) -> Imported:
+        """
+        Store a run of empty blocks built on the tip, each on the one before
+        (C{hardhat_mine}): each is checked like any block's header and seal,
+        and must carry no transaction or uncle and keep its parent's state
+        root, roots and bloom of an empty block; nothing is executed, since
+        an empty block changes no state.  Every C{batch_blocks} blocks are
+        one atomic write that also moves the head, so that a crash leaves a
+        prefix of whole blocks.
+
+        @return: one step for the whole run: the last block, the new head,
+            and one event adopting every block of the run.
+        @raise InvalidBlockError: a block breaks a rule; the blocks before
+            it in its batch are not stored, those of earlier batches are.
+        """
+        empty_bloom = bytes(BLOOM_BYTES)
+        adopted: list[Block] = []
+        pending: list[Block] = []
+        parent = self.tip.header
+        total_difficulty = self.tip.total_difficulty
+        self._tip_state = None
+        for block in blocks:
+            header = block.header
+            if block.transactions or block.uncles:
+                raise InvalidBlockError(f"block {header.number} of an empty run carries transactions or uncles")
+            validate_header(parent, header, self.rules)
+            if (
+                header.state_root != parent.state_root
+                or header.transactions_root != BLANK_ROOT
+                or header.receipts_root != BLANK_ROOT
+                or header.logs_bloom != empty_bloom
+                or header.gas_used
+                or header.paid_fees
+            ):
+                raise InvalidBlockError(f"block {header.number} of an empty run has the roots of a non-empty block")
+            total_difficulty += header.difficulty
+            pending.append(block)
+            parent = header
+            if len(pending) >= batch_blocks:
+                self._write_empty_run(pending, total_difficulty)
+                adopted.extend(pending)
+                pending = []
+        if pending:
+            self._write_empty_run(pending, total_difficulty)
+            adopted.extend(pending)
+        if not adopted:
+            return Imported(None)
+        self.index_logs()
+        event = ChainEvent(tuple(adopted), (), tuple(() for _ in adopted), ())
+        last = adopted[-1]
+        return Imported(last, last, (), self.tip, event, block_hash=last.hash)
+
+    def _write_empty_run(self, blocks: Sequence[Block], total_difficulty: int) -> None:
+        """
+        Write checked empty blocks that extend the tip in one batch and make
+        the last the head (C{total_difficulty} is the last one's).
+        """
+        batch = self.store.batch()
+        running = self.tip.total_difficulty
+        no_receipts = encode_receipts(())
+        for block in blocks:
+            block_hash = block.hash
+            running += block.header.difficulty
+            write_header_rlp(batch, block_hash, block.header.encode())
+            write_body_rlp(batch, block_hash, block.encode_body())
+            write_receipts_rlp(batch, block_hash, no_receipts)
+            write_total_difficulty(batch, block_hash, running)
+        write_canonical_changes(batch, self.tip.header, (), blocks)
+        self.store.write(batch)
+        self.tip = ChainHead(blocks[-1].header, total_difficulty)
+
     def tip_state(self) -> tuple[Header, State, BlockHashes]:
         """
         The tip's header, a state at its root (the kept one, handed over:
@@ -393,7 +469,7 @@ class BlockImporter:
             validate_uncles(block, self.ancestry(parent) if block.uncles else [], self.rules)
             state = self._state_for(parent)
             self._tip_state = None
-            outcome = apply_block(block, state, self.rules.chain_id, self.block_hashes(parent))
+            outcome = apply_block(block, state, self.rules.chain_id, self.block_hashes(parent), self.rules.forks)
             validate_block(block, outcome)
         except (InvalidBlockError, StateError) as exc:
             return Imported(ImportResult.INVALID_BLOCK, reason=str(exc), block_hash=block_hash)

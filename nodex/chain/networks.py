@@ -8,7 +8,7 @@ L{chain_rules} joins the two into the L{ChainRules} of a node.
 
 from nodex.chain.difficulty import DEVNET_RULES, MAIN_RULES, REGTEST_RULES, TESTNET_RULES, DifficultyRules
 from nodex.chain.errors import ChainError
-from nodex.chain.rules import ChainRules
+from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ChainRules, ForkSchedule
 from nodex.crypto import keccak256, private_key_to_address
 from nodex.primitives import Address
 
@@ -37,9 +37,10 @@ class UnknownNetworkError(ChainError):
     """
 
 
-def chain_rules(network: str, chain_id: int) -> ChainRules:
+def chain_rules(network: str, chain_id: int, forks: ForkSchedule = DEFAULT_FORK_SCHEDULE) -> ChainRules:
     """
-    The consensus rules of C{network} with C{chain_id}.
+    The consensus rules of C{network} with C{chain_id}, running the EVM
+    rule sets of C{forks} (the preset's C{chain.forks}).
 
     @raise UnknownNetworkError: the network is not regtest, devnet, testnet or main.
     """
@@ -50,8 +51,8 @@ def chain_rules(network: str, chain_id: int) -> ChainRules:
             f"no consensus rules for network {network!r}: want one of {', '.join(sorted(_DIFFICULTY))}"
         ) from None
     if network == "regtest":
-        return ChainRules(chain_id, difficulty, REGTEST_GAS_LIMIT, fixed_gas_limit=True)
-    return ChainRules(chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False)
+        return ChainRules(chain_id, difficulty, REGTEST_GAS_LIMIT, fixed_gas_limit=True, forks=forks)
+    return ChainRules(chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False, forks=forks)
 
 
 __all__ = [

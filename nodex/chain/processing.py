@@ -22,7 +22,15 @@ from nodex.chain.difficulty import next_difficulty
 from nodex.chain.errors import InvalidBlockError, InvalidSealError
 from nodex.chain.execution import apply_transaction
 from nodex.chain.pow import Seal, check_seal
-from nodex.chain.rules import MAX_EXTRA_DATA_SIZE, MAX_UNCLE_DEPTH, MAX_UNCLES, ChainRules, check_gas_limit
+from nodex.chain.rules import (
+    DEFAULT_FORK_SCHEDULE,
+    MAX_EXTRA_DATA_SIZE,
+    MAX_UNCLE_DEPTH,
+    MAX_UNCLES,
+    ChainRules,
+    ForkSchedule,
+    check_gas_limit,
+)
 from nodex.crypto import keccak256
 from nodex.evm.environment import BlockEnvironment
 from nodex.primitives import Address, Hash32
@@ -72,9 +80,13 @@ class BlockOutcome:
     code: dict[bytes, bytes] = field(compare=False, repr=False)
 
 
-def block_environment(header: Header, chain_id: int, block_hashes: BlockHashes) -> BlockEnvironment:
+def block_environment(
+    header: Header, chain_id: int, block_hashes: BlockHashes, forks: ForkSchedule = DEFAULT_FORK_SCHEDULE
+) -> BlockEnvironment:
     """
     The environment a block's transactions run in (see the module docstring).
+
+    @param forks: the network's schedule, which chooses the block's rule set.
     """
     return BlockEnvironment(
         coinbase=header.coinbase,
@@ -86,6 +98,7 @@ def block_environment(header: Header, chain_id: int, block_hashes: BlockHashes) 
         base_fee=0,
         excess_blob_gas=0,
         block_hashes=block_hashes,
+        fork=forks.fork_at(header.number),
     )
 
 
@@ -199,17 +212,24 @@ def finish_block(
     )
 
 
-def apply_block(block: Block, state: State, chain_id: int, block_hashes: BlockHashes) -> BlockOutcome:
+def apply_block(
+    block: Block,
+    state: State,
+    chain_id: int,
+    block_hashes: BlockHashes,
+    forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
+) -> BlockOutcome:
     """
     Execute a block's transactions on C{state}, its parent's state, and commit it.
 
     @param block_hashes: the lookup of the block's ancestors for BLOCKHASH.
+    @param forks: the network's schedule, which chooses the block's rule set.
     @raise InvalidBlockError: a transaction cannot be included (bad
         signature, another chain's id, nonce, balance, gas, price below the
         block's minimum).
     """
     header = block.header
-    environment = block_environment(header, chain_id, block_hashes)
+    environment = block_environment(header, chain_id, block_hashes, forks)
     receipts: list[Receipt] = []
     gas_used = 0
     paid_fees = 0

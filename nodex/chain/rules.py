@@ -5,10 +5,13 @@ A network preset (C{nodex/presets/<network>.toml}) fills a L{ChainRules};
 everything in C{nodex/chain} that depends on the network takes one.
 """
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from nodex.chain.difficulty import DifficultyRules
-from nodex.chain.errors import InvalidBlockError
+from nodex.chain.errors import ChainError, InvalidBlockError
+from nodex.evm.forks import DEFAULT_FORK, Fork, UnknownForkError, fork_named
 
 GAS_LIMIT_ADJUSTMENT_DIVISOR = 1024
 """A block's gas limit may differ from its parent's by at most 1/1024 of it."""
@@ -19,6 +22,60 @@ MIN_GAS_LIMIT = 3_000_000
 MAX_EXTRA_DATA_SIZE = 32
 MAX_UNCLES = 10
 MAX_UNCLE_DEPTH = 7
+
+
+class ForkScheduleError(ChainError):
+    """
+    A fork schedule that does not start at genesis or names an unknown fork.
+    """
+
+
+@dataclass(frozen=True)
+class ForkSchedule:
+    """
+    Which EVM rule set applies from which block (DESIGN §2).
+
+    @ivar activations: (first block, rule set) pairs in increasing block
+        order, the first at block 0.
+    """
+
+    activations: tuple[tuple[int, Fork], ...]
+
+    @classmethod
+    def from_mapping(cls, forks: Mapping[int, str]) -> "ForkSchedule":
+        """
+        A schedule from a mapping of first block to fork name, as a network
+        preset's C{chain.forks} table gives it.
+
+        @raise ForkScheduleError: no fork at block 0, or an unknown fork name.
+        """
+        if 0 not in forks:
+            raise ForkScheduleError("the fork schedule must name the fork of block 0")
+        try:
+            activations = tuple((block, fork_named(name)) for block, name in sorted(forks.items()))
+        except UnknownForkError as exc:
+            raise ForkScheduleError(str(exc)) from None
+        return cls(activations)
+
+    def fork_at(self, number: int) -> Fork:
+        """
+        The rule set of block C{number}.
+        """
+        activations = self.activations
+        if len(activations) == 1:
+            return activations[0][1]
+        index = bisect_right([block for block, _ in activations], number) - 1
+        return activations[max(index, 0)][1]
+
+    def describe(self) -> str:
+        """
+        The schedule in words, for the log line at start.
+        """
+        return ", ".join(f"{fork.name} from block {block}" for block, fork in self.activations)
+
+
+DEFAULT_FORK_SCHEDULE = ForkSchedule(((0, DEFAULT_FORK),))
+"""Every network's schedule today: Cancun plus CLZ from genesis."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +90,7 @@ class ChainRules:
         C{target_gas_limit} (regtest, DESIGN §2) rather than moving towards it.
     @ivar max_seconds_in_future: how far ahead of the local clock a block's
         timestamp may be when it is imported.
+    @ivar forks: which EVM rule set applies from which block.
     """
 
     chain_id: int
@@ -40,6 +98,7 @@ class ChainRules:
     target_gas_limit: int
     fixed_gas_limit: bool
     max_seconds_in_future: int = 60
+    forks: ForkSchedule = field(default=DEFAULT_FORK_SCHEDULE)
 
 
 def next_gas_limit(rules: ChainRules, parent_gas_limit: int) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from nodex.evm.forks import DEFAULT_FORK, Fork
 from nodex.evm.gas import blob_base_fee
 from nodex.primitives import Address, Hash32
 
@@ -40,6 +41,9 @@ class BlockEnvironment:
         base fee follows (0 gives BLOBBASEFEE = 1, our chain's value).
     @ivar block_hashes: maps a block number to the hash of that ancestor, or
         L{None} when it is unknown; BLOCKHASH only asks for the 256 most recent.
+    @ivar fork: the rule set the block's transactions run under (the
+        chain's schedule chooses it by block number; L{DEFAULT_FORK} when
+        none is given).
     """
 
     coinbase: Address
@@ -51,6 +55,7 @@ class BlockEnvironment:
     base_fee: int = 0
     excess_blob_gas: int = 0
     block_hashes: Callable[[int], Hash32 | None] = field(default=_no_block_hashes, compare=False)
+    fork: Fork = DEFAULT_FORK
 
     @cached_property
     def blob_base_fee(self) -> int:

@@ -8,10 +8,13 @@ back to its parent (output, logs, refund, accounts to delete).
 
 from typing import TYPE_CHECKING, Any
 
-from nodex.evm.environment import BlockEnvironment, TransactionEnvironment
 from nodex.primitives import Address
 
 if TYPE_CHECKING:
+    # Only for annotations: the environment imports the rule sets, which
+    # import the instructions, which import this module.
+    from nodex.evm.environment import BlockEnvironment, TransactionEnvironment
+    from nodex.evm.forks import Fork
     from nodex.evm.tracing import Tracer
     from nodex.state.state import State
 
@@ -90,6 +93,7 @@ class ExecutionContext:
     @ivar block: the block environment.
     @ivar tx: the transaction environment.
     @ivar tracer: the attached tracer, or L{None}.
+    @ivar fork: the rule set (the block's), read once per frame.
     @ivar limit_dependent: set once something happened whose outcome could
         differ with more gas: the GAS instruction ran, or a frame halted
         exceptionally (out of gas among the reasons).  While it is unset,
@@ -97,17 +101,18 @@ class ExecutionContext:
         output (L{nodex.chain.calls.call_within}).
     """
 
-    __slots__ = ("state", "block", "tx", "tracer", "pending_step", "limit_dependent")
+    __slots__ = ("state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent")
 
     def __init__(
         self,
         state: "State",
-        block: BlockEnvironment,
-        tx: TransactionEnvironment,
+        block: "BlockEnvironment",
+        tx: "TransactionEnvironment",
         tracer: "Tracer | None" = None,
     ) -> None:
         self.state = state
         self.block = block
+        self.fork: "Fork" = block.fork
         self.tx = tx
         self.tracer = tracer
         # A traced CALL or CREATE step waiting for its cost to be known.

@@ -7,7 +7,6 @@ changes if it fails; the CALL and CREATE instructions call them recursively.
 """
 
 import sys
-from collections.abc import Mapping
 
 from nodex.evm.errors import (
     ExceptionalHalt,
@@ -24,16 +23,13 @@ from nodex.evm.errors import (
 from nodex.evm.frame import Evm, ExecutionContext, Message
 from nodex.evm.gas import (
     GAS_BASE,
-    GAS_CODE_DEPOSIT,
     GAS_HIGH,
     GAS_JUMPDEST,
     GAS_MID,
     GAS_VERY_LOW,
-    MAX_CODE_SIZE,
     STACK_LIMIT,
 )
-from nodex.evm.instructions import INSTRUCTIONS
-from nodex.evm.precompiles import PRECOMPILES, Precompile, PrecompileError
+from nodex.evm.precompiles import Precompile, PrecompileError
 from nodex.evm.tracing import Tracer
 
 PUSH0 = 0x5F
@@ -96,17 +92,6 @@ def analyse_code(code: bytes) -> tuple[bytes, frozenset[int], list[int | None]]:
     return result
 
 
-def get_precompiles() -> Mapping[bytes, Precompile]:
-    """
-    The precompiled contracts by address.
-
-    The table is imported with this module, unguarded: a missing dependency
-    of a precompile (C{ckzg}, say) must fail loudly at import, never leave
-    the node running without its precompiles, which is a consensus fault.
-    """
-    return PRECOMPILES
-
-
 def ensure_recursion_limit() -> None:
     """
     Raise Python's recursion limit so that 1024 nested calls fit.
@@ -136,8 +121,8 @@ def process_message(message: Message, context: ExecutionContext) -> Evm:
 def process_create_message(message: Message, context: ExecutionContext) -> Evm:
     """
     Run a creation message: set up the new account, run the initcode and
-    deposit the code it returns (EIP-3541 prefix rule, 24,576-byte limit,
-    200 gas a byte).
+    deposit the code it returns (EIP-3541 prefix rule; the size limit and
+    the price per byte of the fork's gas schedule: 24,576 bytes, 200 gas).
 
     @return: the finished frame; C{error} is L{None} on success.
     """
@@ -153,8 +138,9 @@ def process_create_message(message: Message, context: ExecutionContext) -> Evm:
         try:
             if code[:1] == b"\xef":
                 raise InvalidContractPrefixError
-            evm.gas_left -= len(code) * GAS_CODE_DEPOSIT
-            if evm.gas_left < 0 or len(code) > MAX_CODE_SIZE:
+            schedule = context.fork.gas
+            evm.gas_left -= len(code) * schedule.code_deposit
+            if evm.gas_left < 0 or len(code) > schedule.max_code_size:
                 raise OutOfGasError
         except ExceptionalHalt as error:
             state.revert(snapshot)
@@ -180,7 +166,7 @@ def execute_code(message: Message, context: ExecutionContext) -> Evm:
     """
     code_address = message.code_address
     if code_address is not None:
-        precompile = get_precompiles().get(code_address)
+        precompile = context.fork.precompiles.get(code_address)
         if precompile is not None:
             return _run_precompile(message, context, precompile)
     code, destinations, push_values = analyse_code(message.code)
@@ -233,7 +219,7 @@ def _run(evm: Evm) -> None:
     the gas anyway.
     """
     code = evm.code
-    table = INSTRUCTIONS
+    table = evm.context.fork.instructions
     stack = evm.stack
     push_values = evm.push_values
     destinations = evm.valid_jump_destinations
@@ -320,8 +306,8 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
     frame starts (the gas handed over included), or after it if no child runs.
     """
     code = evm.code
-    table = INSTRUCTIONS
     context = evm.context
+    table = context.fork.instructions
     wants_stack = tracer.wants_stack
     wants_memory = tracer.wants_memory
     stack_ops = getattr(tracer, "stack_ops", ())

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from nodex.evm.frame import Evm
+from nodex.evm.frame import Evm, Message
 from nodex.evm.instructions import OPCODE_NAMES
 
 
@@ -131,7 +131,7 @@ class JSONTracer:
             "stack": [hex(item) for item in stack],
             "depth": evm.message.depth + 1,
             "refund": base + evm.refund_counter,
-            "opName": OPCODE_NAMES[op],
+            "opName": evm.context.fork.opcode_names[op],
         }
         if error is not None:
             line["error"] = getattr(error, "description", type(error).__name__)

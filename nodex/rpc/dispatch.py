@@ -385,16 +385,17 @@ class Dispatcher:
     ) -> Deferred[Response | None]:
         """
         Wait for an asynchronous method, at most until the request's
-        deadline, then build its response.
+        deadline (unless the method is unbounded), then build its response.
         """
         remaining = deadline - self._clock.seconds()
-        timer = self._clock.callLater(max(remaining, 0.0), result.cancel)
+        timer = None if method.unbounded else self._clock.callLater(max(remaining, 0.0), result.cancel)
 
         def answer(value: Any) -> Response | None:
             # One callback for the outcome, the timer and the response: a
             # transaction in auto mode comes through here on every request.
-            if timer.active():
-                timer.cancel()
+            if timer is None or timer.active():
+                if timer is not None:
+                    timer.cancel()
                 if isinstance(value, Failure):
                     response = _error(rpc_error_for(value.value), request_id)
                 else:

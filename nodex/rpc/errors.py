@@ -28,6 +28,7 @@ from nodex.interfaces import (
     BlockNotFoundError,
     CallError,
     CallTimeoutError,
+    DevChainInputError,
     ExecutionRevertedError,
     FilterNotFoundError,
     InvalidBanError,
@@ -198,6 +199,7 @@ ERROR_CODES: dict[type[Exception], int] = {
     KeyfileError: -32000,
     TraceError: -32000,
     TraceQueryError: INVALID_METHOD_PARAMS,
+    DevChainInputError: INVALID_METHOD_PARAMS,
 }
 """
 Exceptions of the lower layers and the JSON-RPC code each becomes.  The

@@ -66,19 +66,28 @@ class Method:
         L{RPCError} or an exception of L{nodex.rpc.errors.ERROR_CODES}.
     @ivar params: the parameters, in order; optional ones last.
     @ivar result: encodes what C{function} returns into JSON.
+    @ivar gated_by: the module that switches the method on and off, when
+        it is not the prefix of its name.
+    @ivar unbounded: the request waits for the method whatever the time
+        limit: its work (a dev chain's run of blocks) cannot be cancelled
+        once started, so a timeout answer would say it failed while it goes on.
     """
 
     name: str
     function: Callable[..., Any]
     params: tuple[Param, ...] = ()
     result: Encoder[Any] = identity
+    gated_by: str | None = None
+    unbounded: bool = False
 
     @property
     def module(self) -> str:
         """
-        The module that gates the method: the prefix of its name.
+        The module that gates the method: C{gated_by} when given (the
+        C{hardhat_*} and C{anvil_*} aliases belong to C{evm}), else the
+        prefix of its name.
         """
-        return self.name.partition("_")[0]
+        return self.gated_by or self.name.partition("_")[0]
 
     def decode_params(self, params: list[Any] | dict[str, Any]) -> list[Any]:
         """

@@ -146,23 +146,29 @@ def proof_object(proof: AccountProof) -> dict[str, Any]:
     }
 
 
-def reverted(exc: ExecutionRevertedError) -> RPCError:
-    """
-    The -32015 answer of a revert, with the payload as C{data}.
-    """
-    return RPCError(str(exc), data=encoders.data(exc.data), code=REVERTED)
+GETH_REVERTED = 3
+"""geth's code of a revert, the only one with which web3.py 8 shows the reason
+(C{rpc.revert_error_code}, DESIGN §1)."""
 
 
-def _revert_error(failure: Failure) -> NoReturn:
+def reverted(exc: ExecutionRevertedError, code: int = REVERTED) -> RPCError:
     """
-    Turn a revert into its -32015 answer; pass any other failure on.
+    The answer of a revert (-32015 unless the node is configured for geth's
+    3), with the payload as C{data}.
+    """
+    return RPCError(str(exc), data=encoders.data(exc.data), code=code)
+
+
+def _revert_error(failure: Failure, code: int) -> NoReturn:
+    """
+    Turn a revert into its answer with C{code}; pass any other failure on.
 
     @raise RPCError: the call reverted.
     """
     failure.trap(ExecutionRevertedError)
     exc = failure.value
     assert isinstance(exc, ExecutionRevertedError)
-    raise reverted(exc) from exc
+    raise reverted(exc, code) from exc
 
 
 class StateMethods:
@@ -170,17 +176,26 @@ class StateMethods:
     State reads and calls at any block.
     """
 
-    def __init__(self, chain: IChainService, state: IStateService, pool: ITransactionPool | None = None) -> None:
+    def __init__(
+        self,
+        chain: IChainService,
+        state: IStateService,
+        pool: ITransactionPool | None = None,
+        revert_error_code: int = REVERTED,
+    ) -> None:
         """
         @param chain: resolves block parameters and knows the head.
         @param state: reads the state and runs calls.
         @param pool: counts the pending transactions of a sender for
             C{eth_getTransactionCount} at C{pending} (without it, C{pending}
             is the head).
+        @param revert_error_code: the code of a revert's answer, -32015 or
+            geth's 3 (C{rpc.revert_error_code}).
         """
         self._chain = chain
         self._state = state
         self._pool = pool
+        self._revert_code = revert_error_code
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -276,22 +291,24 @@ class StateMethods:
         C{eth_call}: the return data of the call on the block's state.
 
         @return: a Deferred firing with the return data, or failing with
-            L{RPCError} -32015 with the revert payload (or as the state
-            service's C{call} fails).
+            L{RPCError} -32015 (or 3) with the revert payload (or as the
+            state service's C{call} fails).
         """
-        return self._at(selector, lambda header: self._state.call(header, request, overrides)).addErrback(_revert_error)
+        return self._at(selector, lambda header: self._state.call(header, request, overrides)).addErrback(
+            _revert_error, self._revert_code
+        )
 
     async def estimate_gas(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> int:
         """
         C{eth_estimateGas}: the least gas with which the call succeeds.
 
-        @raise RPCError: -32015 with the revert payload.
+        @raise RPCError: -32015 (or 3) with the revert payload.
         """
         header = await self._header(selector)
         try:
             return await self._state.estimate_gas(header, request, overrides)
         except ExecutionRevertedError as exc:
-            raise reverted(exc) from exc
+            raise reverted(exc, self._revert_code) from exc
 
     async def get_proof(self, address: Address, keys: list[int], selector: BlockSelector) -> AccountProof:
         """
@@ -300,4 +317,4 @@ class StateMethods:
         return await self._state.get_proof(await self._header(selector), address, keys)
 
 
-__all__ = ["REVERTED", "StateMethods", "call_request", "proof_object", "state_overrides"]
+__all__ = ["GETH_REVERTED", "REVERTED", "StateMethods", "call_request", "proof_object", "state_overrides"]

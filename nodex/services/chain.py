@@ -343,6 +343,37 @@ class ChainService(Service):
         """
         return self._write(self._thd_produce, producer, small=small)
 
+    def store_empty_blocks(self, build: Callable[[Header], Iterable[Block]]) -> Deferred[Block | None]:
+        """
+        Build a run of empty blocks on the tip with C{build} and store them
+        through the importer, all in one writer job (C{hardhat_mine}); the
+        observers get one event adopting the whole run.
+
+        @return: a Deferred firing with the last block stored (L{None} when
+            C{build} gave none), or failing with L{InvalidBlockError}.
+        """
+        return self._write(self._thd_store_empty_blocks, build)
+
+    def _thd_store_empty_blocks(self, build: Callable[[Header], Iterable[Block]]) -> Imported:
+        """
+        Build and store a run of empty blocks on the tip (writer thread).
+        """
+        step = self.importer.store_empty_run(build(self.importer.tip.header))
+        self._after_write(step)
+        return step
+
+    def set_rules(self, rules: ChainRules) -> Deferred[None]:
+        """
+        Replace the network's rules between two writer jobs, for the blocks
+        built and imported from now on (C{evm_setBlockGasLimit} on a dev chain).
+        """
+
+        def job() -> None:
+            self.rules = rules
+            self.importer.rules = rules
+
+        return self._run_writer(job)
+
     def rewind(self, number: int) -> Deferred[None]:
         """
         Make the canonical block at C{number} the head, deleting the canonical

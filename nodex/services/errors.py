@@ -81,3 +81,11 @@ class AccountLockedError(UnknownAccountError):
     The keystore holds the address's key, but it is not unlocked (or its
     unlock has expired).
     """
+
+
+class DevChainInputError(ServiceError):
+    """
+    A dev-chain method's argument that is well-formed but not acceptable
+    (a timestamp not after the head's, a gas limit too low, a malformed
+    state snapshot, a mined transaction to drop); answered -32602.
+    """

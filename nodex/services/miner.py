@@ -202,6 +202,7 @@ class Miner(Service):
         self._max_nonces = max_nonces
         self._enabled = self.mode in ("auto", "interval")
         self._offset = 0
+        self._next_timestamp: int | None = None
         self._loop: LoopingCall | None = None
         self._logged_at: float | None = None
         self._unlogged = 0
@@ -293,6 +294,50 @@ class Miner(Service):
         """
         return self._offset
 
+    # Dev-chain controls (evm_setNextBlockTimestamp, evm_setAutomine,
+    # evm_setIntervalMining, hardhat_mine): see nodex.services.devchain.
+
+    def set_next_timestamp(self, timestamp: int) -> None:
+        """
+        Give the next block exactly C{timestamp} (the C{increase_time}
+        offset is then added to it); later blocks follow the clock again.
+        """
+        self._next_timestamp = timestamp
+
+    def _base_time(self) -> int:
+        """
+        The time the next block's timestamp starts from: the one set by
+        L{set_next_timestamp}, else the clock's.
+        """
+        if self._next_timestamp is not None:
+            return self._next_timestamp
+        return int(self._clock.seconds())
+
+    def take_block_time(self) -> int:
+        """
+        The wanted timestamp of the next block (before the parent-plus-one
+        rule) for a block produced elsewhere (C{hardhat_mine}), consuming
+        the offset and the set timestamp as a mined block does.
+        """
+        wanted = self._base_time() + self._offset
+        self._offset = 0
+        self._next_timestamp = None
+        return wanted
+
+    def set_mode(self, mode: str) -> None:
+        """
+        Switch to another C{mining.mode} (C{auto}, C{interval:N},
+        C{manual}, C{off}) and resume automatic mining in the automatic modes.
+
+        @raise MiningModeError: C{mode} is not a mode.
+        """
+        self.mode, self.interval = parse_mining_mode(mode)
+        self._enabled = self.mode in ("auto", "interval")
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+        self._update_loop()
+
     def mine(self) -> Deferred[Block]:
         """
         Build, seal and store one block of the pool's pending transactions
@@ -357,7 +402,7 @@ class Miner(Service):
         """
         if self.chain.head.header.difficulty > CHEAP_SEAL_DIFFICULTY:
             return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(take, refusal)))
-        now = int(self._clock.seconds())
+        now = self._base_time()
         offset, self._offset = self._offset, 0
         skipped: list[SkippedTransaction] = []
 
@@ -410,7 +455,7 @@ class Miner(Service):
         sealed block through the importer; build again when the head moved
         during the search.
         """
-        now = int(self._clock.seconds())
+        now = self._base_time()
         offset, self._offset = self._offset, 0
         while True:
             built, state = await self.chain.build_on_tip(
@@ -477,6 +522,7 @@ class Miner(Service):
         After a block is stored: drop the transactions the builder found
         invalid from the pool, and log the block.
         """
+        self._next_timestamp = None
         invalid = [entry for entry in skipped if entry.invalid]
         for entry in invalid:
             self.log.info(

@@ -29,6 +29,7 @@ from nodex.chain.calls import (
     estimate_gas,
     execute_call,
 )
+from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import CODE, TRIE_NODES, read_canonical_hash, read_header_rlp, trie_node_reader
 from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
@@ -108,6 +109,7 @@ class StateService(Service):
         estimate_gas_cap: int | None = None,
         readers: int = DEFAULT_READERS,
         inline_call_gas: int = INLINE_CALL_GAS,
+        forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
     ) -> None:
         """
         @param store: the chain's store.
@@ -124,9 +126,11 @@ class StateService(Service):
         @param inline_call_gas: the gas of a call's first run on the calling
             (reactor) thread, before the reader pool (see L{call}); 0 sends
             every call to the pool.
+        @param forks: the network's schedule of EVM rule sets.
         """
         self._store = store
         self._chain_id = chain_id
+        self._forks = forks
         self._clock = clock
         self._pool: ReaderPool | None = None
         if run_in_thread is None:
@@ -456,7 +460,7 @@ class StateService(Service):
         Execute the call with its full gas, or try it within C{budget} gas
         (L{None} if that is not enough to know its result).
         """
-        block = call_environment(header, self._chain_id, self._block_hashes(header))
+        block = call_environment(header, self._chain_id, self._block_hashes(header), self._forks)
         opener = self._opener(header)
         try:
             if budget is None:
@@ -480,7 +484,7 @@ class StateService(Service):
         """
         Run the search in the reader thread.
         """
-        block = call_environment(header, self._chain_id, self._block_hashes(header))
+        block = call_environment(header, self._chain_id, self._block_hashes(header), self._forks)
         upper = min(header.gas_limit, self.estimate_gas_cap)
         try:
             return estimate_gas(self._opener(header), block, request, overrides, upper)

@@ -30,11 +30,12 @@ from nodex.chain.processing import (
     validate_header,
     validate_uncles,
 )
-from nodex.chain.rules import ChainRules
+from nodex.chain.rules import ChainRules, ForkSchedule
 from nodex.crypto import keccak256, private_key_to_address
 from nodex.db.kv import KeyValueStore
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import read_canonical_hash
+from nodex.evm.forks import CANCUN, CANCUN_CLZ
 from nodex.primitives import Address, Hash32
 from nodex.state.state import State
 from nodex.structures.blocks import Block
@@ -289,6 +290,17 @@ class EnvironmentTests(SynchronousTestCase):
         self.assertEqual(environment.blob_base_fee, 1)
         self.assertEqual(environment.prev_randao, (5).to_bytes(32, "big"))
         self.assertEqual((environment.number, environment.gas_limit, environment.chain_id), (0, GAS_LIMIT, 33))
+
+    def test_environment_fork_by_number(self) -> None:
+        """
+        The block's rule set comes from the schedule by block number: Cancun+CLZ by default.
+        """
+        store, genesis = sample_store()
+        self.assertIs(block_environment(genesis, 33, lambda number: None).fork, CANCUN_CLZ)
+        schedule = ForkSchedule.from_mapping({0: "Cancun", 1: "Cancun+CLZ"})
+        self.assertIs(block_environment(genesis, 33, lambda number: None, schedule).fork, CANCUN)
+        child = replace(genesis, number=1)
+        self.assertIs(block_environment(child, 33, lambda number: None, schedule).fork, CANCUN_CLZ)
 
     def test_effective_price(self) -> None:
         """

@@ -6,7 +6,15 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.difficulty import MAIN_RULES, REGTEST_RULES
 from nodex.chain.errors import InvalidBlockError
-from nodex.chain.rules import ChainRules, check_gas_limit, next_gas_limit
+from nodex.chain.rules import (
+    DEFAULT_FORK_SCHEDULE,
+    ChainRules,
+    ForkSchedule,
+    ForkScheduleError,
+    check_gas_limit,
+    next_gas_limit,
+)
+from nodex.evm.forks import CANCUN, CANCUN_CLZ
 
 REGTEST = ChainRules(chain_id=33, difficulty=REGTEST_RULES, target_gas_limit=30_000_000, fixed_gas_limit=True)
 MAIN = ChainRules(chain_id=30, difficulty=MAIN_RULES, target_gas_limit=6_800_000, fixed_gas_limit=False)
@@ -41,3 +49,36 @@ class GasLimitTests(SynchronousTestCase):
         check_gas_limit(MAIN, 6_800_000, 6_800_000 + 6_800_000 // 1024)
         self.assertRaises(InvalidBlockError, check_gas_limit, MAIN, 6_800_000, 6_800_000 + 6_800_000 // 1024 + 1)
         self.assertRaises(InvalidBlockError, check_gas_limit, MAIN, 3_000_000, 2_999_000)
+
+
+class ForkScheduleTests(SynchronousTestCase):
+    """
+    Tests for L{ForkSchedule}: which EVM rule set applies from which block.
+    """
+
+    def test_default(self) -> None:
+        """
+        The default schedule, and the rules' default, is Cancun+CLZ from genesis.
+        """
+        self.assertIs(DEFAULT_FORK_SCHEDULE.fork_at(0), CANCUN_CLZ)
+        self.assertIs(DEFAULT_FORK_SCHEDULE.fork_at(10**9), CANCUN_CLZ)
+        self.assertIs(REGTEST.forks, DEFAULT_FORK_SCHEDULE)
+
+    def test_switch(self) -> None:
+        """
+        A later activation applies from its block on, not before.
+        """
+        schedule = ForkSchedule.from_mapping({0: "Cancun", 100: "Cancun+CLZ"})
+        self.assertIs(schedule.fork_at(0), CANCUN)
+        self.assertIs(schedule.fork_at(99), CANCUN)
+        self.assertIs(schedule.fork_at(100), CANCUN_CLZ)
+        self.assertIs(schedule.fork_at(5000), CANCUN_CLZ)
+        self.assertEqual(schedule.describe(), "Cancun from block 0, Cancun+CLZ from block 100")
+
+    def test_bad_schedules(self) -> None:
+        """
+        A schedule without block 0 or with an unknown fork is refused.
+        """
+        self.assertRaises(ForkScheduleError, ForkSchedule.from_mapping, {1: "Cancun"})
+        exc = self.assertRaises(ForkScheduleError, ForkSchedule.from_mapping, {0: "Osaka"})
+        self.assertIn("'Osaka'", str(exc))

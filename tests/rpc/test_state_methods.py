@@ -276,6 +276,21 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         panic = self.error("eth_estimateGas", {"to": hexed(REVERTER), "data": hexed(selector("divide(uint256,uint256)") + word(1) + word(0))})
         self.assertEqual((panic["code"], panic["data"]), (-32015, hexed(PANIC_SELECTOR + word(0x12))))
 
+    def test_reverts_with_geth_code(self) -> None:
+        """
+        With C{revert_error_code=3}, reverts of eth_call and eth_estimateGas answer code 3, same message and data.
+        """
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        state = StateService(self.store, 33, maybeDeferred, Clock())
+        registry.add(StateMethods(self.chain, state, revert_error_code=3))  # type: ignore[arg-type]
+        self.dispatcher = Dispatcher(registry, Clock())
+        reason = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithReason()"))})
+        self.assertEqual(reason["code"], 3)
+        self.assertEqual(reason["message"], "VM Exception while processing transaction: execution reverted: Reverter: always fails")
+        self.assertTrue(reason["data"].startswith("0x08c379a0"))
+        panic = self.error("eth_estimateGas", {"to": hexed(REVERTER), "data": hexed(selector("divide(uint256,uint256)") + word(1) + word(0))})
+        self.assertEqual((panic["code"], panic["data"]), (3, hexed(PANIC_SELECTOR + word(0x12))))
+
     def test_estimate(self) -> None:
         """
         eth_estimateGas: 21000 for a transfer, the insufficient-funds error.

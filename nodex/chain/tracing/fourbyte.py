@@ -11,7 +11,6 @@ from typing import Any
 from nodex.chain.tracing.limits import TraceBudget
 from nodex.chain.tracing.run import TracedRun
 from nodex.evm.frame import Evm
-from nodex.evm.interpreter import get_precompiles
 
 
 class FourByteTracer:
@@ -34,7 +33,7 @@ class FourByteTracer:
         message = evm.message
         if message.is_create or len(message.data) < 4:
             return
-        if message.code_address in get_precompiles():
+        if message.code_address in evm.context.fork.precompiles:
             return
         key = f"0x{message.data[:4].hex()}-{len(message.data) - 4}"
         if key not in self.counts:

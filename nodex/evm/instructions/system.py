@@ -15,7 +15,6 @@ from nodex.evm.gas import (
     GAS_NEW_ACCOUNT,
     GAS_SELF_DESTRUCT,
     GAS_SELF_DESTRUCT_NEW_ACCOUNT,
-    MAX_INIT_CODE_SIZE,
     STACK_DEPTH_LIMIT,
     init_code_cost,
     max_message_call_gas,
@@ -110,7 +109,7 @@ def create(evm: Evm) -> None:
     start = stack.pop()
     size = stack.pop()
     # GAS
-    if size > MAX_INIT_CODE_SIZE:
+    if size > evm.context.fork.gas.max_init_code_size:
         raise OutOfGasError
     charge_gas(evm, GAS_CREATE + init_code_cost(size))
     expand_memory(evm, start, size)
@@ -132,7 +131,7 @@ def create2(evm: Evm) -> None:
     start = stack.pop()
     size = stack.pop()
     salt = stack.pop()
-    if size > MAX_INIT_CODE_SIZE:
+    if size > evm.context.fork.gas.max_init_code_size:
         raise OutOfGasError
     words = (size + 31) // 32
     charge_gas(evm, GAS_CREATE + GAS_KECCAK256_WORD * words + init_code_cost(size))

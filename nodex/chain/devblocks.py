@@ -1,0 +1,167 @@
+"""
+Blocks of the dev-chain methods (L4): a block that carries a state change
+made by an operator rather than by a transaction, and runs of empty blocks.
+
+Hardhat and Anvil change the state of their head in place
+(C{hardhat_setBalance}, C{anvil_setCode}, ...); nodex keeps every answer
+consistent with a block's state root instead, so each such change is
+written as a new block whose state root holds it (C{docs/compatibility.md}).
+Such a block carries no transaction that explains its state: another node
+re-executing it refuses it.  That is the price of a dev chain whose every
+RPC answer comes from a block; L{nodex.chain.devstate} moves a whole state
+to another node instead.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from nodex.chain.builder import build_block, seal_block
+from nodex.chain.difficulty import next_difficulty
+from nodex.chain.errors import ChainError
+from nodex.chain.pow import solve
+from nodex.chain.processing import BlockHashes, BlockOutcome, receipts_root, transactions_root
+from nodex.chain.rules import ChainRules, next_gas_limit
+from nodex.primitives import Address
+from nodex.state.state import State
+from nodex.structures.bloom import BLOOM_BYTES
+from nodex.structures.blocks import Block
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
+
+EMPTY_TRANSACTIONS_ROOT = transactions_root(())
+EMPTY_RECEIPTS_ROOT = receipts_root(())
+EMPTY_BLOOM = bytes(BLOOM_BYTES)
+
+StateChange = Callable[[State], None]
+"""Changes a L{State} in place (balances, code, nonces, storage)."""
+
+
+class SealSearchError(ChainError):
+    """
+    No seal within the nonce budget: the network's difficulty is beyond the
+    built-in solver.
+    """
+
+
+@dataclass(frozen=True)
+class DevBlockSettings:
+    """
+    How the dev-chain methods build their blocks.
+
+    @ivar coinbase: the block's coinbase.
+    @ivar rules: the network's rules.
+    @ivar extra_data: the blocks' extra data.
+    @ivar max_nonces: the most template nonces tried for one seal.
+    """
+
+    coinbase: Address
+    rules: ChainRules
+    extra_data: bytes = b""
+    max_nonces: int = 2**22
+
+
+def build_dev_block(
+    parent: Header,
+    state: State,
+    block_hashes: BlockHashes,
+    settings: DevBlockSettings,
+    timestamp: int,
+    change: StateChange | None = None,
+) -> tuple[Block, BlockOutcome]:
+    """
+    Build and seal a block without transactions on C{parent}, after
+    applying C{change} to C{state} (the parent's), so that the block's state
+    root holds the change.
+
+    @param timestamp: the wanted timestamp; at least the parent's plus one is used.
+    @raise SealSearchError: no seal within the budget.
+    """
+    if change is not None:
+        change(state)
+    built = build_block(
+        parent,
+        state,
+        (),
+        settings.coinbase,
+        max(timestamp, parent.timestamp + 1),
+        settings.rules,
+        block_hashes,
+        settings.extra_data,
+    )
+    header = built.block.header
+    seal = solve(header.hash_for_merged_mining, header.difficulty, range(settings.max_nonces))
+    if seal is None:
+        raise SealSearchError(
+            f"no seal for block {header.number} at difficulty {header.difficulty} in {settings.max_nonces} nonces"
+        )
+    return seal_block(built.block, seal), built.outcome
+
+
+def empty_blocks(
+    parent: Header, count: int, first_timestamp: int, interval: int, settings: DevBlockSettings
+) -> Iterator[Block]:
+    """
+    Build and seal C{count} empty blocks on C{parent}, each on the one
+    before: no transaction, so each keeps its parent's state root (the
+    chain pays no block reward) and has the empty roots and bloom; the
+    first is stamped C{first_timestamp} (at least the parent's plus one),
+    the others C{interval} seconds apart.
+
+    The headers are made directly rather than by L{build_block}, which
+    would commit an unchanged state for each: a fixture that mines
+    thousands of blocks to move time waits for this loop.
+
+    @param interval: seconds between blocks, at least 1 (timestamps must increase).
+    @raise SealSearchError: no seal within the budget.
+    """
+    rules = settings.rules
+    timestamp = max(first_timestamp, parent.timestamp + 1)
+    for _ in range(count):
+        fields = dict(
+            parent_hash=parent.hash,
+            uncles_hash=EMPTY_UNCLES_HASH,
+            coinbase=settings.coinbase,
+            state_root=parent.state_root,
+            transactions_root=EMPTY_TRANSACTIONS_ROOT,
+            receipts_root=EMPTY_RECEIPTS_ROOT,
+            logs_bloom=EMPTY_BLOOM,
+            difficulty=next_difficulty(rules.difficulty, parent.difficulty, parent.timestamp, timestamp, 0),
+            number=parent.number + 1,
+            gas_limit=next_gas_limit(rules, parent.gas_limit),
+            gas_used=0,
+            timestamp=timestamp,
+            extra_data=settings.extra_data,
+            paid_fees=0,
+            minimum_gas_price=parent.minimum_gas_price,
+            uncle_count=0,
+        )
+        mining_hash = Header(**fields).hash_for_merged_mining
+        seal = solve(mining_hash, fields["difficulty"], range(settings.max_nonces))
+        if seal is None:
+            raise SealSearchError(
+                f"no seal for block {fields['number']} at difficulty {fields['difficulty']}"
+                f" in {settings.max_nonces} nonces"
+            )
+        header = Header(
+            **fields,
+            bitcoin_merged_mining_header=seal.bitcoin_header,
+            bitcoin_merged_mining_merkle_proof=seal.merkle_proof,
+            bitcoin_merged_mining_coinbase_transaction=seal.coinbase,
+        )
+        # The seal leaves the hash for merged mining unchanged: keep the one computed.
+        header.__dict__["hash_for_merged_mining"] = mining_hash
+        block = Block(header, (), ())
+        yield block
+        parent = block.header
+        timestamp += interval
+
+
+__all__ = [
+    "EMPTY_BLOOM",
+    "EMPTY_RECEIPTS_ROOT",
+    "EMPTY_TRANSACTIONS_ROOT",
+    "DevBlockSettings",
+    "SealSearchError",
+    "StateChange",
+    "build_dev_block",
+    "empty_blocks",
+]

@@ -1,0 +1,273 @@
+"""
+The dev-chain controls of regtest and devnet (L5): what the Hardhat and
+Anvil methods (C{hardhat_*}, C{anvil_*}, C{evm_set*}) do to the node.
+
+Every state change is a new block (L{nodex.chain.devblocks}): the head's
+state with the change, written through the chain service's writer like any
+produced block, so that each RPC answer stays consistent with a block's
+state root.  Such a block is stamped with the clock (at least its parent's
+time plus one) and leaves an C{evm_increaseTime} offset or an
+C{evm_setNextBlockTimestamp} time to the next mined block.  C{hardhat_mine}
+builds and stores its whole run of empty blocks in one writer job.
+"""
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.interfaces import IReactorTime
+from zope.interface import implementer
+
+from nodex.chain.devblocks import DevBlockSettings, StateChange, build_dev_block, empty_blocks
+from nodex.chain.devstate import SnapshotError, dump_state, load_state
+from nodex.chain.errors import ChainError
+from nodex.chain.rules import MIN_GAS_LIMIT
+from nodex.interfaces import IDevChain, ImportResult, ITransactionPool
+from nodex.primitives import Address
+from nodex.services.chain import ChainService
+from nodex.services.errors import DevChainInputError
+from nodex.services.miner import CHEAP_SEAL_DIFFICULTY, Miner
+from nodex.state.state import State
+from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
+from nodex.structures.transaction_rules import TX_BASE_COST
+
+MAX_MINED_BLOCKS = 200_000
+"""The most blocks one C{hardhat_mine} writes: the run's blocks are held
+until the chain event that adopts them is published (about 3.3 KiB each,
+some 700 MiB at this bound); a longer run is several calls."""
+
+_LOAD_ATTEMPTS = 3
+"""How often a snapshot's block is built again when another block took the head meanwhile."""
+
+
+@implementer(IDevChain)
+class DevChain:
+    """
+    The dev-chain controls of one node.
+    """
+
+    def __init__(self, chain: ChainService, miner: Miner, pool: ITransactionPool, clock: IReactorTime) -> None:
+        """
+        @param chain: writes the blocks.
+        @param miner: its coinbase, time and mode are changed.
+        @param pool: where dropped transactions are removed.
+        @param clock: the time of the state setters' blocks.
+        """
+        self._chain = chain
+        self._miner = miner
+        self._pool = pool
+        self._clock = clock
+
+    def _settings(self) -> DevBlockSettings:
+        """
+        How blocks are built now: the miner's coinbase, the chain's rules.
+        """
+        return DevBlockSettings(coinbase=self._miner.coinbase, rules=self._chain.rules)
+
+    # State setters
+
+    def _write_change(self, change: StateChange) -> "Deferred[Block]":
+        """
+        Write a block whose state is the head's with C{change} applied.
+        """
+        settings = self._settings()
+        timestamp = int(self._clock.seconds())
+
+        def producer(parent: Header, state: State, block_hashes: Any) -> tuple[Block, Any]:
+            return build_dev_block(parent, state, block_hashes, settings, timestamp, change)
+
+        return self._chain.produce_block(producer)
+
+    def set_balance(self, address: bytes, balance: int) -> "Deferred[Block]":
+        """
+        Write a block in which C{address} holds C{balance} wei.
+        """
+        return self._write_change(lambda state: state.set_balance(Address(address), balance))
+
+    def set_code(self, address: bytes, code: bytes) -> "Deferred[Block]":
+        """
+        Write a block in which C{address} has C{code} (empty: no code).
+        """
+        return self._write_change(lambda state: state.set_code(Address(address), code))
+
+    def set_nonce(self, address: bytes, nonce: int) -> "Deferred[Block]":
+        """
+        Write a block in which C{address} has C{nonce}.
+        """
+        return self._write_change(lambda state: state.set_nonce(Address(address), nonce))
+
+    def set_storage_at(self, address: bytes, slot: int, value: int) -> "Deferred[Block]":
+        """
+        Write a block in which slot C{slot} of C{address} holds C{value}.
+        """
+        return self._write_change(lambda state: state.set_storage(Address(address), slot, value))
+
+    # Blocks and time
+
+    def mine(self, blocks: int, interval: int) -> "Deferred[Block | None]":
+        """
+        Write C{blocks} empty blocks in one writer job: the first at the
+        next block's time (an C{evm_setNextBlockTimestamp} time or the clock
+        plus the C{evm_increaseTime} offset, both consumed), the others
+        C{interval} seconds apart.
+
+        @raise DevChainInputError: C{blocks} above L{MAX_MINED_BLOCKS},
+            C{interval} below 1, or a network whose seals are dear.
+        """
+        difficulty = self._chain.head.header.difficulty
+        if difficulty > CHEAP_SEAL_DIFFICULTY:
+            # Each seal would be searched on the writer thread, holding
+            # every other block for seconds (devnet's difficulty).
+            raise DevChainInputError(
+                f"the head's difficulty {difficulty} is above {CHEAP_SEAL_DIFFICULTY}: runs of blocks need"
+                " a network whose seals are cheap (regtest); mine one block at a time with evm_mine"
+            )
+        if blocks > MAX_MINED_BLOCKS:
+            raise DevChainInputError(
+                f"cannot mine {blocks} blocks at once: at most {MAX_MINED_BLOCKS} per call (call again for more)"
+            )
+        if interval < 1:
+            raise DevChainInputError(f"interval {interval} is below 1 second: block timestamps must increase")
+        if blocks == 0:
+            return succeed(None)
+        settings = self._settings()
+        first = self._miner.take_block_time()
+
+        def build(parent: Header) -> Iterable[Block]:
+            return empty_blocks(parent, blocks, first, interval, settings)
+
+        return self._chain.store_empty_blocks(build)
+
+    def set_next_block_timestamp(self, timestamp: int) -> None:
+        """
+        Stamp the next mined block with C{timestamp}.
+
+        @raise DevChainInputError: not after the head's timestamp.
+        """
+        head = self._chain.head.header.timestamp
+        if timestamp <= head:
+            raise DevChainInputError(
+                f"timestamp {timestamp} is not after the latest block's timestamp {head}"
+            )
+        self._miner.set_next_timestamp(timestamp)
+
+    def set_automine(self, enabled: bool) -> None:
+        """
+        Mine a block per accepted transaction (C{auto}), or only when asked
+        (C{manual}, or C{interval} if interval mining is on).
+        """
+        if enabled:
+            self._miner.set_mode("auto")
+        elif self._miner.mode == "auto":
+            self._miner.set_mode("manual")
+
+    def set_interval_mining(self, milliseconds: int) -> None:
+        """
+        Mine a block every C{milliseconds} (C{interval} mode, automining
+        off); 0 stops interval mining (C{manual}, unless automining is on).
+        """
+        if milliseconds > 0:
+            self._miner.set_mode(f"interval:{milliseconds / 1000}")
+        elif self._miner.mode == "interval":
+            self._miner.set_mode("manual")
+
+    def set_block_gas_limit(self, gas_limit: int) -> "Deferred[None]":
+        """
+        Give the blocks from the next on C{gas_limit} (on devnet, whose
+        limit moves by 1/1024 per block, the target they move towards).
+
+        @raise DevChainInputError: below 21,000 (a fixed limit) or below the
+            network minimum of 3,000,000 (a moving one).
+        """
+        rules = self._chain.rules
+        least = TX_BASE_COST if rules.fixed_gas_limit else MIN_GAS_LIMIT
+        if gas_limit < least:
+            raise DevChainInputError(f"block gas limit {gas_limit} is below {least}")
+        return self._chain.set_rules(replace(rules, target_gas_limit=gas_limit))
+
+    def set_coinbase(self, address: bytes) -> None:
+        """
+        Credit the fees of the blocks from now on to C{address}.
+        """
+        self._miner.coinbase = Address(address)
+
+    # Transactions
+
+    async def _drop(self, tx_hash: bytes) -> bool:
+        """
+        Remove a pooled transaction; refuse a mined one.
+        """
+        if self._pool.get(tx_hash) is not None:
+            self._pool.remove([tx_hash])
+            return True
+        if await self._chain.get_transaction(tx_hash) is not None:
+            raise DevChainInputError(f"transaction 0x{bytes(tx_hash).hex()} is already mined and cannot be dropped")
+        return False
+
+    def drop_transaction(self, tx_hash: bytes) -> "Deferred[bool]":
+        """
+        Remove a transaction from the pool.
+
+        @return: a Deferred firing with whether it was pooled, or failing
+            with L{DevChainInputError} when it is already mined.
+        """
+        return Deferred.fromCoroutine(self._drop(tx_hash))
+
+    # Snapshots
+
+    def dump_state(self) -> "Deferred[dict[str, Any]]":
+        """
+        Every account of the head's state (the format of L{nodex.chain.devstate}).
+        """
+        header = self._chain.head.header
+        chain_id = self._chain.rules.chain_id
+
+        def dump(state: State) -> dict[str, Any]:
+            return dump_state(state.read_node, state.read_code, header.state_root, chain_id, header.number)
+
+        return self._chain.run_with_state(dump, header.state_root)
+
+    def load_state(self, snapshot: Any) -> "Deferred[Block]":
+        """
+        Write a block whose state is the head's with the snapshot's accounts laid over it.
+
+        @return: a Deferred firing with the block, or failing with
+            L{DevChainInputError} when the snapshot is malformed.
+        """
+        return Deferred.fromCoroutine(self._load(snapshot))
+
+    async def _load(self, snapshot: Any) -> Block:
+        """
+        Build the snapshot's block on the tip (the writer's tip state is
+        handed over, not kept: the block's state is another root), then
+        store it; again if another block took the head in between.
+        """
+        settings = self._settings()
+        timestamp = int(self._clock.seconds())
+
+        def build(parent: Header, state: State, block_hashes: Any) -> tuple[Block, Any]:
+            try:
+                root, nodes, codes = load_state(state.read_node, parent.state_root, snapshot)
+            except SnapshotError as exc:
+                raise DevChainInputError(str(exc)) from None
+            loaded = State(
+                lambda node_hash: nodes.get(node_hash) or state.read_node(node_hash),
+                lambda code_hash: codes.get(code_hash) or state.read_code(code_hash),
+                root,
+            )
+            block, outcome = build_dev_block(parent, loaded, block_hashes, settings, timestamp)
+            return block, replace(outcome, nodes={**nodes, **outcome.nodes}, code={**codes, **outcome.code})
+
+        for _ in range(_LOAD_ATTEMPTS):
+            (block, outcome), _state = await self._chain.build_on_tip(build)
+            result = await self._chain.import_built_block(block, outcome)
+            if result == ImportResult.IMPORTED_BEST:
+                return block
+            if result == ImportResult.INVALID_BLOCK:
+                raise ChainError(f"the snapshot's block {block.number} was refused")
+        raise ChainError("the head kept moving while the snapshot was loaded; try again")
+
+
+__all__ = ["MAX_MINED_BLOCKS", "DevChain"]

@@ -1,0 +1,245 @@
+"""
+Tests for L{nodex.services.devchain}, L{nodex.chain.devblocks},
+L{nodex.chain.devstate} and the importer's runs of empty blocks, on a
+memory store with the chain service run synchronously.
+"""
+
+from dataclasses import replace
+
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface.verify import verifyObject
+
+from nodex.chain.devblocks import DevBlockSettings, empty_blocks
+from nodex.chain.devstate import SNAPSHOT_FORMAT, SnapshotError, dump_state, load_state
+from nodex.chain.errors import InvalidBlockError
+from nodex.chain.importer import BlockImporter
+from nodex.db.schema import trie_node_reader
+from nodex.interfaces import IDevChain
+from nodex.primitives import Address
+from nodex.services.chain import ChainService
+from nodex.services.devchain import DevChain
+from nodex.services.errors import DevChainInputError
+from nodex.services.miner import Miner
+from nodex.state.state import State
+from nodex.structures.blocks import Block
+from tests.chain.test_processing import COINBASE, sample_rules, sample_store, transfer
+from tests.services.test_miner import FakePool
+
+TARGET = Address(b"\x42" * 20)
+
+
+class EmptyRunTests(SynchronousTestCase):
+    """
+    Runs of empty blocks: built from headers, checked and stored by the importer.
+    """
+
+    def setUp(self) -> None:
+        """
+        An importer over a sample chain at genesis.
+        """
+        self.store, self.genesis = sample_store()
+        self.importer = BlockImporter(self.store, sample_rules())
+        self.settings = DevBlockSettings(COINBASE, sample_rules())
+
+    def test_run(self) -> None:
+        """
+        A run extends the chain; each block keeps the state root, follows its
+        parent by the interval, and the event adopts the whole run.
+        """
+        blocks = list(empty_blocks(self.genesis, 2500, 100, 7, self.settings))
+        step = self.importer.store_empty_run(blocks, batch_blocks=1000)
+        self.assertEqual(self.importer.tip.header.number, 2500)
+        self.assertEqual(step.head, self.importer.tip)
+        self.assertEqual(len(step.event.adopted), 2500)
+        self.assertEqual([b.header.timestamp for b in blocks[:3]], [100, 107, 114])
+        self.assertEqual({b.header.state_root for b in blocks}, {self.genesis.state_root})
+        # A block built by the ordinary importer path on top still validates.
+        self.assertEqual(self.importer.import_block(next(empty_blocks(blocks[-1].header, 1, 0, 1, self.settings)))[0].result, "IMPORTED_BEST")
+
+    def test_not_empty_refused(self) -> None:
+        """
+        A block whose state root differs from its parent's is refused.
+        """
+        block = next(empty_blocks(self.genesis, 1, 10, 1, self.settings))
+        forged = Block(replace(block.header, state_root=b"\x01" * 32), (), ())
+        self.assertRaises(InvalidBlockError, self.importer.store_empty_run, [forged])
+        self.assertEqual(self.importer.tip.header.number, 0)
+
+
+class SnapshotTests(SynchronousTestCase):
+    """
+    State snapshots: dump, load, refusals.
+    """
+
+    def test_round_trip(self) -> None:
+        """
+        A snapshot loaded on an empty state gives the dumped root.
+        """
+        state = State({}.get, {}.get)
+        state.set_balance(TARGET, 5)
+        state.set_code(TARGET, b"\x60\x00")
+        state.set_storage(TARGET, 3, 9)
+        state.set_nonce(Address(b"\x43" * 20), 2)
+        root, nodes = state.commit()
+        codes = dict(state.new_codes)
+        snapshot = dump_state(nodes.get, codes.get, root, 33, 7)
+        self.assertEqual((snapshot["format"], snapshot["chainId"], snapshot["blockNumber"]), (SNAPSHOT_FORMAT, "0x21", "0x7"))
+        self.assertEqual(len(snapshot["accounts"]), 2)
+        new_root, new_nodes, new_codes = load_state({}.get, State({}.get, {}.get).commit()[0], snapshot)
+        self.assertEqual(new_root, root)
+        self.assertEqual(new_codes, {k: v for k, v in codes.items() if v})
+
+    def test_refusals(self) -> None:
+        """
+        Malformed snapshots are refused with a message naming the place.
+        """
+        empty = State({}.get, {}.get).commit()[0]
+        key = "0x" + "11" * 32
+        cases = [
+            ([], "JSON object"),
+            ({"format": "other"}, "format"),
+            ({"format": SNAPSHOT_FORMAT, "accounts": []}, "accounts"),
+            ({"format": SNAPSHOT_FORMAT, "accounts": {"0x12": {}}}, "want 32 bytes"),
+            ({"format": SNAPSHOT_FORMAT, "accounts": {key: {"colour": 1}}}, "unknown field"),
+            ({"format": SNAPSHOT_FORMAT, "accounts": {key: {"nonce": "0x1" + "0" * 16}}}, "64 bits"),
+            ({"format": SNAPSHOT_FORMAT, "accounts": {key: {"balance": "12"}}}, "hex quantity"),
+            ({"format": SNAPSHOT_FORMAT, "accounts": {key: {"code": "0xzz"}}}, "not hex"),
+        ]
+        for snapshot, words in cases:
+            exc = self.assertRaises(SnapshotError, load_state, {}.get, empty, snapshot)
+            self.assertIn(words, str(exc), snapshot)
+
+
+class DevChainTests(SynchronousTestCase):
+    """
+    Tests for L{DevChain} over a synchronous chain service and miner.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain at genesis, a clock at 1000, a manual miner and a fake pool.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.pool = FakePool()
+        self.miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool)
+        self.dev = DevChain(self.chain, self.miner, self.pool, self.clock)
+        self.events: list = []
+        self.chain.add_observer(self.events.append)
+
+    def state(self) -> State:
+        """
+        The head's state.
+        """
+        return State.from_store(self.store, self.chain.head.header.state_root)
+
+    def test_interface(self) -> None:
+        """
+        L{DevChain} provides L{IDevChain}.
+        """
+        self.assertTrue(verifyObject(IDevChain, self.dev))
+
+    def test_setters_write_blocks(self) -> None:
+        """
+        Each setter writes one block whose state holds the change.
+        """
+        self.successResultOf(self.dev.set_balance(TARGET, 77))
+        self.successResultOf(self.dev.set_nonce(TARGET, 4))
+        self.successResultOf(self.dev.set_code(TARGET, b"\x00"))
+        self.successResultOf(self.dev.set_storage_at(TARGET, 1, 2))
+        self.assertEqual(self.chain.head.header.number, 4)
+        state = self.state()
+        self.assertEqual((state.get_balance(TARGET), state.get_nonce(TARGET)), (77, 4))
+        self.assertEqual((state.get_code(TARGET), state.get_storage(TARGET, 1)), (b"\x00", 2))
+        self.assertEqual(len(self.events), 4)
+        self.assertEqual(self.chain.head.header.timestamp, 1003)
+
+    def test_mine_uses_miner_time(self) -> None:
+        """
+        hardhat_mine starts at the set next timestamp, then follows the interval.
+        """
+        self.dev.set_next_block_timestamp(5000)
+        last = self.successResultOf(self.dev.mine(10, 12))
+        self.assertEqual((last.number, last.header.timestamp), (10, 5000 + 9 * 12))
+        self.assertEqual(len(self.events[-1].adopted), 10)
+        self.assertIsNone(self.successResultOf(self.dev.mine(0, 1)))
+
+    def test_mine_refusals(self) -> None:
+        """
+        An interval below 1 and a timestamp not after the head are refused.
+        """
+        self.assertRaises(DevChainInputError, self.dev.mine, 2, 0)
+        exc = self.assertRaises(DevChainInputError, self.dev.mine, 200_001, 1)
+        self.assertIn("at most 200000 per call", str(exc))
+        self.assertRaises(DevChainInputError, self.dev.set_next_block_timestamp, 0)
+
+    def test_mine_refused_where_seals_are_dear(self) -> None:
+        """
+        A chain whose difficulty is above the cheap-seal bound refuses runs of blocks.
+        """
+        store, _ = sample_store(difficulty=1000)
+        chain = ChainService(store, sample_rules(), self.clock)
+        dev = DevChain(chain, Miner(chain, COINBASE, "manual", self.clock, FakePool()), FakePool(), self.clock)
+        exc = self.assertRaises(DevChainInputError, dev.mine, 5, 1)
+        self.assertIn("difficulty 1000", str(exc))
+
+    def test_next_timestamp_mined_block(self) -> None:
+        """
+        The next block mined by the miner gets the set timestamp; the one after follows the clock.
+        """
+        self.dev.set_next_block_timestamp(4242)
+        self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 4242)
+        self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 4243)
+
+    def test_modes(self) -> None:
+        """
+        Automine and interval mining switch the miner's mode.
+        """
+        self.dev.set_automine(True)
+        self.assertEqual(self.miner.mode, "auto")
+        self.dev.set_interval_mining(1500)
+        self.assertEqual((self.miner.mode, self.miner.interval), ("interval", 1.5))
+        self.dev.set_interval_mining(0)
+        self.assertEqual(self.miner.mode, "manual")
+        self.dev.set_automine(False)
+        self.assertEqual(self.miner.mode, "manual")
+
+    def test_gas_limit_and_coinbase(self) -> None:
+        """
+        The gas limit and the coinbase apply to the next block.
+        """
+        self.successResultOf(self.dev.set_block_gas_limit(12_345_678))
+        self.dev.set_coinbase(TARGET)
+        header = self.successResultOf(self.miner.mine()).header
+        self.assertEqual((header.gas_limit, header.coinbase), (12_345_678, TARGET))
+        self.assertRaises(DevChainInputError, self.dev.set_block_gas_limit, 20_000)
+
+    def test_drop(self) -> None:
+        """
+        A pooled transaction is dropped; an unknown one is not.
+        """
+        transaction = transfer(0, 0)
+        self.pool.transactions.append(transaction)
+        self.assertTrue(self.successResultOf(self.dev.drop_transaction(transaction.hash)))
+        self.assertFalse(self.successResultOf(self.dev.drop_transaction(transaction.hash)))
+
+    def test_dump_and_load(self) -> None:
+        """
+        A dump of one chain loaded into another with the same genesis gives the same root.
+        """
+        self.successResultOf(self.dev.set_balance(TARGET, 99))
+        snapshot = self.successResultOf(self.dev.dump_state())
+        store, _ = sample_store()
+        other = ChainService(store, sample_rules(), self.clock)
+        other_dev = DevChain(other, Miner(other, COINBASE, "manual", self.clock, FakePool()), FakePool(), self.clock)
+        self.successResultOf(other_dev.load_state(snapshot))
+        self.assertEqual(other.head.header.state_root, self.chain.head.header.state_root)
+        failure = self.failureResultOf(other_dev.load_state({"format": "x"}), DevChainInputError)
+        self.assertIn("format", str(failure.value))
+        # A block after the load builds on the loaded state.
+        other_dev_block = self.successResultOf(other_dev.set_nonce(TARGET, 1))
+        self.assertEqual(State.from_store(store, other_dev_block.header.state_root).get_balance(TARGET), 99)
+        self.assertIsNotNone(trie_node_reader(store)(other.head.header.state_root))
