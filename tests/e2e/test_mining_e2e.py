@@ -15,7 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from tests.chain import bitcoin_blocks as bb
 from tests.e2e.test_state_e2e import NodeProcess
 
-DEVNET = {"network": "devnet"}
+DEVNET = {"network": "devnet", "p2p": {"endpoint": "none"}}
 
 TAG = b"NDXBLOCK:"
 
@@ -165,7 +165,7 @@ class CPUMinerTests(SynchronousTestCase):
         and the node reports that it mines, its coinbase and its rate.
         """
         coinbase = "0x" + "c0" * 20
-        node = NodeProcess({"network": "devnet", "mining": {"cpu_miner": True, "coinbase": coinbase}})
+        node = NodeProcess({"network": "devnet", "p2p": {"endpoint": "none"}, "mining": {"cpu_miner": True, "coinbase": coinbase}})
         self.addCleanup(node.stop)
         self.assertIs(node.call("eth_mining"), True)
         self.assertEqual(node.call("eth_coinbase"), coinbase)
