@@ -13,7 +13,7 @@ from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.config import NodeConfig
-from nodex.tap import CHAIN_DIRECTORY, NodeService, Options, compose, compose_wallet, endpoint_on_loopback, makeService
+from nodex.tap import CHAIN_DIRECTORY, SWITCH_INTERVAL, NodeService, Options, compose, compose_wallet, endpoint_on_loopback, makeService
 
 
 
@@ -217,6 +217,25 @@ class MakeServiceTests(SynchronousTestCase):
         self.addCleanup(node.stopService)
         self.assertGreater(gc.get_freeze_count(), 0)
 
+
+    def test_start_shortens_the_switch_interval(self) -> None:
+        """
+        A started node switches threads every L{SWITCH_INTERVAL} seconds, so
+        that the reactor thread gets the interpreter lock soon while the
+        writer imports.
+        """
+        import sys
+
+        previous = sys.getswitchinterval()
+        self.addCleanup(sys.setswitchinterval, previous)
+        sys.setswitchinterval(0.005)
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none", "--ws", "none"])
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        node.startService()
+        self.addCleanup(node.stopService)
+        self.assertAlmostEqual(sys.getswitchinterval(), SWITCH_INTERVAL)
 
     def test_nothing_opened_before_start(self) -> None:
         """
