@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nodex.chaintool import run_export, run_import  # noqa: E402
+from nodex.config import load_config  # noqa: E402
 from nodex.crypto import private_key_to_address  # noqa: E402
 from nodex.services.accounts import regtest_keys  # noqa: E402
 from nodex.structures.transactions import LegacyTransaction, sign_transaction  # noqa: E402
@@ -197,7 +198,8 @@ def scenario_automine(work: Path, seconds: float = 10.0) -> str:
         "network": "devnet",
         "mining": {"mode": "auto"},
         "p2p": {"endpoint": "none"},
-        "genesis": {"alloc": {sender: {"balance": str(10**30)}}},
+        # A genesis table replaces the preset's whole: the preset's, with a funded sender.
+        "genesis": {**load_config(None, {"network": "devnet"}).genesis, "alloc": {sender: {"balance": str(10**30)}}},
     }
     process, port = start_node(str(work / "automine-node"), layer)
     latencies: list[float] = []
