@@ -632,21 +632,7 @@ class BlockImporter:
                 return None if found is None else Hash32(found)
 
             return canonical
-        walked: dict[int, Hash32] = {parent.number: parent.hash}
-        cursor = [parent]
-
-        def walk(number: int) -> Hash32 | None:
-            if not 0 <= number <= parent.number:
-                return None
-            while number not in walked:
-                header = self._read_header(cursor[0].parent_hash)
-                if header is None:
-                    return None
-                walked[header.number] = header.hash
-                cursor[0] = header
-            return walked[number]
-
-        return walk
+        return ancestry_hashes(parent, self._read_header)
 
     def stored_block(self, block_hash: bytes) -> Block:
         """
@@ -684,6 +670,29 @@ class BlockImporter:
         return None if raw is None else decode_receipts(raw)
 
 
+def ancestry_hashes(parent: Header, read_header: HeaderReader) -> BlockHashes:
+    """
+    The BLOCKHASH lookup of a child of C{parent} that walks C{parent}'s own
+    ancestry (right for a block off the canonical chain), reading each
+    header once, lazily.
+    """
+    walked: dict[int, Hash32] = {parent.number: parent.hash}
+    cursor = [parent]
+
+    def walk(number: int) -> Hash32 | None:
+        if not 0 <= number <= parent.number:
+            return None
+        while number not in walked:
+            header = read_header(cursor[0].parent_hash)
+            if header is None:
+                return None
+            walked[header.number] = header.hash
+            cursor[0] = header
+        return walked[number]
+
+    return walk
+
+
 def read_head(store: KeyValueStore, read_header: HeaderReader) -> ChainHead:
     """
     The head the store records.
@@ -718,6 +727,7 @@ __all__ = [
     "Imported",
     "MAX_ORPHANS",
     "TIP_STATE_BLOCKS",
+    "ancestry_hashes",
     "outcomes",
     "read_head",
 ]

@@ -7,6 +7,7 @@ on a reader thread (C{thd_}) and reads only what the store holds.
 
 from collections.abc import Sequence
 
+from nodex.chain.importer import ancestry_hashes
 from nodex.chain.builder import build_block
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
@@ -99,21 +100,7 @@ class ChainReads:
         """
         The BLOCKHASH lookup of a child of C{parent}, walking its own ancestry.
         """
-        walked: dict[int, Hash32] = {parent.number: parent.hash}
-        cursor = [parent]
-
-        def walk(number: int) -> Hash32 | None:
-            if not 0 <= number <= parent.number:
-                return None
-            while number not in walked:
-                header = self.thd_header(cursor[0].parent_hash)
-                if header is None:
-                    return None
-                walked[header.number] = header.hash
-                cursor[0] = header
-            return walked[number]
-
-        return walk
+        return ancestry_hashes(parent, self.thd_header)
 
     def thd_network_hashrate(self, head: Header, total_difficulty: int, since: int) -> int:
         """
