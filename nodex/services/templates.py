@@ -14,7 +14,7 @@ from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
 from nodex.chain.uncles import select_uncles, still_useful
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_body_rlp, read_header_rlp, read_total_difficulty
-from nodex.primitives import Address, Hash32
+from nodex.primitives import Address
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
