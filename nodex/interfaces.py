@@ -54,7 +54,7 @@ from nodex.services.errors import (
     WorkSubmissionError,
     UnlockRefusedError,
 )
-from nodex.services.scoring import ScoringRecord
+from nodex.services.scoring import PeerEvent, ScoringRecord
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -732,28 +732,6 @@ class IBlockSource(Interface):
         """
         Stored blocks by hash, in the order asked (L{None} for the unknown).
         """
-
-
-class PeerEvent:
-    """
-    The events of the peer scoring model (reference §15), in its order.
-    """
-
-    INVALID_BLOCK = "INVALID_BLOCK"
-    VALID_BLOCK = "VALID_BLOCK"
-    INVALID_TRANSACTION = "INVALID_TRANSACTION"
-    VALID_TRANSACTION = "VALID_TRANSACTION"
-    FAILED_HANDSHAKE = "FAILED_HANDSHAKE"
-    SUCCESSFUL_HANDSHAKE = "SUCCESSFUL_HANDSHAKE"
-    INVALID_NETWORK = "INVALID_NETWORK"
-    INCOMPATIBLE_PROTOCOL = "INCOMPATIBLE_PROTOCOL"
-    UNEXPECTED_GENESIS = "UNEXPECTED_GENESIS"
-    DISCONNECTION = "DISCONNECTION"
-    REPEATED_MESSAGE = "REPEATED_MESSAGE"
-    INVALID_MESSAGE = "INVALID_MESSAGE"
-    UNEXPECTED_MESSAGE = "UNEXPECTED_MESSAGE"
-    TIMEOUT_MESSAGE = "TIMEOUT_MESSAGE"
-    INVALID_HEADER = "INVALID_HEADER"
 
 
 class IReputation(Interface):
