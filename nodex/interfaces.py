@@ -220,10 +220,12 @@ class IChainService(Interface):
             submissions and peer scoring.
         """
 
-    def import_blocks(blocks: "Sequence[Block]") -> "Deferred[list[ImportOutcome]]":
+    def import_blocks(blocks: "Sequence[Block]", built_here: bool = False) -> "Deferred[list[ImportOutcome]]":
         """
         Import a run of blocks in order (each in its own atomic batch),
-        stopping after the first invalid one.
+        stopping after the first invalid one.  C{built_here}: the blocks are
+        this node's own sealed templates, whose transactions may carry a dev
+        chain's impersonation marker (blocks from peers and files never may).
 
         @return: a Deferred firing with an L{ImportOutcome} per block
             imported or refused, the refused one last.
@@ -449,6 +451,11 @@ class IAccounts(Interface):
         """
         The wallet's accounts, locked or not, in a stable order
         (C{eth_accounts}): development and seed accounts, then the keystore's.
+        """
+
+    def holds(address: bytes) -> bool:
+        """
+        Whether the node holds an unlocked key for C{address} now.
         """
 
     def sign_transaction(unsigned: Any, address: bytes) -> "Deferred[Transaction]":
@@ -995,6 +1002,22 @@ class IDevChain(Interface):
     def load_state(snapshot: Any) -> "Deferred[Block]":
         """
         Write a block whose state is the head's with C{snapshot}'s accounts laid over it.
+        """
+
+    def impersonate_account(address: bytes) -> None:
+        """
+        Let C{eth_sendTransaction} send from C{address} without its key
+        (the impersonation marker, C{docs/devchain.md}).
+        """
+
+    def stop_impersonating_account(address: bytes) -> bool:
+        """
+        Stop impersonating C{address}; whether it was impersonated.
+        """
+
+    def set_auto_impersonate(enabled: bool) -> None:
+        """
+        Impersonate every address, or only those named one by one.
         """
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from nodex.manhole import ManholeService
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
-from nodex.chain.networks import REGTEST_MINER_ADDRESS, chain_rules
+from nodex.chain.networks import DEV_NETWORKS, REGTEST_MINER_ADDRESS, chain_rules
 from nodex.chain.rules import ForkSchedule
 from nodex.chain.tracing.limits import TraceLimits
 from nodex.config import (
@@ -79,7 +79,7 @@ from nodex.services.pool import AutoMining, TransactionPool
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
 from nodex.services.rawchain import RawChainData
-from nodex.services.devchain import DevChain
+from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
@@ -537,6 +537,7 @@ def compose_pool(
     miner: Miner,
     work: WorkService | None = None,
     peers: IPeerNetwork | None = None,
+    impersonation: Impersonation | None = None,
 ) -> tuple[TransactionPool, list[IMethodProvider]]:
     """
     Add the transaction pool to C{node}, connect it to the miner, and return
@@ -549,9 +550,14 @@ def compose_pool(
     of its own.
 
     @param peers: the peer network, whose sync C{eth_syncing} reports.
+    @param impersonation: a dev chain's impersonated accounts, whose
+        transactions the pool admits and C{eth_sendTransaction} sends
+        without keys.
     """
+    impersonating = None if impersonation is None else impersonation.is_impersonated
     pool = TransactionPool(
-        chain, chain.store, node.chain_threads.run_reader, store_thread=SerialThread(reactor, "pool-store")
+        chain, chain.store, node.chain_threads.run_reader, store_thread=SerialThread(reactor, "pool-store"),
+        impersonating=impersonating,
     )
     pool.setName("pool")
     pool.setServiceParent(node)
@@ -562,7 +568,7 @@ def compose_pool(
     accounts = node.getServiceNamed("accounts")
     providers: list[IMethodProvider] = [
         ChainMethods(chain, pool, peers),
-        TransactionMethods(chain, pool, accounts, miner, work),
+        TransactionMethods(chain, pool, accounts, miner, work, impersonating),
         TxPoolMethods(pool),
         EvmMethods(chain, pool, miner),
         PersonalMethods(accounts, pool, config.chain_id),
@@ -571,21 +577,25 @@ def compose_pool(
     return pool, providers
 
 
-DEV_CHAIN_NETWORKS = ("regtest", "devnet")
-"""The networks that serve the Hardhat and Anvil dev-chain methods (DESIGN §6)."""
-
-
 def compose_dev_chain(
-    config: NodeConfig, reactor: Any, chain: ChainService, miner: Miner, pool: ITransactionPool
+    config: NodeConfig,
+    reactor: Any,
+    chain: ChainService,
+    miner: Miner,
+    pool: ITransactionPool,
+    impersonation: Impersonation | None = None,
 ) -> list[IMethodProvider]:
     """
     The dev-chain methods of issue 18 (C{hardhat_*}, C{anvil_*},
-    C{evm_set*}, gated by the C{evm} module) on regtest and devnet; none
-    on main and testnet, whatever their modules say.
+    C{evm_set*}, gated by the C{evm} module) on regtest and devnet
+    (L{DEV_NETWORKS}, DESIGN §6); none on main and testnet, whatever their
+    modules say.
+
+    @param impersonation: the impersonated accounts the pool consults.
     """
-    if config.network not in DEV_CHAIN_NETWORKS:
+    if config.network not in DEV_NETWORKS:
         return []
-    return [DevMethods(DevChain(chain, miner, pool, reactor))]
+    return [DevMethods(DevChain(chain, miner, pool, reactor, impersonation))]
 
 
 def compose_state_and_logs(
@@ -792,7 +802,10 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     # The P2P service takes the reputation service as its IReputation.
     reputation, reputation_providers = compose_reputation(config, reactor, node)
     peers = compose_p2p(config, reactor, chain, reputation)
-    pool, providers = compose_pool(config, reactor, node, chain, miner, work, peers)
+    # A dev chain's impersonated accounts: the dev methods name them, the
+    # pool and eth_sendTransaction consult them.
+    impersonation = Impersonation() if config.network in DEV_NETWORKS else None
+    pool, providers = compose_pool(config, reactor, node, chain, miner, work, peers, impersonation)
     providers += mining_providers
     providers += compose_state_and_logs(config, reactor, node, chain, pool)
     providers += reputation_providers
@@ -804,7 +817,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
-    providers += compose_dev_chain(config, reactor, chain, miner, pool)
+    providers += compose_dev_chain(config, reactor, chain, miner, pool, impersonation)
     providers += compose_tracing(config, reactor, node, chain)
     providers.append(compose_raw_chain(node, chain))
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None

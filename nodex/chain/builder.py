@@ -136,7 +136,7 @@ def build_block(
         if gas_limit - gas_used < TX_BASE_COST:
             break
         try:
-            sender = checked_sender(transaction, rules.chain_id)
+            sender = checked_sender(transaction, rules.chain_id, rules.impersonation)
         except InvalidTransactionError as exc:
             skipped.append(SkippedTransaction(transaction, str(exc), True))
             continue

@@ -229,18 +229,22 @@ class BlockImporter:
 
     # Imports
 
-    def import_block(self, block: Block, now: int | None = None) -> list[Imported]:
+    def import_block(self, block: Block, now: int | None = None, built_here: bool = False) -> list[Imported]:
         """
         Validate, execute and store a block from any source, adopting it if
         its chain is the heaviest; then the blocks kept aside that were
         waiting for it, and theirs.
 
         @param now: the time for the check of future timestamps (L{None}: no check).
+        @param built_here: the block was built by this node (a template
+            sealed by a miner): on a network whose rules allow it, its
+            transactions may carry the impersonation marker of a dev
+            chain's own users; a block from a peer or a chain file never may.
         @return: the step of C{block} first, then those of the kept blocks
             that followed it.  A block whose parent is unknown is kept aside
             (at most L{MAX_ORPHANS}) and answers C{NO_PARENT}.
         """
-        steps = [self._import_one(block, now)]
+        steps = [self._import_one(block, now, built_here)]
         if steps[0].result in (ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_NOT_BEST):
             steps.extend(self._adopt_orphans(block.hash, now))
         return steps
@@ -445,7 +449,7 @@ class BlockImporter:
 
     # The steps
 
-    def _import_one(self, block: Block, now: int | None) -> Imported:
+    def _import_one(self, block: Block, now: int | None, built_here: bool = False) -> Imported:
         """
         Import one block (no kept-aside blocks).
         """
@@ -469,7 +473,10 @@ class BlockImporter:
             validate_uncles(block, self.ancestry(parent) if block.uncles else [], self.rules)
             state = self._state_for(parent)
             self._tip_state = None
-            outcome = apply_block(block, state, self.rules.chain_id, self.block_hashes(parent), self.rules.forks)
+            outcome = apply_block(
+                block, state, self.rules.chain_id, self.block_hashes(parent), self.rules.forks,
+                impersonation=built_here and self.rules.impersonation,
+            )
             validate_block(block, outcome)
         except (InvalidBlockError, StateError) as exc:
             return Imported(ImportResult.INVALID_BLOCK, reason=str(exc), block_hash=block_hash)

@@ -31,6 +31,10 @@ REGTEST_MINER_KEY = keccak256(b"regtest_miner_secret_please_change")
 REGTEST_MINER_ADDRESS: Address = private_key_to_address(REGTEST_MINER_KEY)
 
 
+DEV_NETWORKS = frozenset({"regtest", "devnet"})
+"""The networks whose own blocks may carry impersonated senders' transactions."""
+
+
 class UnknownNetworkError(ChainError):
     """
     A network name that has no consensus constants.
@@ -50,12 +54,18 @@ def chain_rules(network: str, chain_id: int, forks: ForkSchedule = DEFAULT_FORK_
         raise UnknownNetworkError(
             f"no consensus rules for network {network!r}: want one of {', '.join(sorted(_DIFFICULTY))}"
         ) from None
+    dev_chain = network in DEV_NETWORKS
     if network == "regtest":
-        return ChainRules(chain_id, difficulty, REGTEST_GAS_LIMIT, fixed_gas_limit=True, forks=forks)
-    return ChainRules(chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False, forks=forks)
+        return ChainRules(
+            chain_id, difficulty, REGTEST_GAS_LIMIT, fixed_gas_limit=True, forks=forks, impersonation=dev_chain
+        )
+    return ChainRules(
+        chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False, forks=forks, impersonation=dev_chain
+    )
 
 
 __all__ = [
+    "DEV_NETWORKS",
     "REGTEST_GAS_LIMIT",
     "REGTEST_MINER_ADDRESS",
     "REGTEST_MINER_KEY",

@@ -138,25 +138,28 @@ def cumulative_difficulty(block: Block) -> int:
     return block.header.difficulty + sum(uncle.difficulty for uncle in block.uncles)
 
 
-def checked_sender(transaction: Transaction, chain_id: int) -> Address:
+def checked_sender(transaction: Transaction, chain_id: int, impersonation: bool = False) -> Address:
     """
     The sender of a transaction that may run on chain C{chain_id}.
+
+    @param impersonation: whether an impersonation marker names a sender
+        here (see L{validate_transaction}).
 
     @raise InvalidTransactionError: the signature gives no sender, the
         transaction names another chain, or breaks a static rule.
     """
-    validate_transaction(transaction, chain_id)
+    validate_transaction(transaction, chain_id, impersonation)
     return transaction.sender
 
 
-def sender_of(transaction: Transaction, index: int, chain_id: int) -> Address:
+def sender_of(transaction: Transaction, index: int, chain_id: int, impersonation: bool = False) -> Address:
     """
     The sender of a block's transaction (see L{checked_sender}).
 
     @raise InvalidBlockError: the transaction cannot run on this chain.
     """
     try:
-        return checked_sender(transaction, chain_id)
+        return checked_sender(transaction, chain_id, impersonation)
     except InvalidTransactionError as exc:
         raise InvalidBlockError(f"transaction {index} (0x{transaction.hash.hex()}): {exc}") from exc
 
@@ -218,12 +221,15 @@ def apply_block(
     chain_id: int,
     block_hashes: BlockHashes,
     forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
+    impersonation: bool = False,
 ) -> BlockOutcome:
     """
     Execute a block's transactions on C{state}, its parent's state, and commit it.
 
     @param block_hashes: the lookup of the block's ancestors for BLOCKHASH.
     @param forks: the network's schedule, which chooses the block's rule set.
+    @param impersonation: whether the block may carry transactions of
+        impersonated senders (a dev chain's block built by this node).
     @raise InvalidBlockError: a transaction cannot be included (bad
         signature, another chain's id, nonce, balance, gas, price below the
         block's minimum).
@@ -234,7 +240,7 @@ def apply_block(
     gas_used = 0
     paid_fees = 0
     for index, transaction in enumerate(block.transactions):
-        sender = sender_of(transaction, index, chain_id)
+        sender = sender_of(transaction, index, chain_id, impersonation)
         try:
             receipt, gas, fee = execute_transaction(
                 state, environment, transaction, sender, gas_used, header.minimum_gas_price

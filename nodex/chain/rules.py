@@ -91,6 +91,10 @@ class ChainRules:
     @ivar max_seconds_in_future: how far ahead of the local clock a block's
         timestamp may be when it is imported.
     @ivar forks: which EVM rule set applies from which block.
+    @ivar impersonation: whether the node's own blocks may carry
+        transactions of impersonated senders (the dev chains, regtest and
+        devnet, C{docs/devchain.md}); blocks from peers and chain files
+        never may.
     """
 
     chain_id: int
@@ -99,6 +103,7 @@ class ChainRules:
     fixed_gas_limit: bool
     max_seconds_in_future: int = 60
     forks: ForkSchedule = field(default=DEFAULT_FORK_SCHEDULE)
+    impersonation: bool = False
 
 
 def next_gas_limit(rules: ChainRules, parent_gas_limit: int) -> int:

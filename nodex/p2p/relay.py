@@ -232,8 +232,12 @@ class ChainRelay:
 
     def transaction_pending(self, transaction: Transaction) -> None:
         """
-        Send a transaction that became pending to the peers that have not seen it.
+        Send a transaction that became pending to the peers that have not
+        seen it; not an impersonated sender's, which only this dev node
+        accepts (C{docs/devchain.md}).
         """
+        if transaction.impersonated:
+            return
         for peer in self._peers():
             if transaction.hash not in peer.known_transactions:
                 peer.known_transactions.add(transaction.hash)

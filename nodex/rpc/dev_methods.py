@@ -131,6 +131,19 @@ class DevMethods:
         storage = (target, Param("position", quantity), Param("value", storage_word))
         methods += self._pair("setStorageAt", self.set_storage_at, storage)
         methods += self._pair("setCoinbase", dev.set_coinbase, (target,))
+        methods += self._pair("impersonateAccount", dev.impersonate_account, (target,))
+        methods += [
+            # Hardhat answers whether the account was impersonated, Anvil null.
+            Method(
+                "hardhat_stopImpersonatingAccount", dev.stop_impersonating_account, (target,),
+                encoders.identity, gated_by=MODULE,
+            ),
+            Method("anvil_stopImpersonatingAccount", dev.stop_impersonating_account, (target,), _null, gated_by=MODULE),
+            Method(
+                "anvil_autoImpersonateAccount", dev.set_auto_impersonate, (Param("enabled", boolean),),
+                _null, gated_by=MODULE,
+            ),
+        ]
         methods += [
             Method("hardhat_dropTransaction", dev.drop_transaction, (Param("hash", hash32),), encoders.identity, gated_by=MODULE),
             Method("anvil_dropTransaction", self.drop_transaction_anvil, (Param("hash", hash32),), encoders.nullable(encoders.data), gated_by=MODULE),

@@ -10,7 +10,7 @@ A transaction accepted in the miner's C{auto} mode is mined before the
 answer: the pool fires only once its observers (the miner) are done.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -42,6 +42,7 @@ from nodex.structures.transactions import (
     LegacyTransaction,
     Transaction,
     decode_transaction,
+    impersonate,
 )
 
 DEFAULT_GAS = 90000
@@ -183,6 +184,7 @@ class TransactionMethods:
         accounts: IAccounts,
         miner: IMiner,
         work: IWorkService | None = None,
+        impersonating: Callable[[bytes], bool] | None = None,
     ) -> None:
         """
         @param chain: gives the chain id and the head's minimum gas price.
@@ -190,8 +192,12 @@ class TransactionMethods:
         @param accounts: signs C{eth_sendTransaction} requests.
         @param miner: the coinbase and whether the node mines.
         @param work: the work service, whose built-in CPU miner also counts as mining.
+        @param impersonating: on a dev chain, tells whether an address is
+            impersonated now (C{hardhat_impersonateAccount}): its requests
+            are sent without a key, with the impersonation marker.
         """
         self._work = work
+        self._impersonating = impersonating
         self._chain = chain
         self._pool = pool
         self._accounts = accounts
@@ -225,13 +231,18 @@ class TransactionMethods:
     async def send_transaction(self, request: dict[str, Any]) -> Hash32:
         """
         Fill in the defaults of a transaction request, sign it with an
-        unlocked account and hand it to the pool.
+        unlocked account and hand it to the pool; on a dev chain, send it
+        from an impersonated account whose key the node does not hold
+        with the impersonation marker instead of a signature.
         """
         sender: Address = request["from"]
         nonce = request.get("nonce")
         if nonce is None:
             nonce = await self._pool.next_nonce(sender)
-        unsigned = build_unsigned(request, self._chain.chain_id, nonce)
+        chain_id = self._chain.chain_id
+        unsigned = build_unsigned(request, chain_id, nonce)
+        if self._impersonating is not None and self._impersonating(sender) and not self._accounts.holds(sender):
+            return await self._pool.add(impersonate(unsigned, sender, chain_id))
         signed = await self._accounts.sign_transaction(unsigned, sender)
         return await self._pool.add(signed)
 

@@ -270,11 +270,14 @@ class ChainService(Service):
             .addCallback(explained)
         )
 
-    def import_blocks(self, blocks: Sequence[Block]) -> Deferred[list[ImportOutcome]]:
+    def import_blocks(self, blocks: Sequence[Block], built_here: bool = False) -> Deferred[list[ImportOutcome]]:
         """
         Import a run of blocks in order, each validated, executed and
         written in its own batch, in writer jobs of at most
         L{RUN_JOB_BLOCKS} blocks, stopping after the first invalid one.
+
+        @param built_here: the blocks are this node's own templates, sealed
+            by a miner (see L{BlockImporter.import_block}).
 
         @return: a Deferred firing with an L{ImportOutcome} per block
             imported or refused (blocks kept aside that followed them
@@ -295,7 +298,7 @@ class ChainService(Service):
         def next_job() -> None:
             job = pending[:RUN_JOB_BLOCKS]
             del pending[:RUN_JOB_BLOCKS]
-            self._run_writer(self._thd_import_run, job).addCallback(published).addErrback(finished.errback)
+            self._run_writer(self._thd_import_run, job, built_here).addCallback(published).addErrback(finished.errback)
 
         next_job()
         return finished
@@ -395,7 +398,7 @@ class ChainService(Service):
 
     # Writer jobs: the importer, then the service's cache of recent blocks
 
-    def _thd_import_run(self, blocks: Sequence[Block]) -> tuple[list[Imported], bool]:
+    def _thd_import_run(self, blocks: Sequence[Block], built_here: bool = False) -> tuple[list[Imported], bool]:
         """
         Import blocks in order through the importer, stopping after the
         first refused one (writer thread).
@@ -405,7 +408,7 @@ class ChainService(Service):
         now = int(self._clock.seconds())
         steps: list[Imported] = []
         for block in blocks:
-            done = self.importer.import_block(block, now)
+            done = self.importer.import_block(block, now, built_here)
             for step in done:
                 self._after_write(step)
                 self._log_import(step)

@@ -42,23 +42,69 @@ _LOAD_ATTEMPTS = 3
 """How often a snapshot's block is built again when another block took the head meanwhile."""
 
 
+class Impersonation:
+    """
+    The accounts a dev chain lets C{eth_sendTransaction} send from without
+    their keys: the pool admits the impersonation marker of these senders
+    only, while they are impersonated.  Kept in memory, as Hardhat and
+    Anvil keep theirs: a restart forgets them (C{docs/devchain.md}).
+
+    @ivar automatic: every address is impersonated (C{anvil_autoImpersonateAccount}).
+    """
+
+    def __init__(self) -> None:
+        self._addresses: set[bytes] = set()
+        self.automatic = False
+
+    def is_impersonated(self, address: bytes) -> bool:
+        """
+        Whether transactions from C{address} need no key now.
+        """
+        return self.automatic or bytes(address) in self._addresses
+
+    def start(self, address: bytes) -> None:
+        """
+        Impersonate C{address}.
+        """
+        self._addresses.add(bytes(address))
+
+    def stop(self, address: bytes) -> bool:
+        """
+        Stop impersonating C{address}; whether it was impersonated one by one.
+        """
+        if bytes(address) not in self._addresses:
+            return False
+        self._addresses.discard(bytes(address))
+        return True
+
+
 @implementer(IDevChain)
 class DevChain:
     """
     The dev-chain controls of one node.
     """
 
-    def __init__(self, chain: ChainService, miner: Miner, pool: ITransactionPool, clock: IReactorTime) -> None:
+    def __init__(
+        self,
+        chain: ChainService,
+        miner: Miner,
+        pool: ITransactionPool,
+        clock: IReactorTime,
+        impersonation: Impersonation | None = None,
+    ) -> None:
         """
         @param chain: writes the blocks.
         @param miner: its coinbase, time and mode are changed.
         @param pool: where dropped transactions are removed.
         @param clock: the time of the state setters' blocks.
+        @param impersonation: the impersonated accounts the pool and
+            C{eth_sendTransaction} consult (a set of its own by default).
         """
         self._chain = chain
         self._miner = miner
         self._pool = pool
         self._clock = clock
+        self._impersonation = Impersonation() if impersonation is None else impersonation
 
     def _settings(self) -> DevBlockSettings:
         """
@@ -215,6 +261,27 @@ class DevChain:
         """
         return Deferred.fromCoroutine(self._drop(tx_hash))
 
+    # Impersonation
+
+    def impersonate_account(self, address: bytes) -> None:
+        """
+        Let C{eth_sendTransaction} send from C{address} without its key.
+        """
+        self._impersonation.start(address)
+
+    def stop_impersonating_account(self, address: bytes) -> bool:
+        """
+        Stop impersonating C{address}; whether it was impersonated.  Its
+        transactions already pooled stay and are mined.
+        """
+        return self._impersonation.stop(address)
+
+    def set_auto_impersonate(self, enabled: bool) -> None:
+        """
+        Impersonate every address (C{True}), or only those named one by one.
+        """
+        self._impersonation.automatic = enabled
+
     # Snapshots
 
     def dump_state(self) -> "Deferred[dict[str, Any]]":
@@ -270,4 +337,4 @@ class DevChain:
         raise ChainError("the head kept moving while the snapshot was loaded; try again")
 
 
-__all__ = ["MAX_MINED_BLOCKS", "DevChain"]
+__all__ = ["Impersonation", "MAX_MINED_BLOCKS", "DevChain"]

@@ -166,6 +166,7 @@ class TransactionPool(Service):
         global_slots: int = GLOBAL_SLOTS,
         price_bump_percent: int = PRICE_BUMP_PERCENT,
         store_thread: SerialThread | None = None,
+        impersonating: Callable[[bytes], bool] | None = None,
     ) -> None:
         """
         @param chain: the chain whose head the transactions are checked against;
@@ -181,6 +182,11 @@ class TransactionPool(Service):
             L{None} writes at once on the calling thread (unit tests).
         @param read_account: reads an account at a state root (default: from
             C{store}'s state tries).
+        @param impersonating: on a dev chain, tells whether an address is
+            impersonated now: a transaction carrying the impersonation
+            marker of such a sender is admitted (C{docs/devchain.md});
+            L{None} (main, testnet) refuses every marker as the invalid
+            signature it is.
         """
         self._chain = chain
         self._store = store
@@ -196,6 +202,7 @@ class TransactionPool(Service):
         self._in_flight: dict[Hash32, Transaction] = {}
         self._persisted: set[Hash32] = set()
         self._store_thread = store_thread
+        self._impersonating = impersonating
         self._stopped = False
         chain.add_observer(self._chain_changed)
 
@@ -407,7 +414,7 @@ class TransactionPool(Service):
         if transaction.nonce >= UINT64_CEILING - 1:
             raise TransactionRejectedError("transaction nonce too high")
         try:
-            validate_transaction(transaction, self._chain.chain_id)
+            validate_transaction(transaction, self._chain.chain_id, self._may_impersonate(transaction))
         except WrongChainIdError:
             raise TransactionRejectedError(f"Invalid chainId: {transaction.chain_id}") from None
         except IntrinsicGasTooLowError:
@@ -424,6 +431,18 @@ class TransactionPool(Service):
             )
         if transaction.effective_gas_price < header.minimum_gas_price:
             raise TransactionRejectedError("transaction's gas price lower than block's minimum")
+
+    def _may_impersonate(self, transaction: Transaction) -> bool:
+        """
+        Whether C{transaction} carries the impersonation marker of a sender
+        impersonated now on this dev chain.
+
+        @raise InvalidSignatureError: the marker comes with a recovery id
+            other than 0.
+        """
+        if not transaction.impersonated or self._impersonating is None:
+            return False
+        return self._impersonating(transaction.sender)
 
     def _admit(self, found: tuple[int, int], transaction: Transaction) -> Deferred[Hash32]:
         """

@@ -177,6 +177,13 @@ class StateService(Service):
         """
         return self._run_in_thread(function, *args)
 
+    @property
+    def forks(self) -> ForkSchedule:
+        """
+        The network's schedule of EVM rule sets (for the tracers' replays).
+        """
+        return self._forks
+
     # Reads
 
     def _read(self, header: Header, function: Callable[[State], T]) -> "Deferred[T]":

@@ -136,7 +136,9 @@ class TracingService(Service):
         """
         Run the traced call in a reader thread.
         """
-        environment = call_environment(header, self._chain.chain_id, self._state.ancestor_hashes(header))
+        environment = call_environment(
+            header, self._chain.chain_id, self._state.ancestor_hashes(header), self._state.forks
+        )
         with _missing_state(header):
             state = self._state.open_state(header)
             return trace_call(state, environment, request, config, make_tracer(config, budget), self._state.call_gas_cap)
@@ -254,7 +256,9 @@ class TracingService(Service):
         with _missing_state(parent):
             state = self._state.open_state(parent)
             hashes = self._state.ancestor_hashes(block.header)
-            return trace_block(block, state, self._chain.chain_id, hashes, new_tracer, budget, only)
+            return trace_block(
+                block, state, self._chain.chain_id, hashes, new_tracer, budget, only, self._state.forks
+            )
 
 
 def _matches(trace: dict[str, Any], senders: frozenset[str], recipients: frozenset[str]) -> bool:

@@ -534,7 +534,9 @@ class WorkService(Service):
                     return entry.result, entry.reason
             raise WorkSubmissionError(f"the importer reported nothing for block 0x{block.hash.hex()}")
 
-        return self._chain.import_blocks([block]).addCallback(outcome)
+        # The template was built here: its transactions came through this
+        # node's pool, impersonated senders' included (a dev chain).
+        return self._chain.import_blocks([block], built_here=True).addCallback(outcome)
 
     # Hash rates
 

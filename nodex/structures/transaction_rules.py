@@ -8,7 +8,12 @@ side.
 """
 
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING
-from nodex.structures.errors import IntrinsicGasTooLowError, InvalidTransactionError, WrongChainIdError
+from nodex.structures.errors import (
+    IntrinsicGasTooLowError,
+    InvalidSignatureError,
+    InvalidTransactionError,
+    WrongChainIdError,
+)
 from nodex.structures.transactions import LegacyTransaction, Transaction
 
 TX_BASE_COST = 21000
@@ -55,10 +60,14 @@ def validate_chain_id(tx: Transaction, chain_id: int) -> None:
         raise WrongChainIdError(f"invalid chain id {tx.chain_id}: this chain's id is {chain_id}")
 
 
-def validate_transaction(tx: Transaction, chain_id: int) -> None:
+def validate_transaction(tx: Transaction, chain_id: int, impersonation: bool = False) -> None:
     """
     Check every rule that needs nothing but the transaction and the chain id,
     including that its sender can be recovered (which caches C{tx.sender}).
+
+    @param impersonation: whether an impersonation marker stands for a
+        signature here (a dev chain's own transactions and blocks); when it
+        does not, the marker is the invalid signature it looks like.
 
     @raise WrongChainIdError: see L{validate_chain_id}.
     @raise IntrinsicGasTooLowError: the gas does not cover L{intrinsic_gas}.
@@ -85,6 +94,11 @@ def validate_transaction(tx: Transaction, chain_id: int) -> None:
     needed = intrinsic_gas(tx)
     if tx.gas < needed:
         raise IntrinsicGasTooLowError(f"intrinsic gas too low: have {tx.gas}, want {needed}")
+    if tx.impersonated and not impersonation:
+        raise InvalidSignatureError(
+            "invalid signature: s must be in [1, secp256k1n) (an impersonated sender's marker,"
+            " which only a dev chain's own transactions and blocks may carry)"
+        )
     tx.sender
 
 

@@ -50,6 +50,13 @@ FEE_MARKET_TX_TYPE = 2
 REFUSED_TX_TYPES: dict[int, str] = {3: "blob", 4: "set-code"}
 """Types this chain recognises but never accepts, with their names."""
 
+IMPERSONATION_FLAG = 1 << 160
+"""
+The bit set in the C{r} of an impersonation marker, above the 160 bits of
+the sender's address it carries (its C{s} is 0, its recovery id 0): an
+C{r} no unsigned transaction has, and one that names the zero address too.
+"""
+
 
 class AccessListEntry(NamedTuple):
     """
@@ -111,16 +118,29 @@ class _TransactionBase:
         """
         return self.to == b""
 
+    @property
+    def impersonated(self) -> bool:
+        """
+        Whether the signature is the marker of an impersonated sender (see
+        L{impersonate}) rather than a secp256k1 signature.
+        """
+        return self.s == 0 and IMPERSONATION_FLAG <= self.r < IMPERSONATION_FLAG << 1
+
     @cached_property
     def sender(self) -> Address:
         """
-        The address that signed the transaction (recovered once, then cached).
+        The address that signed the transaction (recovered once, then
+        cached), or the address an impersonation marker names.  Whether a
+        chain accepts that marker is a rule of its own (see
+        L{nodex.structures.transaction_rules.validate_transaction}).
 
         @raise InvalidSignatureError: r or s is zero or not below the curve
             order, s is in the upper half (EIP-2), the recovery id is
             invalid, or no public key can be recovered.
         """
         y_parity = self.y_parity  # type: ignore[attr-defined]
+        if self.impersonated and y_parity == 0:
+            return Address((self.r - IMPERSONATION_FLAG).to_bytes(20, "big"))
         check_signature_values(y_parity, self.r, self.s)
         try:
             digest = self.signing_hash()  # type: ignore[attr-defined]
@@ -557,6 +577,30 @@ def sign_transaction(unsigned: Transaction, private_key: bytes, chain_id: int | 
     return signed
 
 
+def impersonate(unsigned: Transaction, sender: bytes, chain_id: int) -> Transaction:
+    """
+    Give a transaction the marker of an impersonated sender instead of a
+    signature: recovery id 0, C{r} the sender's address with
+    L{IMPERSONATION_FLAG} set, C{s} 0 (an C{s} no valid signature has).
+    The sender travels inside the transaction, so its hash is distinct
+    for each sender and every later decoding names the same sender;
+    only dev chains accept the marker, and only from their own users
+    (C{docs/devchain.md}).
+
+    @param sender: the 20-byte address the transaction is sent from.
+    @param chain_id: the chain of a legacy transaction (EIP-155 C{v}).
+    """
+    if len(sender) != 20:
+        raise ValueError(f"an address has 20 bytes, got {len(sender)}")
+    r = IMPERSONATION_FLAG | int.from_bytes(sender, "big")
+    if isinstance(unsigned, LegacyTransaction):
+        marked: Transaction = replace(unsigned, v=35 + 2 * chain_id, r=r, s=0)
+    else:
+        marked = replace(unsigned, y_parity=0, r=r, s=0)
+    marked.__dict__["sender"] = Address(bytes(sender))
+    return marked
+
+
 def _pre_eip155_hash(tx: LegacyTransaction) -> Hash32:
     return keccak256(encode_rlp(tx._unsigned_fields()))
 
@@ -564,6 +608,7 @@ def _pre_eip155_hash(tx: LegacyTransaction) -> Hash32:
 __all__ = [
     "ACCESS_LIST_TX_TYPE",
     "FEE_MARKET_TX_TYPE",
+    "IMPERSONATION_FLAG",
     "LEGACY_TX_TYPE",
     "REFUSED_TX_TYPES",
     "AccessList",
@@ -576,5 +621,6 @@ __all__ = [
     "decode_access_list",
     "decode_transaction",
     "decode_transaction_in_block",
+    "impersonate",
     "sign_transaction",
 ]

@@ -13,7 +13,17 @@ from nodex.db.schema import read_canonical_hash, read_header_rlp
 from nodex.primitives import Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
-from tests.chain.test_processing import build_on, reseal, sample_rules, sample_store, transfer
+from nodex.structures.transactions import LegacyTransaction, impersonate
+from tests.chain.test_processing import (
+    ADDRESSES,
+    CHAIN_ID,
+    RECIPIENT,
+    build_on,
+    reseal,
+    sample_rules,
+    sample_store,
+    transfer,
+)
 
 
 class ImporterFixture:
@@ -183,6 +193,60 @@ class ImporterRefusalTests(ImporterFixture, SynchronousTestCase):
         block = self.chain_of(1)[0]
         self.assertEqual(self.result(block), (ImportResult.IMPORTED_BEST, None))
         self.assertEqual(self.result(block), (ImportResult.EXIST, None))
+
+
+class ImporterImpersonationTests(ImporterFixture, SynchronousTestCase):
+    """
+    Blocks carrying a dev chain's impersonation marker: accepted only when
+    this node built them, on a network whose rules allow the marker.
+    """
+
+    def setUp(self) -> None:
+        """
+        Importers over rules that allow the marker.
+        """
+        super().setUp()
+        rules = replace(sample_rules(), impersonation=True)
+        self.importer = BlockImporter(self.store, rules)
+        self.builder = BlockImporter(self.builder_store, rules)
+        unsigned = LegacyTransaction(nonce=0, gas_price=1, gas=21_000, to=RECIPIENT, value=7, data=b"")
+        self.marked = impersonate(unsigned, ADDRESSES[2], CHAIN_ID)
+        self.block = build_on(self.builder_store, self.genesis, [self.marked], rules=rules).block
+
+    def test_built_by_the_builder(self) -> None:
+        """
+        The builder includes the marked transaction under rules that allow it.
+        """
+        self.assertEqual(self.block.transactions, (self.marked,))
+
+    def test_refused_from_peers(self) -> None:
+        """
+        A block from a peer or a file (not built here) with the marker is refused.
+        """
+        result, reason = self.result(self.block)
+        self.assertEqual(result, ImportResult.INVALID_BLOCK)
+        assert reason is not None
+        self.assertIn("transaction 0", reason)
+        self.assertIn("impersonated", reason)
+        self.assertIsNone(read_header_rlp(self.store, self.block.hash))
+
+    def test_accepted_when_built_here(self) -> None:
+        """
+        The node's own sealed template is accepted, and its sender is the
+        impersonated address.
+        """
+        step = self.importer.import_block(self.block, None, built_here=True)[0]
+        self.assertEqual(step.result, ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.importer.tip.header.hash, self.block.hash)
+
+    def test_refused_where_rules_forbid(self) -> None:
+        """
+        On a network whose rules do not allow the marker (main, testnet),
+        even the node's own block is refused.
+        """
+        strict = BlockImporter(self.store, sample_rules())
+        step = strict.import_block(self.block, None, built_here=True)[0]
+        self.assertEqual(step.result, ImportResult.INVALID_BLOCK)
 
 
 class ImporterRunTests(ImporterFixture, SynchronousTestCase):

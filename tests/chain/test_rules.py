@@ -6,6 +6,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.difficulty import MAIN_RULES, REGTEST_RULES
 from nodex.chain.errors import InvalidBlockError
+from nodex.chain.networks import chain_rules
 from nodex.chain.rules import (
     DEFAULT_FORK_SCHEDULE,
     ChainRules,
@@ -82,3 +83,19 @@ class ForkScheduleTests(SynchronousTestCase):
         self.assertRaises(ForkScheduleError, ForkSchedule.from_mapping, {1: "Cancun"})
         exc = self.assertRaises(ForkScheduleError, ForkSchedule.from_mapping, {0: "Osaka"})
         self.assertIn("'Osaka'", str(exc))
+
+
+class NetworkRulesTests(SynchronousTestCase):
+    """
+    Tests for L{nodex.chain.networks.chain_rules}.
+    """
+
+    def test_impersonation_on_dev_chains_only(self) -> None:
+        """
+        Regtest and devnet blocks built by the node may carry impersonated
+        senders' transactions; testnet and main never.
+        """
+        self.assertTrue(chain_rules("regtest", 33).impersonation)
+        self.assertTrue(chain_rules("devnet", 32).impersonation)
+        self.assertFalse(chain_rules("testnet", 31).impersonation)
+        self.assertFalse(chain_rules("main", 30).impersonation)

@@ -10,9 +10,11 @@ from typing import Any
 
 from nodex.tap import NodeService, Options, makeService
 from tests.e2e.test_forks_e2e import CLZ_RUNTIME
-from tests.e2e.test_web3_node import COW, COW1, Web3NodeTestCase, artifact
+from tests.e2e.test_web3_node import COW, COW1, Web3NodeTestCase, artifact, checksummed
 
 NOBODY = "0x" + "42" * 20
+WHALE = "0x" + "7a" * 20
+"""A token holder whose key nobody has (lower case, as the node answers)."""
 SLOT_VALUE = "0x" + "00" * 31 + "2a"
 
 
@@ -146,6 +148,98 @@ class FixtureFlowTests(DevChainTestCase):
         moved = (await self.head())["timestamp"] - before
         self.assertTrue(99 * 3600 < moved <= 99 * 3600 + 60, moved)
         self.assertEqual(await self.blocking(contract.functions.balanceOf(NOBODY).call), 120)
+
+
+class ImpersonationTests(DevChainTestCase):
+    """
+    The Hardhat-style impersonation flow: impersonate a token holder whose
+    key nobody has, move its tokens, stop impersonating; the transactions
+    read back from the holder, after a restart too.
+    """
+
+    async def deploy_token(self, w3: Any) -> Any:
+        """
+        Deploy the test token from COW and give L{WHALE} 1,000 tokens.
+        """
+        token = artifact("Token")
+        factory = w3.eth.contract(abi=token["abi"], bytecode=token["bytecode"])
+        receipt = await self.receipt(
+            await self.blocking(factory.constructor("Token", "TOK", 10**24).transact, {"from": COW, "gas": 3_000_000})
+        )
+        contract = w3.eth.contract(address=receipt["contractAddress"], abi=token["abi"])
+        sent = await self.blocking(contract.functions.transfer(checksummed(WHALE), 1000).transact, {"from": COW, "gas": 100_000})
+        self.assertEqual((await self.receipt(sent))["status"], 1)
+        return contract
+
+    async def refused_send(self, sender: str) -> str:
+        """
+        The message of an eth_sendTransaction from C{sender} that must fail.
+        """
+        response = await self.rpc("eth_sendTransaction", {"from": sender, "to": NOBODY, "value": "0x0"})
+        self.assertIn("error", response, f"accepted: {response}")
+        return response["error"]["message"]
+
+    async def test_token_holder_flow(self) -> None:
+        """
+        Impersonate the holder, transfer its tokens (legacy and type 2
+        requests), trace the transfer, stop impersonating; the node answers
+        the holder as sender before and after a restart.
+        """
+        w3 = await self.start_node()
+        contract = await self.deploy_token(w3)
+        self.assertIn("Could not find account", await self.refused_send(WHALE))
+        self.assertIs(await self.ok("hardhat_impersonateAccount", WHALE), True)
+        await self.ok("hardhat_setBalance", WHALE, hex(10**18))
+        tx_hash = await self.blocking(contract.functions.transfer(checksummed(NOBODY), 120).transact, {"from": checksummed(WHALE)})
+        receipt = await self.receipt(tx_hash)
+        self.assertEqual((receipt["status"], receipt["from"].lower()), (1, WHALE))
+        self.assertEqual(await self.blocking(contract.functions.balanceOf(checksummed(WHALE)).call), 880)
+        self.assertEqual(await self.blocking(contract.functions.balanceOf(checksummed(NOBODY)).call), 120)
+        sent = await self.blocking(w3.eth.get_transaction, tx_hash)
+        self.assertEqual(sent["from"].lower(), WHALE)
+        typed = await self.ok(
+            "eth_sendTransaction", {"from": WHALE, "to": NOBODY, "value": "0x7", "maxFeePerGas": "0x0"}
+        )
+        self.assertEqual((await self.receipt(typed))["type"], 2)
+        self.assertEqual(await self.blocking(w3.eth.get_balance, checksummed(NOBODY)), 7)
+        trace = await self.ok("debug_traceTransaction", "0x" + bytes(tx_hash).hex(), {"tracer": "callTracer"})
+        self.assertEqual(trace["from"], WHALE)
+        self.assertIs(await self.ok("hardhat_stopImpersonatingAccount", WHALE), True)
+        self.assertIs(await self.ok("hardhat_stopImpersonatingAccount", WHALE), False)
+        self.assertIn("Could not find account", await self.refused_send(WHALE))
+        datadir = self.datadir
+        await self.stop_node()
+        w3 = await self.start_node(datadir=datadir)
+        again = await self.blocking(w3.eth.get_transaction, tx_hash)
+        self.assertEqual((again["from"].lower(), again["blockNumber"]), (WHALE, sent["blockNumber"]))
+        self.assertEqual((await self.receipt(typed))["from"].lower(), WHALE)
+        block = await self.blocking(w3.eth.get_block, sent["blockNumber"], True)
+        self.assertEqual([tx["from"].lower() for tx in block["transactions"]], [WHALE])
+
+    async def test_marker_needs_impersonation(self) -> None:
+        """
+        A raw transaction carrying the marker of an account nobody
+        impersonates is refused; Anvil's automatic impersonation lets any
+        account send.
+        """
+        from nodex.structures.transactions import LegacyTransaction, impersonate
+
+        await self.start_node()
+        unsigned = LegacyTransaction(0, 0, 21_000, bytes.fromhex(NOBODY[2:]), 0, b"")
+        marked = impersonate(unsigned, bytes.fromhex(WHALE[2:]), 33)
+        response = await self.rpc("eth_sendRawTransaction", "0x" + marked.encode().hex())
+        self.assertEqual(response["error"]["code"], -32010, response)
+        self.assertIn("impersonated", response["error"]["message"])
+        self.assertIsNone(await self.ok("anvil_autoImpersonateAccount", True))
+        response = await self.rpc("eth_sendRawTransaction", "0x" + marked.encode().hex())
+        self.assertEqual(response.get("result"), "0x" + marked.hash.hex(), response)
+        self.assertEqual((await self.receipt(marked.hash))["status"], 1)
+        self.assertIsNone(await self.ok("anvil_autoImpersonateAccount", False))
+        self.assertIn("Could not find account", await self.refused_send(WHALE))
+        self.assertIsNone(await self.ok("anvil_impersonateAccount", WHALE))
+        self.assertEqual((await self.receipt(await self.ok("eth_sendTransaction", {"from": WHALE, "to": NOBODY})))["status"], 1)
+        self.assertIsNone(await self.ok("anvil_stopImpersonatingAccount", WHALE))
+        self.assertIn("address", await self.invalid("hardhat_impersonateAccount", "0x12"))
 
 
 class MiningControlTests(DevChainTestCase):
@@ -297,7 +391,7 @@ class NotOnPublicNetworksTests(DevChainTestCase):
         from twisted.internet.threads import deferToThread
 
         url = f"http://127.0.0.1:{port.getHost().port}/"
-        for method in ("hardhat_setBalance", "anvil_mine", "evm_setAutomine", "anvil_dumpState"):
+        for method in ("hardhat_setBalance", "anvil_mine", "evm_setAutomine", "anvil_dumpState", "hardhat_impersonateAccount"):
             answer = await deferToThread(
                 lambda m=method: requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": m, "params": []}, timeout=30).json()
             )

@@ -10,11 +10,12 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.interfaces import ChainHead
-from nodex.p2p.messages import BlockBodies, BlockHeaders, GetBlockBodies, GetBlockHeaders, Message
+from nodex.p2p.messages import BlockBodies, BlockHeaders, GetBlockBodies, GetBlockHeaders, Message, Transactions
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import check_header_chain
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
+from nodex.structures.transactions import LegacyTransaction, impersonate, sign_transaction
 from tests.p2p.test_messages import sample_header
 
 
@@ -124,3 +125,33 @@ class HeaderChainTests(SynchronousTestCase):
         self.assertIn("has number", check_header_chain(headers[2:], 1, headers[0].hash) or "")
         broken = [headers[1], replace(headers[2], parent_hash=b"\x00" * 32)]
         self.assertIn("header 2 does not follow", check_header_chain(broken, 1, headers[0].hash) or "")
+
+
+class TransactionRelayTests(SynchronousTestCase):
+    """
+    Pending transactions spread to the peers that have not seen them.
+    """
+
+    def setUp(self) -> None:
+        self.peer = FakePeer()
+        self.peer.known_transactions = set()  # type: ignore[attr-defined]
+        peers = [self.peer]
+        self.relay = ChainRelay(FakeChain(chain_of(1)), None, None, lambda: peers, lambda: True)  # type: ignore[arg-type]
+        self.unsigned = LegacyTransaction(0, 0, 21000, b"\x01" * 20, 1, b"")
+
+    def test_signed_spread_once(self) -> None:
+        """
+        A signed transaction is sent once to a peer.
+        """
+        signed = sign_transaction(self.unsigned, b"\x02" * 32, 33)
+        self.relay.transaction_pending(signed)
+        self.relay.transaction_pending(signed)
+        self.assertEqual(self.peer.sent, [Transactions((signed,))])
+
+    def test_impersonated_kept_home(self) -> None:
+        """
+        A dev chain's impersonated transaction is not sent: peers would
+        refuse its marker as an invalid signature.
+        """
+        self.relay.transaction_pending(impersonate(self.unsigned, b"\x03" * 20, 33))
+        self.assertEqual(self.peer.sent, [])

@@ -123,6 +123,26 @@ class RecordingDevChain:
         """
         return self._record("load", snapshot)
 
+    def impersonate_account(self, address: bytes) -> None:
+        """
+        Record C{impersonate_account}.
+        """
+        self.calls.append(("impersonate", address))
+
+    def stop_impersonating_account(self, address: bytes) -> bool:
+        """
+        Record C{stop_impersonating_account}; the account was impersonated
+        when it was recorded as such.
+        """
+        self.calls.append(("stop", address))
+        return ("impersonate", address) in self.calls
+
+    def set_auto_impersonate(self, enabled: bool) -> None:
+        """
+        Record C{set_auto_impersonate}.
+        """
+        self.calls.append(("auto", enabled))
+
 
 class DevMethodsTests(DispatchFixture, SynchronousTestCase):
     """
@@ -173,6 +193,28 @@ class DevMethodsTests(DispatchFixture, SynchronousTestCase):
         self.assertIn(("timestamp", 32), self.dev.calls)
         self.assertIn(("interval", 250), self.dev.calls)
         self.assertIn(("gas", 30_000_000), self.dev.calls)
+
+    def test_impersonation(self) -> None:
+        """
+        The impersonation methods: Hardhat's stop answers whether the account
+        was impersonated, Anvil's names answer null.
+        """
+        other = "0x" + "43" * 20
+        self.assertIs(self.call("hardhat_stopImpersonatingAccount", ADDRESS), False)
+        self.assertIs(self.call("hardhat_impersonateAccount", ADDRESS), True)
+        self.assertIsNone(self.call("anvil_impersonateAccount", other))
+        self.assertIs(self.call("hardhat_stopImpersonatingAccount", ADDRESS), True)
+        self.assertIsNone(self.call("anvil_stopImpersonatingAccount", other))
+        self.assertIsNone(self.call("anvil_autoImpersonateAccount", True))
+        self.assertIn(("impersonate", bytes.fromhex("42" * 20)), self.dev.calls)
+        self.assertIn(("auto", True), self.dev.calls)
+        for request in [
+            ("hardhat_impersonateAccount", "0x42"),
+            ("anvil_impersonateAccount",),
+            ("anvil_autoImpersonateAccount", "yes"),
+            ("hardhat_stopImpersonatingAccount", ADDRESS, ADDRESS),
+        ]:
+            self.assertEqual(self.error(*request)["code"], -32602, request)
 
     def test_bad_arguments(self) -> None:
         """

@@ -11,17 +11,21 @@ from nodex.crypto import SECP256K1_N
 from nodex.rpc.transaction_methods import build_unsigned
 from nodex.rpc.errors import InvalidParamsError
 from nodex.structures.transactions import (
+    IMPERSONATION_FLAG,
     AccessListEntry,
     AccessListTransaction,
     FeeMarketTransaction,
     LegacyTransaction,
     decode_transaction,
+    impersonate,
     sign_transaction,
 )
 from tests.rpc.test_chain_methods import MINER_ADDRESS, RPCFixture, hexed
 from tests.services.test_pool import ADDRESSES, CHAIN_ID, FUNDS, KEYS, POOR_KEY, RECIPIENT, legacy
 
 COW = "0x" + ADDRESSES[0].hex()
+HOLDER = b"\x66" * 20
+"""An account without funds whose key the node does not hold."""
 
 
 class SendRawTransactionTests(RPCFixture, SynchronousTestCase):
@@ -124,6 +128,53 @@ class SendRawTransactionTests(RPCFixture, SynchronousTestCase):
         )
         self.assertEqual(self.call("eth_gasPrice"), hex(110))
         self.assertEqual(self.call("eth_maxPriorityFeePerGas"), hex(110))
+
+
+class ImpersonatedSendTests(RPCFixture, SynchronousTestCase):
+    """
+    eth_sendTransaction from an impersonated account on a dev chain.
+    """
+
+    def setUp(self) -> None:
+        """
+        A node whose impersonated accounts are C{self.impersonated}.
+        """
+        self.impersonated: set[bytes] = set()
+        self.make_node(auto=True, impersonating=self.impersonated.__contains__)
+
+    def test_sent_without_key(self) -> None:
+        """
+        An impersonated account the wallet has no key for sends with the
+        marker; the transaction reads back from that account.
+        """
+        holder = HOLDER
+        self.impersonated.add(holder)
+        tx_hash = self.call("eth_sendTransaction", {"from": hexed(holder), "to": hexed(RECIPIENT), "data": "0x05"})
+        found = self.call("eth_getTransactionByHash", tx_hash)
+        self.assertEqual((found["from"], found["s"], found["input"]), (hexed(holder), "0x0", "0x05"))
+        self.assertEqual(int(found["r"], 16), IMPERSONATION_FLAG | int.from_bytes(holder, "big"))
+
+    def test_held_key_signs(self) -> None:
+        """
+        An impersonated account whose key the wallet holds still signs.
+        """
+        self.impersonated.add(ADDRESSES[0])
+        tx_hash = self.call("eth_sendTransaction", {"from": COW, "to": hexed(RECIPIENT)})
+        self.assertNotEqual(self.call("eth_getTransactionByHash", tx_hash)["s"], "0x0")
+
+    def test_not_impersonated(self) -> None:
+        """
+        Without impersonation an unknown account cannot send, and a raw
+        marked transaction is refused.
+        """
+        holder = HOLDER
+        code, message = self.error("eth_sendTransaction", {"from": hexed(holder), "to": hexed(RECIPIENT)})
+        self.assertIn("Could not find account", message)
+        marked = impersonate(LegacyTransaction(0, 0, 21000, RECIPIENT, 0, b""), holder, CHAIN_ID)
+        code, message = self.error("eth_sendRawTransaction", hexed(marked.encode()))
+        self.assertEqual(code, -32010)
+        self.assertIn("impersonated sender's marker", message)
+        self.assertEqual(self.call("eth_blockNumber"), "0x0")
 
 
 class SendTransactionTests(RPCFixture, SynchronousTestCase):

@@ -18,7 +18,7 @@ from nodex.db.schema import trie_node_reader
 from nodex.interfaces import IDevChain
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
-from nodex.services.devchain import DevChain
+from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.errors import DevChainInputError
 from nodex.services.miner import Miner
 from nodex.state.state import State
@@ -141,6 +141,26 @@ class DevChainTests(SynchronousTestCase):
         L{DevChain} provides L{IDevChain}.
         """
         self.assertTrue(verifyObject(IDevChain, self.dev))
+
+    def test_impersonation(self) -> None:
+        """
+        Impersonated accounts are those named one by one, or every account
+        while automatic impersonation is on; stopping says whether the
+        account was impersonated.
+        """
+        impersonation = Impersonation()
+        dev = DevChain(self.chain, self.miner, self.pool, self.clock, impersonation)
+        other = Address(b"\x44" * 20)
+        self.assertFalse(impersonation.is_impersonated(TARGET))
+        dev.impersonate_account(TARGET)
+        self.assertTrue(impersonation.is_impersonated(TARGET))
+        self.assertFalse(impersonation.is_impersonated(other))
+        dev.set_auto_impersonate(True)
+        self.assertTrue(impersonation.is_impersonated(other))
+        dev.set_auto_impersonate(False)
+        self.assertTrue(dev.stop_impersonating_account(TARGET))
+        self.assertFalse(dev.stop_impersonating_account(TARGET))
+        self.assertFalse(impersonation.is_impersonated(TARGET))
 
     def test_setters_write_blocks(self) -> None:
         """

@@ -29,6 +29,7 @@ from nodex.structures.transactions import (
     FeeMarketTransaction,
     LegacyTransaction,
     Transaction,
+    impersonate,
     sign_transaction,
 )
 from nodex.trie import BLANK_ROOT, SecureTrie
@@ -442,6 +443,61 @@ class TransactionPoolValidationTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(message, "pending transaction with same hash already exists")
         message = self.failureResultOf(pool.add(queued), TransactionRejectedError).getErrorMessage()
         self.assertEqual(message, "queued transaction with same hash already exists")
+
+
+class TransactionPoolImpersonationTests(PoolFixture, SynchronousTestCase):
+    """
+    The impersonation marker: admitted only from a sender impersonated now
+    on a dev chain's pool (C{docs/devchain.md}).
+    """
+
+    def setUp(self) -> None:
+        """
+        A marked transfer from the funded C{ADDRESSES[0]}, and the set of
+        impersonated addresses the pool consults.
+        """
+        self.impersonated: set[bytes] = set()
+        self.marked = impersonate(LegacyTransaction(0, 0, 21000, RECIPIENT, 1, b""), ADDRESSES[0], CHAIN_ID)
+
+    def test_admitted_while_impersonated(self) -> None:
+        """
+        An impersonated sender's marked transaction is admitted and persisted.
+        """
+        self.impersonated.add(ADDRESSES[0])
+        pool = self.make_pool(impersonating=self.impersonated.__contains__)
+        self.assertEqual(self.successResultOf(pool.add(self.marked)), self.marked.hash)
+        self.assertEqual(pool.pending(), [self.marked])
+        self.assertEqual(self.store.get(METADATA, POOL_KEY_PREFIX + self.marked.hash), self.marked.encode())
+
+    def test_refused_when_not_impersonated(self) -> None:
+        """
+        A dev chain's pool refuses the marker of a sender nobody impersonates.
+        """
+        pool = self.make_pool(impersonating=self.impersonated.__contains__)
+        failure = self.failureResultOf(pool.add(self.marked), TransactionRejectedError)
+        self.assertIn("impersonated sender's marker", failure.getErrorMessage())
+        self.assertEqual(len(pool), 0)
+
+    def test_refused_off_dev_chains(self) -> None:
+        """
+        A pool without impersonation (main, testnet) refuses every marker.
+        """
+        pool = self.make_pool()
+        failure = self.failureResultOf(pool.add(self.marked), TransactionRejectedError)
+        self.assertIn("invalid signature", failure.getErrorMessage())
+
+    def test_restart_forgets(self) -> None:
+        """
+        After a restart nobody is impersonated: a persisted marked
+        transaction is dropped, as Hardhat and Anvil forget theirs.
+        """
+        self.impersonated.add(ADDRESSES[0])
+        pool = self.make_pool(impersonating=self.impersonated.__contains__)
+        self.successResultOf(pool.add(self.marked))
+        chain = FakeChainService(self.store, self.chain.head.header.state_root)
+        restarted = TransactionPool(chain, self.store, in_thread, impersonating=set().__contains__)
+        self.assertEqual(self.successResultOf(restarted.load()), 0)
+        self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
 
 
 class QueuedThread:

@@ -89,6 +89,31 @@ class WorkServiceTests(SynchronousTestCase):
         self.assertEqual(template.block.header.coinbase, COINBASE)
         self.assertEqual(len(template.block.transactions), 1)
 
+    def test_impersonated_transaction_mined(self) -> None:
+        """
+        On a dev chain, a pooled transaction of an impersonated sender goes
+        into the template, and the sealed template passes the importer
+        (the node built it).
+        """
+        from dataclasses import replace
+
+        from nodex.structures.transactions import LegacyTransaction, impersonate
+        from tests.chain.test_processing import ADDRESSES, CHAIN_ID, RECIPIENT
+
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, replace(sample_rules(), impersonation=True), self.clock)
+        self.work = WorkService(
+            self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred, self.pool
+        )
+        self.work.startService()
+        self.addCleanup(self.work.stopService)
+        marked = impersonate(LegacyTransaction(0, 0, 21000, RECIPIENT, 1, b""), ADDRESSES[2], CHAIN_ID)
+        self.pool.transactions.append(marked)
+        self.assertEqual(self.mine(self.get()), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.chain.head.header.number, 1)
+        block = self.successResultOf(self.chain.get_block_by_hash(self.chain.head.header.hash))
+        self.assertEqual(block.transactions, (marked,))
+
     def test_notify(self) -> None:
         """
         Work is news the first time it is handed out with a new parent, not after.

@@ -23,6 +23,8 @@ from nodex.structures.transactions import (
     AccessListEntry,
     FeeMarketTransaction,
     LegacyTransaction,
+    decode_transaction,
+    impersonate,
     sign_transaction,
 )
 from tests.structures.test_transactions import EIP155_UNSIGNED, KEY, SENDER, access_list_tx, fee_market_tx
@@ -160,6 +162,23 @@ class ValidateTransactionTests(SynchronousTestCase):
         """
         tx = replace(fee_market_tx(), r=0, s=0)
         self.assertRaises(InvalidSignatureError, validate_transaction, tx, 33)
+
+    def test_impersonation_marker(self) -> None:
+        """
+        The impersonation marker is an invalid signature unless the caller
+        says it stands for one here; then its sender is the address it
+        names, and the other rules still apply.
+        """
+        unsigned = replace(fee_market_tx(), r=0, s=0)
+        marked = impersonate(unsigned, Address(b"\x07" * 20), 33)
+        with self.assertRaises(InvalidSignatureError) as caught:
+            validate_transaction(decode_transaction(marked.encode()), 33)
+        self.assertIn("impersonated", str(caught.exception))
+        accepted = decode_transaction(marked.encode())
+        validate_transaction(accepted, 33, impersonation=True)
+        self.assertEqual(accepted.sender, b"\x07" * 20)
+        self.assertRaises(WrongChainIdError, validate_transaction, marked, 30, True)
+        self.assertRaises(IntrinsicGasTooLowError, validate_transaction, replace(marked, gas=21000), 33, True)
 
     def test_wrong_chain(self) -> None:
         """

@@ -19,12 +19,14 @@ from nodex.structures.errors import (
 )
 from nodex.structures.rlpcodec import decode_rlp, encode_rlp, encode_uint
 from nodex.structures.transactions import (
+    IMPERSONATION_FLAG,
     AccessListEntry,
     AccessListTransaction,
     FeeMarketTransaction,
     LegacyTransaction,
     decode_transaction,
     decode_transaction_in_block,
+    impersonate,
     sign_transaction,
 )
 
@@ -377,3 +379,86 @@ class BlockEncodingTests(SynchronousTestCase):
         raw = bytes.fromhex(EIP155_RAW)
         self.assertRaises(RLPError, decode_transaction_in_block, raw)
         self.assertRaises(RLPError, decode_transaction_in_block, b"")
+
+
+class ImpersonationMarkerTests(SynchronousTestCase):
+    """
+    Tests for L{impersonate} and the marker it puts in place of a signature.
+    """
+
+    def unsigned(self) -> list[LegacyTransaction | AccessListTransaction | FeeMarketTransaction]:
+        """
+        One unsigned transaction of each type, for chain 33.
+        """
+        return [
+            replace(EIP155_UNSIGNED),
+            AccessListTransaction(chain_id=33, nonce=1, gas_price=1, gas=50000, to=RECIPIENT, value=5, data=b""),
+            FeeMarketTransaction(
+                chain_id=33, nonce=2, max_priority_fee_per_gas=1, max_fee_per_gas=2,
+                gas=60000, to=b"", value=0, data=b"\x60\x00",
+            ),
+        ]
+
+    def test_sender_survives_decoding(self) -> None:
+        """
+        The marker names the sender in the transaction itself: decoding the
+        raw bytes (or a block's item) gives the same sender and hash.
+        """
+        for unsigned in self.unsigned():
+            marked = impersonate(unsigned, RECIPIENT, 33)
+            self.assertTrue(marked.impersonated)
+            self.assertEqual(marked.s, 0)
+            self.assertEqual(marked.r, IMPERSONATION_FLAG | int.from_bytes(RECIPIENT, "big"))
+            self.assertEqual(marked.chain_id, 33)
+            decoded = decode_transaction(marked.encode())
+            self.assertTrue(decoded.impersonated)
+            self.assertEqual(decoded.sender, RECIPIENT)
+            self.assertEqual(decoded.hash, marked.hash)
+            in_block = decode_transaction_in_block(decode_rlp(marked.encode_in_block()))
+            self.assertEqual(in_block.sender, RECIPIENT)
+
+    def test_hash_names_the_sender(self) -> None:
+        """
+        The same request from two impersonated senders gives two hashes.
+        """
+        for unsigned in self.unsigned():
+            first = impersonate(unsigned, RECIPIENT, 33)
+            second = impersonate(unsigned, SENDER, 33)
+            self.assertNotEqual(first.hash, second.hash)
+            self.assertEqual(decode_transaction(second.encode()).sender, SENDER)
+
+    def test_zero_address(self) -> None:
+        """
+        The zero address can be impersonated; an unsigned transaction (r = 0)
+        is no marker and names no sender.
+        """
+        zero = Address(b"\x00" * 20)
+        for unsigned in self.unsigned():
+            self.assertFalse(unsigned.impersonated)
+            self.assertEqual(decode_transaction(impersonate(unsigned, zero, 33).encode()).sender, zero)
+        typed = self.unsigned()[2]
+        self.assertRaises(InvalidSignatureError, lambda: typed.sender)
+
+    def test_marker_with_other_recovery_id(self) -> None:
+        """
+        A marker whose recovery id is 1, or whose r lies outside the flag's
+        range, names no sender.
+        """
+        marked = impersonate(self.unsigned()[2], RECIPIENT, 33)
+        self.assertRaises(InvalidSignatureError, lambda: decode_transaction(replace(marked, y_parity=1).encode()).sender)
+        beyond = replace(marked, r=IMPERSONATION_FLAG << 1)
+        self.assertFalse(beyond.impersonated)
+        self.assertRaises(InvalidSignatureError, lambda: decode_transaction(beyond.encode()).sender)
+
+    def test_wrong_length(self) -> None:
+        """
+        A sender of other than 20 bytes is refused.
+        """
+        self.assertRaises(ValueError, impersonate, self.unsigned()[0], b"\x01" * 19, 33)
+
+    def test_signed_is_no_marker(self) -> None:
+        """
+        A signed transaction is not impersonated.
+        """
+        self.assertFalse(fee_market_tx().impersonated)
+        self.assertFalse(decode_transaction(bytes.fromhex(EIP155_RAW)).impersonated)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from nodex.chain.calls import CallRequest, InsufficientFundsError
 from nodex.chain.execution import apply_transaction, run_call
 from nodex.chain.processing import BlockHashes, block_environment, sender_of
+from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
 from nodex.chain.errors import InvalidBlockError
 from nodex.chain.tracing.calltree import CallTracer
 from nodex.chain.tracing.flat import FlatCallTracer
@@ -113,6 +114,7 @@ def trace_block(
     new_tracer: Callable[[], ResultTracer | None],
     budget: TraceBudget,
     only: int | None = None,
+    forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
 ) -> list[TracedTransaction]:
     """
     Replay C{block} on C{state}, its parent's state, tracing its transactions.
@@ -120,12 +122,13 @@ def trace_block(
     @param new_tracer: makes the tracer of one transaction.
     @param only: the index of the one transaction to trace (the replay
         stops after it), or L{None} for all.
+    @param forks: the network's schedule, which chooses the block's rule set.
     @return: the traced transactions in block order.
     @raise TraceError: a transaction cannot be replayed (the block is not valid
         on this state), or a limit was reached (L{TraceLimitError}).
     """
     header = block.header
-    environment = block_environment(header, chain_id, block_hashes)
+    environment = block_environment(header, chain_id, block_hashes, forks)
     traced: list[TracedTransaction] = []
     committed: dict[bytes, bytes] = {}
     gas_used = 0
@@ -137,7 +140,9 @@ def trace_block(
         if tracer is not None and getattr(tracer, "needs_pre_state", False):
             tracer.pre_state = _pre_state(state, committed)  # type: ignore[attr-defined]
         try:
-            sender = sender_of(transaction, index, chain_id)
+            # A stored block: an impersonation marker in it was accepted
+            # when the block was (a dev chain's own block).
+            sender = sender_of(transaction, index, chain_id, impersonation=True)
             result = apply_transaction(state, environment, transaction, sender, gas_used, tracer=tracer)
         except (InvalidBlockError, InvalidTransactionError) as exc:
             raise TraceError(f"cannot replay transaction {index} of block {header.number}: {exc}") from exc
