@@ -484,6 +484,20 @@ class IAccounts(Interface):
         @return: a Deferred firing with the 65-byte signature r ‖ s ‖ v.
         """
 
+    def sign_message_with_passphrase(address: bytes, message: bytes, passphrase: str) -> "Deferred[bytes]":
+        """
+        Sign C{message} as L{sign_message} does, with the keystore key of
+        C{address} opened by C{passphrase} for this signature only.
+        """
+
+    def recover_message_signer(message: bytes, signature: bytes) -> "Address":
+        """
+        The address whose key made the 65-byte C{signature} of C{message}
+        (the L{sign_message} digest).
+
+        @raise nodex.crypto.SignatureError: no key can be recovered.
+        """
+
     def sign_typed_data(address: bytes, typed_data: Any) -> "Deferred[bytes]":
         """
         Sign EIP-712 typed data (C{eth_signTypedData_v4}).
@@ -930,6 +944,24 @@ class ITracingService(Interface):
         """
 
 
+class IImpersonation(Interface):
+    """
+    A dev chain's impersonated accounts (C{nodex.services.devchain.Impersonation}):
+    C{eth_sendTransaction} sends from them without their keys.
+    """
+
+    def is_impersonated(address: bytes) -> bool:
+        """
+        Whether transactions from C{address} need no key now.
+        """
+
+    def addresses() -> "list[Address]":
+        """
+        The accounts impersonated one by one, in the order they were named
+        (C{eth_accounts} lists them after the wallet's, as Anvil does).
+        """
+
+
 class IDevChain(Interface):
     """
     The Hardhat and Anvil dev-chain controls of regtest and devnet
@@ -1029,6 +1061,7 @@ __all__ = [
     "AccountLockedError",
     "DevChainInputError",
     "IDevChain",
+    "IImpersonation",
     "AccountOverride",
     "AccountProof",
     "BlockNotFoundError",

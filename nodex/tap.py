@@ -568,7 +568,7 @@ def compose_pool(
     accounts = node.getServiceNamed("accounts")
     providers: list[IMethodProvider] = [
         ChainMethods(chain, pool, peers),
-        TransactionMethods(chain, pool, accounts, miner, work, impersonating),
+        TransactionMethods(chain, pool, accounts, miner, work, impersonation),
         TxPoolMethods(pool),
         EvmMethods(chain, pool, miner),
         PersonalMethods(accounts, pool, config.chain_id),

@@ -10,7 +10,7 @@ A transaction accepted in the miner's C{auto} mode is mined before the
 answer: the pool fires only once its observers (the miner) are done.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -18,6 +18,7 @@ from twisted.internet.defer import Deferred
 from nodex.interfaces import (
     IAccounts,
     IChainService,
+    IImpersonation,
     IMiner,
     ITransactionPool,
     IWorkService,
@@ -184,7 +185,7 @@ class TransactionMethods:
         accounts: IAccounts,
         miner: IMiner,
         work: IWorkService | None = None,
-        impersonating: Callable[[bytes], bool] | None = None,
+        impersonation: IImpersonation | None = None,
     ) -> None:
         """
         @param chain: gives the chain id and the head's minimum gas price.
@@ -192,12 +193,13 @@ class TransactionMethods:
         @param accounts: signs C{eth_sendTransaction} requests.
         @param miner: the coinbase and whether the node mines.
         @param work: the work service, whose built-in CPU miner also counts as mining.
-        @param impersonating: on a dev chain, tells whether an address is
-            impersonated now (C{hardhat_impersonateAccount}): its requests
-            are sent without a key, with the impersonation marker.
+        @param impersonation: on a dev chain, the impersonated accounts
+            (C{hardhat_impersonateAccount}): their requests are sent without
+            a key, with the impersonation marker, and C{eth_accounts} lists
+            them after the wallet's.
         """
         self._work = work
-        self._impersonating = impersonating
+        self._impersonation = impersonation
         self._chain = chain
         self._pool = pool
         self._accounts = accounts
@@ -241,7 +243,8 @@ class TransactionMethods:
             nonce = await self._pool.next_nonce(sender)
         chain_id = self._chain.chain_id
         unsigned = build_unsigned(request, chain_id, nonce)
-        if self._impersonating is not None and self._impersonating(sender) and not self._accounts.holds(sender):
+        impersonation = self._impersonation
+        if impersonation is not None and impersonation.is_impersonated(sender) and not self._accounts.holds(sender):
             return await self._pool.add(impersonate(unsigned, sender, chain_id))
         signed = await self._accounts.sign_transaction(unsigned, sender)
         return await self._pool.add(signed)
@@ -256,9 +259,14 @@ class TransactionMethods:
 
     def accounts(self) -> list[Address]:
         """
-        The unlocked accounts.
+        The wallet's accounts, then (on a dev chain, as Anvil answers) the
+        accounts impersonated one by one, which ethers' C{getSigner} looks for.
         """
-        return self._accounts.addresses()
+        held = self._accounts.addresses()
+        if self._impersonation is None:
+            return held
+        known = set(held)
+        return held + [address for address in self._impersonation.addresses() if address not in known]
 
     def coinbase(self) -> bytes:
         """

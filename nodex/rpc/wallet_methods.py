@@ -1,6 +1,7 @@
 """
-The local wallet's methods: the C{personal} module (reference §3.6) and
-the C{eth} methods that sign with the node's keys: C{eth_sign}
+The local wallet's methods: the C{personal} module (reference §3.6, with
+geth's C{personal_sign} and C{personal_ecRecover}, which ethers' signer
+calls) and the C{eth} methods that sign with the node's keys: C{eth_sign}
 (DESIGN §1), and, because ethers' C{JsonRpcSigner}, web3.py and wallets
 call them, C{eth_signTypedData_v4} (EIP-712; also as geth's
 C{eth_signTypedData}) and C{eth_signTransaction}.
@@ -17,11 +18,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from nodex.crypto import SignatureError
 from nodex.interfaces import IAccounts, ITransactionPool
 from nodex.primitives import Address, Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError
-from nodex.rpc.errors import WalletDisabledError
+from nodex.rpc.errors import InvalidParamsError, WalletDisabledError
 from nodex.rpc.objects import transaction_object
 from nodex.rpc.registry import Method, Param
 from nodex.rpc.transaction_methods import build_unsigned, transaction_request
@@ -91,6 +93,10 @@ def seed(value: Any) -> str:
     if not isinstance(value, str):
         raise DecodeError("seed must be a string")
     return value
+
+
+message_signature = decoders.fixed_data(65, "signature")
+"""A 65-byte message signature r ‖ s ‖ v."""
 
 
 def typed_data(value: Any) -> Any:
@@ -180,6 +186,20 @@ class PersonalMethods(_Sending):
                 (Param("transaction", transaction_request), Param("passphrase", passphrase)),
                 encoders.hash32,
             ),
+            # Beyond the specification's list: ethers' JsonRpcSigner.signMessage
+            # and web3.py's geth.personal call these (geth, Hardhat, Anvil).
+            Method(
+                "personal_sign",
+                self.sign,
+                (Param("message", decoders.data), address, Param("passphrase", passphrase, None)),
+                encoders.data,
+            ),
+            Method(
+                "personal_ecRecover",
+                self.ec_recover,
+                (Param("message", decoders.data), Param("signature", message_signature)),
+                encoders.address,
+            ),
         ]
 
     def _check_enabled(self) -> None:
@@ -250,6 +270,32 @@ class PersonalMethods(_Sending):
         return await self._pool.add(signed)
 
 
+    async def sign(self, message: bytes, address: Address, passphrase: str | None) -> bytes:
+        """
+        C{personal_sign}: C{eth_sign}'s signature with the parameters the
+        other way round; with a passphrase, by the keystore key it opens for
+        this signature only (geth), without one by the unlocked key
+        (Hardhat, Anvil, ethers).
+        """
+        self._check_enabled()
+        if passphrase is None:
+            return await self._accounts.sign_message(address, message)
+        return await self._accounts.sign_message_with_passphrase(address, message, passphrase)
+
+    def ec_recover(self, message: bytes, signature: bytes) -> Address:
+        """
+        C{personal_ecRecover}: the address that made C{personal_sign}'s
+        C{signature} of C{message}.
+
+        @raise InvalidParamsError: the signature recovers no address.
+        """
+        self._check_enabled()
+        try:
+            return self._accounts.recover_message_signer(message, signature)
+        except SignatureError as exc:
+            raise InvalidParamsError(f"invalid argument 1: {exc}") from None
+
+
 class SigningMethods(_Sending):
     """
     The C{eth} methods that sign with the wallet's unlocked keys.
@@ -311,6 +357,7 @@ __all__ = [
     "SigningMethods",
     "new_passphrase",
     "passphrase",
+    "message_signature",
     "private_key",
     "seed",
     "signed_transaction_object",

@@ -34,7 +34,7 @@ from twisted.logger import Logger
 from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
-from nodex.crypto import keccak256, new_private_key, private_key_to_address, sign
+from nodex.crypto import SignatureError, keccak256, new_private_key, private_key_to_address, recover_address, sign
 from nodex.interfaces import IAccounts
 from nodex.primitives import Address
 from nodex.services.errors import (
@@ -408,6 +408,25 @@ class Wallet(Service):
             L{nodex.wallet.errors.WrongPassphraseError} or
             L{LocalWalletOffError}.
         """
+        return self._with_passphrase(address, passphrase, self._sign_transaction, unsigned)
+
+    def sign_message_with_passphrase(self, address: bytes, message: bytes, passphrase: str) -> "Deferred[bytes]":
+        """
+        Sign C{message} as L{sign_message} does, with the keystore key of
+        C{address} opened by C{passphrase} for this signature only (geth's
+        C{personal_sign} with its third parameter).
+
+        @return: a Deferred failing as L{sign_transaction_with_passphrase}'s.
+        """
+        return self._with_passphrase(address, passphrase, self._sign_message, message)
+
+    def _with_passphrase(
+        self, address: bytes, passphrase: str, use: Callable[[Any, bytes], Any], subject: Any
+    ) -> "Deferred[Any]":
+        """
+        C{use(subject, key)} with the keystore key of C{address} decrypted
+        by C{passphrase} in a thread; the account's unlocked state is not touched.
+        """
         try:
             self._check_enabled()
         except ServiceError as exc:
@@ -415,13 +434,11 @@ class Wallet(Service):
         stored = self._stored.get(Address(address))
         if stored is None:
             return fail(UnknownAccountError(f"no keystore entry for address {_hex(address)}"))
-        return self._run(self._thd_sign_with_passphrase, stored, passphrase, unsigned)
 
-    def _thd_sign_with_passphrase(self, stored: StoredKey, passphrase: str, unsigned: Transaction) -> Transaction:
-        """
-        Decrypt the keyfile and sign (in a thread).
-        """
-        return self._sign_transaction(unsigned, decrypt_keyfile(stored.keyfile, passphrase))
+        def thd_use() -> Any:
+            return use(subject, decrypt_keyfile(stored.keyfile, passphrase))
+
+        return self._run(thd_use)
 
     def sign_message(self, address: bytes, message: bytes) -> "Deferred[bytes]":
         """
@@ -434,7 +451,30 @@ class Wallet(Service):
             key = self._signing_key(address)
         except ServiceError as exc:
             return fail(exc)
-        return succeed(signature_bytes(*sign(signed_message_hash(message, self._network_name), key)))
+        return succeed(self._sign_message(message, key))
+
+    def _sign_message(self, message: bytes, key: bytes) -> bytes:
+        """
+        The 65-byte signature of C{message} under this node's message prefix.
+        """
+        return signature_bytes(*sign(signed_message_hash(message, self._network_name), key))
+
+    def recover_message_signer(self, message: bytes, signature: bytes) -> Address:
+        """
+        The address whose key made C{signature} (r ‖ s ‖ v, v 27 or 28, or
+        0 or 1) of C{message} under this node's message prefix
+        (C{personal_ecRecover}).
+
+        @raise SignatureError: the signature is not 65 bytes, or recovers no key.
+        """
+        if len(signature) != 65:
+            raise SignatureError(f"a signature has 65 bytes, got {len(signature)}")
+        v = signature[64]
+        y_parity = v - 27 if v >= 27 else v
+        if y_parity not in (0, 1):
+            raise SignatureError(f"invalid recovery id v = {v}: want 27 or 28")
+        r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:64], "big")
+        return recover_address(signed_message_hash(message, self._network_name), y_parity, r, s)
 
     def sign_typed_data(self, address: bytes, typed_data: Any) -> "Deferred[bytes]":
         """

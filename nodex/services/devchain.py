@@ -23,7 +23,7 @@ from nodex.chain.devblocks import DevBlockSettings, StateChange, build_dev_block
 from nodex.chain.devstate import SnapshotError, dump_state, load_state
 from nodex.chain.errors import ChainError
 from nodex.chain.rules import MIN_GAS_LIMIT
-from nodex.interfaces import IDevChain, ImportResult, ITransactionPool
+from nodex.interfaces import IDevChain, IImpersonation, ImportResult, ITransactionPool
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
 from nodex.services.errors import DevChainInputError
@@ -42,6 +42,7 @@ _LOAD_ATTEMPTS = 3
 """How often a snapshot's block is built again when another block took the head meanwhile."""
 
 
+@implementer(IImpersonation)
 class Impersonation:
     """
     The accounts a dev chain lets C{eth_sendTransaction} send from without
@@ -53,7 +54,8 @@ class Impersonation:
     """
 
     def __init__(self) -> None:
-        self._addresses: set[bytes] = set()
+        # A dict keeps the order in which the addresses were named.
+        self._addresses: dict[bytes, None] = {}
         self.automatic = False
 
     def is_impersonated(self, address: bytes) -> bool:
@@ -62,11 +64,17 @@ class Impersonation:
         """
         return self.automatic or bytes(address) in self._addresses
 
+    def addresses(self) -> list[Address]:
+        """
+        The accounts impersonated one by one, in the order they were named.
+        """
+        return [Address(address) for address in self._addresses]
+
     def start(self, address: bytes) -> None:
         """
         Impersonate C{address}.
         """
-        self._addresses.add(bytes(address))
+        self._addresses[bytes(address)] = None
 
     def stop(self, address: bytes) -> bool:
         """
@@ -74,7 +82,7 @@ class Impersonation:
         """
         if bytes(address) not in self._addresses:
             return False
-        self._addresses.discard(bytes(address))
+        del self._addresses[bytes(address)]
         return True
 
 

@@ -99,18 +99,21 @@ class RPCFixture(PoolFixture):
     A dispatcher serving the issue-5 providers over a fake chain.
     """
 
-    def make_node(self, auto: bool = True, **options: Any) -> None:
+    def make_node(self, auto: bool = True, impersonation: Any = None, **options: Any) -> None:
         """
         Build C{self.pool}, C{self.chain}, C{self.miner}, C{self.accounts}, C{self.dispatcher}.
+
+        @param impersonation: a dev chain's impersonated accounts, if any.
         """
+        if impersonation is not None:
+            options["impersonating"] = impersonation.is_impersonated
         self.pool = self.make_pool(**options)
         self.miner = FakeMiner(self, auto)
         self.pool.add_observer(self.miner.on_pending)
         self.accounts = Wallet.regtest(33, Clock(), announce=False)
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(ChainMethods(self.chain, self.pool))
-        impersonating = options.get("impersonating")
-        registry.add(TransactionMethods(self.chain, self.pool, self.accounts, self.miner, None, impersonating))
+        registry.add(TransactionMethods(self.chain, self.pool, self.accounts, self.miner, None, impersonation))
         registry.add(TxPoolMethods(self.pool))
         registry.add(EvmMethods(self.chain, self.pool, self.miner))
         self.dispatcher = Dispatcher(registry, Clock())

@@ -10,6 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.crypto import SECP256K1_N
 from nodex.rpc.transaction_methods import build_unsigned
 from nodex.rpc.errors import InvalidParamsError
+from nodex.services.devchain import Impersonation
 from nodex.structures.transactions import (
     IMPERSONATION_FLAG,
     AccessListEntry,
@@ -137,10 +138,10 @@ class ImpersonatedSendTests(RPCFixture, SynchronousTestCase):
 
     def setUp(self) -> None:
         """
-        A node whose impersonated accounts are C{self.impersonated}.
+        A node whose impersonated accounts are C{self.impersonation}.
         """
-        self.impersonated: set[bytes] = set()
-        self.make_node(auto=True, impersonating=self.impersonated.__contains__)
+        self.impersonation = Impersonation()
+        self.make_node(auto=True, impersonation=self.impersonation)
 
     def test_sent_without_key(self) -> None:
         """
@@ -148,7 +149,7 @@ class ImpersonatedSendTests(RPCFixture, SynchronousTestCase):
         marker; the transaction reads back from that account.
         """
         holder = HOLDER
-        self.impersonated.add(holder)
+        self.impersonation.start(holder)
         tx_hash = self.call("eth_sendTransaction", {"from": hexed(holder), "to": hexed(RECIPIENT), "data": "0x05"})
         found = self.call("eth_getTransactionByHash", tx_hash)
         self.assertEqual((found["from"], found["s"], found["input"]), (hexed(holder), "0x0", "0x05"))
@@ -158,9 +159,21 @@ class ImpersonatedSendTests(RPCFixture, SynchronousTestCase):
         """
         An impersonated account whose key the wallet holds still signs.
         """
-        self.impersonated.add(ADDRESSES[0])
+        self.impersonation.start(ADDRESSES[0])
         tx_hash = self.call("eth_sendTransaction", {"from": COW, "to": hexed(RECIPIENT)})
         self.assertNotEqual(self.call("eth_getTransactionByHash", tx_hash)["s"], "0x0")
+
+    def test_accounts_list_impersonated(self) -> None:
+        """
+        eth_accounts lists the wallet's accounts, then the impersonated
+        ones not among them (as Anvil does); personal accounts stay the wallet's.
+        """
+        wallet = self.call("eth_accounts")
+        self.impersonation.start(HOLDER)
+        self.impersonation.start(ADDRESSES[0])
+        self.assertEqual(self.call("eth_accounts"), wallet + [hexed(HOLDER)])
+        self.impersonation.stop(HOLDER)
+        self.assertEqual(self.call("eth_accounts"), wallet)
 
     def test_not_impersonated(self) -> None:
         """

@@ -44,6 +44,8 @@ PERSONAL = (
     "personal_lockAccount",
     "personal_dumpRawKey",
     "personal_sendTransaction",
+    "personal_sign",
+    "personal_ecRecover",
 )
 
 
@@ -271,6 +273,41 @@ class PersonalTests(WalletFixture, SynchronousTestCase):
             recovered = EthAccount.recover_message(encode_typed_data(full_message=MAIL), signature=signature)
             self.assertEqual(recovered.lower(), address)
 
+    def test_personal_sign(self) -> None:
+        """
+        personal_sign is eth_sign with the parameters the other way round,
+        by the unlocked key or by the passphrase's; personal_ecRecover
+        gives the signer back.
+        """
+        address = self.import_funded("pw")
+        message = "0x68656c6c6f"
+        signature = self.call("personal_sign", message, address)
+        self.assertEqual(signature, self.call("eth_sign", address, message))
+        self.assertEqual(self.call("personal_ecRecover", message, signature), address)
+        if EthAccount is not None:
+            recovered = EthAccount.recover_message(encode_defunct(primitive=b"hello"), signature=signature)
+            self.assertEqual(recovered.lower(), address)
+        self.assertTrue(self.call("personal_lockAccount", address))
+        self.assertEqual(self.error("personal_sign", message, address)[0], -32602)
+        self.assertEqual(self.call("personal_sign", message, address, "pw"), signature)
+        self.assertNotEqual(self.error("personal_sign", message, address, "wrong")[1], "")
+        self.assertIn("no keystore entry", self.error("personal_sign", message, NOBODY, "pw")[1])
+        other = self.call("personal_ecRecover", "0x00", signature)
+        self.assertNotEqual(other, address)
+
+    def test_personal_ec_recover_errors(self) -> None:
+        """
+        A signature of other than 65 bytes, or with a v other than 27 or 28
+        (or 0 or 1), is -32602.
+        """
+        code, message = self.error("personal_ecRecover", "0x00", "0x" + "11" * 64)
+        self.assertEqual(code, -32602)
+        self.assertIn("signature", message)
+        code, message = self.error("personal_ecRecover", "0x00", "0x" + "11" * 64 + "1e")
+        self.assertEqual(code, -32602)
+        self.assertIn("recovery id", message)
+        self.assertEqual(self.error("personal_ecRecover", "0x00")[0], -32602)
+
     def test_typed_data_errors(self) -> None:
         """
         Malformed typed data is -32602 with the reason.
@@ -327,6 +364,8 @@ class WalletOffTests(WalletFixture, SynchronousTestCase):
             "personal_lockAccount": [FUNDED],
             "personal_dumpRawKey": [FUNDED],
             "personal_sendTransaction": [{"from": FUNDED}, "pw"],
+            "personal_sign": ["0x00", FUNDED],
+            "personal_ecRecover": ["0x00", "0x" + "11" * 65],
         }
         self.assertEqual(sorted(calls), sorted(PERSONAL))
         for name, params in calls.items():
