@@ -6,14 +6,12 @@ an impersonated account (C{hardhat_impersonateAccount}).
 """
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 from twisted.internet.threads import deferToThread
-from twisted.trial.unittest import SkipTest
 
+from tests.e2e.ethers import node_with_ethers
 from tests.e2e.test_web3_node import COW, Web3NodeTestCase, checksummed
 
 ETHERS_SCRIPT = Path(__file__).resolve().parent / "ethers_signer.js"
@@ -31,12 +29,7 @@ class EthersSignerTests(Web3NodeTestCase):
         ethers verifies the node's personal_sign signature as COW's, and an
         impersonated account's transfer is mined from that account.
         """
-        node = shutil.which("node")
-        if node is None:
-            raise SkipTest("node is not installed: the ethers check needs node and the ethers npm package")
-        probe = subprocess.run([node, "-e", "require.resolve('ethers')"], capture_output=True, env=os.environ.copy())
-        if probe.returncode != 0:
-            raise SkipTest("the ethers npm package is not installed (set NODE_PATH to a node_modules holding ethers 6)")
+        node = node_with_ethers()
         await self.start_node()
         await self.rpc("hardhat_impersonateAccount", WHALE)
         await self.rpc("hardhat_setBalance", WHALE, hex(10**18))

@@ -6,15 +6,13 @@ batches of up to 1,000 requests.
 """
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from twisted.internet.threads import deferToThread
-from twisted.trial.unittest import SkipTest
 
+from tests.e2e.ethers import node_with_ethers
 from tests.e2e.test_web3_node import COW, Web3NodeTestCase, artifact
 
 ETHERS_SCRIPT = Path(__file__).resolve().parent / "ethers_revert.js"
@@ -84,12 +82,7 @@ class RevertCodeTests(Web3NodeTestCase):
         """
         ethers decodes the reason from C{data} whatever the code.
         """
-        node = shutil.which("node")
-        if node is None:
-            raise SkipTest("node is not installed: the ethers check needs node and the ethers npm package")
-        probe = subprocess.run([node, "-e", "require.resolve('ethers')"], capture_output=True, env=os.environ.copy())
-        if probe.returncode != 0:
-            raise SkipTest("the ethers npm package is not installed (set NODE_PATH to a node_modules holding ethers 6)")
+        node = node_with_ethers()
         for code in (None, 3):
             contract = await self.start_with_code(code)
             url = self.w3.provider.endpoint_uri

@@ -13,7 +13,6 @@ own thread with its own event loop while the node runs on the test's reactor.
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Awaitable, Callable
@@ -31,6 +30,7 @@ except ImportError:  # pragma: no cover - the test extra is missing
     AsyncWeb3 = None
 
 from nodex.tap import NodeService, Options, makeService
+from tests.e2e.ethers import node_with_ethers
 from tests.e2e.test_web3_node import COW, COW1, TRANSFER_TOPIC, artifact
 from tests.rpc.wsclient import RawWebSocket, connect_raw
 
@@ -310,12 +310,7 @@ class EthersWebSocketTests(WebSocketNodeTestCase):
         Transfer event through C{contract.on} and new blocks through
         C{provider.on("block")}.
         """
-        node_binary = shutil.which("node")
-        if node_binary is None:
-            raise SkipTest("node (Node.js) is not installed")
-        probe = subprocess.run([node_binary, "-e", "require('ethers')"], capture_output=True, env=os.environ)
-        if probe.returncode != 0:
-            raise SkipTest("ethers is not installed for node (npm install ethers@6; NODE_PATH names its node_modules)")
+        node_binary = node_with_ethers()
         url = await self.start_node()
         script = Path(self.mktemp())
         script.write_text(ETHERS_SCRIPT)
