@@ -33,7 +33,7 @@ from nodex.chain.rules import (
 )
 from nodex.crypto import keccak256
 from nodex.evm.environment import BlockEnvironment
-from nodex.primitives import Address, Hash32
+from nodex.primitives import UINT64_CEILING, Address, Hash32
 from nodex.state.errors import StateError
 from nodex.state.state import State
 from nodex.structures.blocks import Block
@@ -294,6 +294,9 @@ def validate_header(parent: Header, header: Header, rules: ChainRules, now: int 
         raise InvalidBlockError(
             f"timestamp {header.timestamp} is not after the parent's {parent.timestamp}"
         )
+    if header.timestamp >= UINT64_CEILING:
+        # Only a block built here can get so far (decoding refuses it).
+        raise InvalidBlockError(f"timestamp {header.timestamp} does not fit in 64 bits")
     if now is not None and header.timestamp > now + rules.max_seconds_in_future:
         raise InvalidBlockError(
             f"timestamp {header.timestamp} is more than {rules.max_seconds_in_future} seconds in the future"

@@ -26,9 +26,9 @@ from nodex.chain.errors import InvalidBlockError
 from nodex.chain.pow import Seal, solve
 from nodex.chain.processing import BlockHashes, BlockOutcome, effective_gas_price
 from nodex.interfaces import IMiner, ImportResult, ITransactionPool
-from nodex.primitives import Address
+from nodex.primitives import UINT64_CEILING, Address
 from nodex.services.chain import ChainService
-from nodex.services.errors import ServiceError
+from nodex.services.errors import DevChainInputError, ServiceError
 from nodex.services.threads import RunInThread, SerialThread
 from nodex.state.state import State
 from nodex.structures.blocks import Block
@@ -284,6 +284,7 @@ class Miner(Service):
         timestamp and return the accumulated offset (C{evm_increaseTime}).
         """
         if seconds > 0:
+            self._check_block_time(self._base_time(), self._offset + seconds)
             self._offset += seconds
         return self._offset
 
@@ -301,8 +302,24 @@ class Miner(Service):
         """
         Give the next block exactly C{timestamp} (the C{increase_time}
         offset is then added to it); later blocks follow the clock again.
+
+        @raise DevChainInputError: the timestamp with the offset does not fit in 64 bits.
         """
+        self._check_block_time(timestamp, self._offset)
         self._next_timestamp = timestamp
+
+    @staticmethod
+    def _check_block_time(base: int, offset: int) -> None:
+        """
+        Refuse a time offset or set timestamp that would stamp the next
+        block past the 64 bits a header's timestamp has.
+
+        @raise DevChainInputError: C{base + offset} does not fit.
+        """
+        if base + offset >= UINT64_CEILING:
+            raise DevChainInputError(
+                f"the next block's timestamp {base} + {offset} seconds would not fit in 64 bits"
+            )
 
     def _base_time(self) -> int:
         """

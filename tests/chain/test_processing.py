@@ -363,6 +363,13 @@ class ValidateHeaderTests(SynchronousTestCase):
         """
         self.assertIn("not after the parent", self.check(reseal(replace(self.header, timestamp=0))))
 
+    def test_timestamp_beyond_64_bits(self) -> None:
+        """
+        A timestamp that does not fit in 64 bits is refused (the node's own
+        header would otherwise be stored and never decode again).
+        """
+        self.assertIn("64 bits", self.check(reseal(replace(self.header, timestamp=2**64))))
+
     def test_timestamp_in_future(self) -> None:
         """
         A timestamp more than the allowed seconds ahead of the local clock is refused.

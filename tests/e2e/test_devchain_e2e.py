@@ -5,6 +5,7 @@ fixture drives it; each state setter writes a block, C{hardhat_mine} writes
 a run of empty blocks, and a state snapshot moves from one node to another.
 """
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,12 @@ class StateSetterTests(DevChainTestCase):
         self.assertIn("interval", await self.invalid("hardhat_mine", "0x2", "0x0"))
         self.assertIn("format", await self.invalid("anvil_loadState", {"accounts": {}}))
         self.assertIn("not after", await self.invalid("evm_setNextBlockTimestamp", 0))
+        before = await self.head()
+        self.assertIn("64 bits", await self.invalid("evm_increaseTime", hex(2**80)))
+        await self.ok("evm_mine")
+        head = await self.head()
+        self.assertEqual(head["number"], before["number"] + 1)
+        self.assertLess(head["timestamp"], time.time() + 60)
 
 
 class FixtureFlowTests(DevChainTestCase):

@@ -23,6 +23,7 @@ from nodex.crypto import keccak256
 from nodex.interfaces import IMiner, ImportResult, ITransactionPool
 from nodex.primitives import Hash32
 from nodex.services.chain import ChainService
+from nodex.services.errors import DevChainInputError
 from nodex.services.miner import (
     CHEAP_SEAL_DIFFICULTY,
     MINED_LOG_INTERVAL,
@@ -183,6 +184,18 @@ class MinerTests(SynchronousTestCase):
         self.assertEqual(miner.time_offset, 0)
         second = self.successResultOf(miner.mine())
         self.assertEqual(second.header.timestamp, 1101)
+
+    def test_time_beyond_64_bits_refused(self) -> None:
+        """
+        An offset or a set timestamp that would stamp the next block past
+        2**64 - 1 is refused and changes nothing; the next block is as before.
+        """
+        miner = self.miner()
+        miner.increase_time(60)
+        self.assertRaises(DevChainInputError, miner.increase_time, 2**80)
+        self.assertRaises(DevChainInputError, miner.set_next_timestamp, 2**64 - 30)
+        self.assertEqual(miner.time_offset, 60)
+        self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 1060)
 
     def test_modes(self) -> None:
         """
