@@ -675,6 +675,17 @@ class IStateService(Interface):
         @return: a Deferred firing with the gas, or failing as L{call} does.
         """
 
+    def create_access_list(header: Header, request: CallRequest, overrides: StateOverrides) -> "Deferred[Any]":
+        """
+        The EIP-2930 access list the call would want on the state after
+        block C{header}, and the gas it uses with it (C{eth_createAccessList}).
+
+        @return: a Deferred firing with an object with C{access_list},
+            C{gas_used} and C{error} (the failed call's, or L{None}), or
+            failing with L{InsufficientFundsError}, L{CallError} or
+            L{CallTimeoutError}.
+        """
+
 
 class IFilterService(Interface):
     """

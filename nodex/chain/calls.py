@@ -20,6 +20,7 @@ from nodex.chain.execution import CallResult, run_call
 from nodex.chain.processing import block_environment
 from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
 from nodex.evm.environment import BlockEnvironment
+from nodex.evm.tracing import Tracer
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.state.overrides import StateOverrides, apply_overrides
 from nodex.state.state import State
@@ -137,16 +138,18 @@ def call_environment(
     return block_environment(header, chain_id, block_hashes, forks)
 
 
-def _run(
+def run_request(
     open_state: Callable[[], State],
     block: BlockEnvironment,
     request: CallRequest,
     overrides: StateOverrides,
     gas: int,
+    tracer: Tracer | None = None,
 ) -> CallResult:
     """
     Run C{request} with C{gas} on a fresh state with the overrides applied.
 
+    @param tracer: watches the run (C{eth_createAccessList}).
     @raise InsufficientFundsError: the sender cannot pay the value or the gas.
     @raise InvalidTransactionError: the gas is below the intrinsic gas.
     """
@@ -158,12 +161,27 @@ def _run(
     try:
         return run_call(
             state, block, request.sender, request.to, request.data, request.value, gas,
-            request.gas_price, request.access_list,
+            request.gas_price, request.access_list, tracer,
         )
     except InvalidTransactionError as exc:
         if "insufficient funds" in str(exc):
             raise InsufficientFundsError() from exc
         raise
+
+
+def call_gas(
+    open_state: Callable[[], State], request: CallRequest, overrides: StateOverrides, gas_cap: int
+) -> int:
+    """
+    The gas a call runs with: its own (at most the cap), else the cap, and
+    with a gas price no more than the sender's balance pays for.
+    """
+    gas = gas_cap if request.gas is None else min(request.gas, gas_cap)
+    if request.gas is None and request.gas_price:
+        state = open_state()
+        apply_overrides(state, overrides)
+        gas = min(gas, max(state.get_balance(request.sender) - request.value, 0) // request.gas_price)
+    return gas
 
 
 def execute_call(
@@ -187,13 +205,9 @@ def execute_call(
     @raise nodex.state.overrides.StateOverrideError: a bad override set.
     @raise CallError: the gas does not cover the intrinsic gas.
     """
-    gas = gas_cap if request.gas is None else min(request.gas, gas_cap)
-    if request.gas is None and request.gas_price:
-        state = open_state()
-        apply_overrides(state, overrides)
-        gas = min(gas, max(state.get_balance(request.sender) - request.value, 0) // request.gas_price)
+    gas = call_gas(open_state, request, overrides, gas_cap)
     try:
-        result = _run(open_state, block, request, overrides, gas)
+        result = run_request(open_state, block, request, overrides, gas)
     except InsufficientFundsError:
         raise
     except InvalidTransactionError as exc:
@@ -236,7 +250,7 @@ def call_within(
     if gas <= budget:
         return execute_call(open_state, block, request, overrides, gas_cap)
     try:
-        result = _run(open_state, block, request, overrides, budget)
+        result = run_request(open_state, block, request, overrides, budget)
     except InsufficientFundsError:
         raise
     except InvalidTransactionError:
@@ -301,7 +315,7 @@ def estimate_gas(
     low = request_intrinsic_gas(request) - 1
     if high <= low:
         raise CallError(f"gas required exceeds allowance ({high})")
-    result = _run(open_state, block, request, overrides, high)
+    result = run_request(open_state, block, request, overrides, high)
     if not result.success:
         if result.error == "execution reverted":
             raise ExecutionRevertedError(result.output)
@@ -332,7 +346,7 @@ def _succeeds(
     Whether the call succeeds with C{gas}.
     """
     try:
-        return _run(open_state, block, request, overrides, gas).success
+        return run_request(open_state, block, request, overrides, gas).success
     except InvalidTransactionError:
         return False
 
@@ -347,9 +361,11 @@ __all__ = [
     "ExecutionRevertedError",
     "InsufficientFundsError",
     "call_environment",
+    "call_gas",
     "call_within",
     "decode_revert_reason",
     "estimate_gas",
     "execute_call",
     "request_intrinsic_gas",
+    "run_request",
 ]

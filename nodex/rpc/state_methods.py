@@ -1,7 +1,8 @@
 """
 The C{eth} methods that read the world state at a block or run calls on it:
 C{eth_getBalance}, C{eth_getTransactionCount}, C{eth_getStorageAt},
-C{eth_getCode}, C{eth_call}, C{eth_estimateGas} and C{eth_getProof}.
+C{eth_getCode}, C{eth_call}, C{eth_estimateGas}, C{eth_createAccessList}
+and C{eth_getProof}.
 
 Every block parameter goes through L{nodex.rpc.blockref}: numbers, tags and
 EIP-1898 objects; C{pending} is the head, except for C{eth_getCode}, one of
@@ -171,6 +172,23 @@ def _revert_error(failure: Failure, code: int) -> NoReturn:
     raise reverted(exc, code) from exc
 
 
+def access_list_result(result: Any) -> dict[str, Any]:
+    """
+    The C{AccessListResult} of the execution APIs: C{accessList},
+    C{gasUsed} and, for a failed call, C{error}.
+    """
+    answer: dict[str, Any] = {
+        "accessList": [
+            {"address": encoders.data(entry.address), "storageKeys": [encoders.data(key) for key in entry.storage_keys]}
+            for entry in result.access_list
+        ],
+        "gasUsed": hex(result.gas_used),
+    }
+    if result.error is not None:
+        answer["error"] = result.error
+    return answer
+
+
 class StateMethods:
     """
     State reads and calls at any block.
@@ -215,6 +233,7 @@ class StateMethods:
             Method("eth_getCode", self.get_code, (address, block), encoders.nullable(encoders.data)),
             Method("eth_call", self.call, (call, block, overrides), encoders.data),
             Method("eth_estimateGas", self.estimate_gas, (call, block, overrides), encoders.quantity),
+            Method("eth_createAccessList", self.create_access_list, (call, block), access_list_result),
             Method(
                 "eth_getProof", self.get_proof,
                 (address, Param("storageKeys", decoders.array_of(decoders.quantity, 1024)), block), proof_object,
@@ -298,6 +317,15 @@ class StateMethods:
             _revert_error, self._revert_code
         )
 
+    async def create_access_list(self, request: CallRequest, selector: BlockSelector) -> Any:
+        """
+        C{eth_createAccessList}: the access list the call would want and the
+        gas it uses with it; a failed call's error is in the answer, not an
+        RPC error (geth's behaviour).
+        """
+        header = await self._header(selector)
+        return await self._state.create_access_list(header, request, StateOverrides())
+
     async def estimate_gas(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> int:
         """
         C{eth_estimateGas}: the least gas with which the call succeeds.
@@ -317,4 +345,6 @@ class StateMethods:
         return await self._state.get_proof(await self._header(selector), address, keys)
 
 
-__all__ = ["GETH_REVERTED", "REVERTED", "StateMethods", "call_request", "proof_object", "state_overrides"]
+__all__ = [
+    "GETH_REVERTED", "REVERTED", "StateMethods", "access_list_result", "call_request", "proof_object", "state_overrides",
+]

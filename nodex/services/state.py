@@ -30,6 +30,7 @@ from nodex.chain.calls import (
     execute_call,
 )
 from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
+from nodex.chain.tracing.accesslist import AccessListResult, create_access_list
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import CODE, TRIE_NODES, read_canonical_hash, read_header_rlp, trie_node_reader
 from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
@@ -495,6 +496,32 @@ class StateService(Service):
         upper = min(header.gas_limit, self.estimate_gas_cap)
         try:
             return estimate_gas(self._opener(header), block, request, overrides, upper)
+        except StateOverrideError:
+            raise
+        except (StateError, TrieError) as exc:
+            raise BlockNotFoundError(f"State not found for block with hash 0x{header.hash.hex()}") from exc
+
+    def create_access_list(
+        self, header: Header, request: CallRequest, overrides: StateOverrides = StateOverrides()
+    ) -> "Deferred[AccessListResult]":
+        """
+        The access list C{request} would want after block C{header}, and
+        the gas it uses with it (C{eth_createAccessList}).
+
+        @return: a Deferred firing with an L{AccessListResult}, or failing
+            with L{InsufficientFundsError}, L{CallError} or L{CallTimeoutError}.
+        """
+        return self._limited(self._run_in_thread(self._thd_create_access_list, header, request, overrides))
+
+    def _thd_create_access_list(
+        self, header: Header, request: CallRequest, overrides: StateOverrides
+    ) -> AccessListResult:
+        """
+        Run the rounds in the reader thread.
+        """
+        block = call_environment(header, self._chain_id, self._block_hashes(header), self._forks)
+        try:
+            return create_access_list(self._opener(header), block, request, overrides, self.call_gas_cap)
         except StateOverrideError:
             raise
         except (StateError, TrieError) as exc:

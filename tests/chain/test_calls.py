@@ -58,17 +58,14 @@ def word(value: int) -> bytes:
     return value.to_bytes(32, "big")
 
 
-def make_world() -> Callable[[], State]:
+def stored_world(build: Callable[[State], None]) -> Callable[[], State]:
     """
-    A store with ALICE funded, the Reverter and the Storage contract (value 5);
+    A memory store holding the state C{build} makes from an empty one;
     return a function that opens a fresh state over it.
     """
     store = MemoryStore()
     state = State.from_store(store)
-    state.set_balance(ALICE, 10**18)
-    state.set_code(REVERTER, runtime("Reverter"))
-    state.set_code(STORAGE, runtime("Storage"))
-    state.set_storage(STORAGE, 0, 5)
+    build(state)
     root, nodes = state.commit()
     batch = store.batch()
     write_trie_nodes(batch, nodes)
@@ -76,6 +73,21 @@ def make_world() -> Callable[[], State]:
         write_code(batch, code_hash, code)
     store.write(batch)
     return lambda: State.from_store(store, root)
+
+
+def make_world() -> Callable[[], State]:
+    """
+    A store with ALICE funded, the Reverter and the Storage contract (value 5);
+    return a function that opens a fresh state over it.
+    """
+
+    def build(state: State) -> None:
+        state.set_balance(ALICE, 10**18)
+        state.set_code(REVERTER, runtime("Reverter"))
+        state.set_code(STORAGE, runtime("Storage"))
+        state.set_storage(STORAGE, 0, 5)
+
+    return stored_world(build)
 
 
 class RevertReasonTests(SynchronousTestCase):

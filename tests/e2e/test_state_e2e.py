@@ -339,6 +339,28 @@ class StateEndToEndTests(SynchronousTestCase):
             receipt = self.w3.eth.wait_for_transaction_receipt(function.transact({"from": self.sender, "gas": estimate}))
             self.assertEqual(receipt.status, 1)
 
+    def test_create_access_list(self) -> None:
+        """
+        eth_createAccessList (web3.py's create_access_list) lists the token
+        and the two balance slots a transfer touches; a type 1 transaction
+        sent with that list uses exactly the gas it answered.
+        """
+        recipient = "0x" + "45" * 20
+        call = {"from": self.sender, "to": self.token.address,
+                "data": self.token.encode_abi("transfer", [self.w3.to_checksum_address(recipient), 10])}
+        answer = self.w3.eth.create_access_list(call, "latest")
+        self.assertNotIn("error", answer)
+        entries = answer["accessList"]
+        self.assertEqual([entry["address"] for entry in entries], [self.token.address])
+        self.assertEqual(len(entries[0]["storageKeys"]), 2)
+        tx = {**call, "accessList": entries, "gas": answer["gasUsed"] + 10_000, "gasPrice": 0}
+        receipt = self.w3.eth.wait_for_transaction_receipt(self.w3.eth.send_transaction(tx))
+        self.assertEqual((receipt.status, receipt.type, receipt.gasUsed), (1, 1, answer["gasUsed"]))
+        reverted = self.w3.eth.create_access_list(
+            {"from": self.sender, "to": self.reverter.address, "data": self.reverter.encode_abi("revertWithReason", [])}
+        )
+        self.assertEqual(reverted["error"], "execution reverted")
+
     def test_estimate_errors(self) -> None:
         """
         Insufficient balance is -32000 insufficient funds for transfer.

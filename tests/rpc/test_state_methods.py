@@ -299,6 +299,20 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         error = self.error("eth_estimateGas", {"from": self.alice, "to": self.storage, "value": hex(10**20)})
         self.assertEqual((error["code"], error["message"]), (-32000, "insufficient funds for transfer"))
 
+    def test_create_access_list(self) -> None:
+        """
+        eth_createAccessList answers the list, the gas and, for a failed
+        call, its error; the block defaults to latest; errors as eth_call's.
+        """
+        transfer = self.call("eth_createAccessList", {"from": self.alice, "to": "0x" + "01" * 20, "value": "0x1"})
+        self.assertEqual(transfer, {"accessList": [], "gasUsed": "0x5208"})
+        at_genesis = self.error("eth_createAccessList", {"from": self.alice, "to": self.storage, "value": "0x2"}, "0x0")
+        self.assertEqual((at_genesis["code"], at_genesis["message"]), (-32000, "insufficient funds for transfer"))
+        self.assertEqual(self.error("eth_createAccessList", {"to": "0x12"})["code"], -32602)
+        self.assertEqual(self.error("eth_createAccessList", {}, "0x99")["code"], -32600)
+        failed = self.call("eth_createAccessList", {"from": self.alice, "to": self.storage})
+        self.assertEqual(failed["error"], "execution reverted")
+
     def test_malformed_call_object(self) -> None:
         """
         A malformed call object is -32602 naming the field.

@@ -4,11 +4,10 @@ Tests for L{nodex.state.overrides}.
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.db.memory import MemoryStore
-from nodex.db.schema import write_code, write_trie_nodes
 from nodex.primitives import Address
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides, apply_overrides
 from nodex.state.state import State
+from tests.chain.test_calls import stored_world
 
 ALICE = Address(b"\xaa" * 20)
 BOB = Address(b"\xbb" * 20)
@@ -19,20 +18,15 @@ def committed_state() -> State:
     A state read back from a store, where ALICE has a balance, a nonce,
     code and two storage slots.
     """
-    store = MemoryStore()
-    state = State.from_store(store)
-    state.set_balance(ALICE, 1000)
-    state.set_nonce(ALICE, 7)
-    state.set_code(ALICE, b"\x60\x00")
-    state.set_storage(ALICE, 1, 11)
-    state.set_storage(ALICE, 2, 22)
-    root, nodes = state.commit()
-    batch = store.batch()
-    write_trie_nodes(batch, nodes)
-    for code_hash, code in state.new_codes.items():
-        write_code(batch, code_hash, code)
-    store.write(batch)
-    return State.from_store(store, root)
+
+    def build(state: State) -> None:
+        state.set_balance(ALICE, 1000)
+        state.set_nonce(ALICE, 7)
+        state.set_code(ALICE, b"\x60\x00")
+        state.set_storage(ALICE, 1, 11)
+        state.set_storage(ALICE, 2, 22)
+
+    return stored_world(build)()
 
 
 class ApplyOverridesTests(SynchronousTestCase):

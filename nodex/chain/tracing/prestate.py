@@ -12,6 +12,7 @@ replay at the committed root of the transactions before it) and, in diff
 mode, after it.
 """
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from nodex.chain.tracing.limits import TraceBudget, TraceConfig
@@ -22,8 +23,10 @@ from nodex.state.state import State
 
 SLOAD = 0x54
 SSTORE = 0x55
-_ADDRESS_AT_TOP = frozenset((0x31, 0x3B, 0x3C, 0x3F, 0xFF))
-_ADDRESS_SECOND = frozenset((0xF1, 0xF2, 0xF4, 0xFA))
+ADDRESS_AT_TOP = frozenset((0x31, 0x3B, 0x3C, 0x3F, 0xFF))
+"""BALANCE, EXTCODESIZE, EXTCODECOPY, EXTCODEHASH, SELFDESTRUCT: the account on top of the stack."""
+ADDRESS_SECOND = frozenset((0xF1, 0xF2, 0xF4, 0xFA))
+"""CALL, CALLCODE, DELEGATECALL, STATICCALL: the account second from the top."""
 
 _ACCOUNT_BYTES = 200
 _SLOT_BYTES = 140
@@ -36,7 +39,56 @@ def _word(value: int) -> str:
     return "0x" + format(value, "064x")
 
 
-class PrestateTracer:
+class AccessWatcher(ABC):
+    """
+    The steps of a tracer that wants what the instructions look at: the
+    slots SLOAD and SSTORE use (L{slot_used}) and the accounts of BALANCE,
+    EXTCODE*, SELFDESTRUCT and the CALL family (L{account_used}); the
+    interpreter hands these opcodes their stack, and no other step any.
+    """
+
+    wants_steps = True
+    wants_stack = False
+    wants_memory = False
+    stack_ops = frozenset((SLOAD, SSTORE)) | ADDRESS_AT_TOP | ADDRESS_SECOND
+
+    @abstractmethod
+    def slot_used(self, address: bytes, slot: int) -> None:
+        """
+        SLOAD or SSTORE of C{address}'s C{slot}.
+        """
+
+    @abstractmethod
+    def account_used(self, address: bytes) -> None:
+        """
+        An instruction looked at the account C{address}.
+        """
+
+    def capture_step(
+        self,
+        evm: Evm,
+        pc: int,
+        op: int,
+        gas: int,
+        gas_cost: int,
+        stack: list[int],
+        memory: bytes,
+        error: Exception | None,
+    ) -> None:
+        """
+        Report the slot or the account an instruction looks at.
+        """
+        if not stack:
+            return
+        if op == SLOAD or op == SSTORE:
+            self.slot_used(evm.message.current_target, stack[-1])
+        elif op in ADDRESS_AT_TOP:
+            self.account_used((stack[-1] % 2**160).to_bytes(20, "big"))
+        elif op in ADDRESS_SECOND and len(stack) >= 2:
+            self.account_used((stack[-2] % 2**160).to_bytes(20, "big"))
+
+
+class PrestateTracer(AccessWatcher):
     """
     Collects what the transaction touched (see the module docstring).
 
@@ -44,10 +96,6 @@ class PrestateTracer:
         before it runs.
     """
 
-    wants_steps = True
-    wants_stack = False
-    wants_memory = False
-    stack_ops = frozenset((SLOAD, SSTORE)) | _ADDRESS_AT_TOP | _ADDRESS_SECOND
     needs_pre_state = True
 
     def __init__(self, config: TraceConfig, budget: TraceBudget) -> None:
@@ -87,31 +135,20 @@ class PrestateTracer:
         """
         self._touch(beneficiary)
 
-    def capture_step(
-        self,
-        evm: Evm,
-        pc: int,
-        op: int,
-        gas: int,
-        gas_cost: int,
-        stack: list[int],
-        memory: bytes,
-        error: Exception | None,
-    ) -> None:
+    def slot_used(self, address: bytes, slot: int) -> None:
         """
-        Remember the slot or the account an instruction looked at.
+        Remember a slot an instruction used.
         """
-        if not stack:
-            return
-        if op == SLOAD or op == SSTORE:
-            slots = self._touch(evm.message.current_target)
-            if stack[-1] not in slots:
-                slots.add(stack[-1])
-                self._budget.charge(_SLOT_BYTES)
-        elif op in _ADDRESS_AT_TOP:
-            self._touch((stack[-1] % 2**160).to_bytes(20, "big"))
-        elif op in _ADDRESS_SECOND and len(stack) >= 2:
-            self._touch((stack[-2] % 2**160).to_bytes(20, "big"))
+        slots = self._touch(address)
+        if slot not in slots:
+            slots.add(slot)
+            self._budget.charge(_SLOT_BYTES)
+
+    def account_used(self, address: bytes) -> None:
+        """
+        Remember an account an instruction looked at.
+        """
+        self._touch(address)
 
     def result(self, run: TracedRun) -> dict[str, Any]:
         """
@@ -199,4 +236,4 @@ def _render(account: dict[str, Any] | None, keep_zero_storage: bool = False) -> 
     return rendered
 
 
-__all__ = ["PrestateTracer"]
+__all__ = ["ADDRESS_AT_TOP", "ADDRESS_SECOND", "SLOAD", "SSTORE", "AccessWatcher", "PrestateTracer"]
