@@ -50,7 +50,7 @@ from nodex.rpc.evm_methods import EvmMethods
 from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.mining_methods import MiningMethods
 from nodex.rpc.net import NetMethods
-from nodex.rpc.nodex_methods import NodexMethods
+from nodex.rpc.nodex_methods import NodexMethods, RawDebugMethods
 from nodex.rpc.fee_methods import FeeMethods
 from nodex.rpc.filter_methods import FilterMethods
 from nodex.rpc.sco import ScoMethods
@@ -659,14 +659,17 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
     reputation.setServiceParent(node)
     return reputation, [ScoMethods(reputation)]
 
-def compose_raw_chain(node: NodeService, chain: ChainService) -> IMethodProvider:
+def compose_raw_chain(
+    node: NodeService, chain: ChainService, pool: ITransactionPool | None = None
+) -> list[IMethodProvider]:
     """
-    The RPC provider of the C{nodex} module and C{eth_bridgeState}, reading
-    through L{RawChainData} on the chain's reader threads.
+    The RPC providers of the C{nodex} module and C{eth_bridgeState}, reading
+    through L{RawChainData} on the chain's reader threads, and of the
+    C{debug_getRaw*} getters.
     """
     assert node.chain_threads is not None
     raw = RawChainData(chain, node.chain_threads.run_reader)
-    return NodexMethods(chain, raw, WIRE_PROTOCOL_VERSION)
+    return [NodexMethods(chain, raw, WIRE_PROTOCOL_VERSION), RawDebugMethods(chain, pool)]
 
 
 def compose_subscriptions(
@@ -819,7 +822,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(subscriptions)
     providers += compose_dev_chain(config, reactor, chain, miner, pool, impersonation)
     providers += compose_tracing(config, reactor, node, chain)
-    providers.append(compose_raw_chain(node, chain))
+    providers += compose_raw_chain(node, chain, pool)
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None
     if config.rpc.endpoint != "none" or config.rpc.ws != "none":
         observer = None if metrics is None else metrics.observe_call

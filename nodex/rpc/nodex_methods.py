@@ -1,7 +1,8 @@
 """
 The C{nodex} module (reference §3.7) and C{eth_bridgeState} (§3.3): the
 chain's data in its consensus encodings, for clients that verify it
-themselves, and the bridge account's state.
+themselves, and the bridge account's state; and the execution APIs' raw
+getters of the C{debug} module (C{debug_getRaw*}).
 
 Unlike the reference, parameters are decoded like every other method's
 (malformed input is -32602 naming the argument, not -32603), and the raw
@@ -11,9 +12,9 @@ header is the RLP whose Keccak-256 is the block hash (docs/compatibility.md).
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import BridgeState, IChainService, IRawChainData
+from nodex.interfaces import BridgeState, IChainService, IRawChainData, ITransactionPool
 from nodex.rpc import decoders, encoders
-from nodex.rpc.blockref import resolve_block
+from nodex.rpc.blockref import require_block, resolve_block
 from nodex.rpc.chain_methods import block_or_hash
 from nodex.rpc.decoders import BlockHashSelector, BlockSelector
 from nodex.rpc.registry import Method, Param
@@ -115,4 +116,70 @@ class NodexMethods:
         return await self._raw.get_bridge_state()
 
 
-__all__ = ["NodexMethods", "bridge_state_object"]
+class RawDebugMethods:
+    """
+    The execution APIs' raw getters of the C{debug} module:
+    C{debug_getRawHeader}, C{debug_getRawBlock}, C{debug_getRawTransaction}
+    and C{debug_getRawReceipts}, in the encodings the node stores and sends
+    to its peers.
+    """
+
+    def __init__(self, chain: IChainService, pool: ITransactionPool | None = None) -> None:
+        """
+        @param chain: the blocks, transactions and receipts.
+        @param pool: where a transaction not yet mined is found too.
+        """
+        self._chain = chain
+        self._pool = pool
+
+    def rpc_methods(self) -> Iterable[Method]:
+        """
+        The four raw getters.
+        """
+        block = Param("block", block_or_hash)
+        return [
+            Method("debug_getRawHeader", self.get_raw_header, (block,), encoders.data),
+            Method("debug_getRawBlock", self.get_raw_block, (block,), encoders.data),
+            Method(
+                "debug_getRawTransaction", self.get_raw_transaction,
+                (Param("transactionHash", decoders.hash32),), nullable_data,
+            ),
+            Method("debug_getRawReceipts", self.get_raw_receipts, (block,), encoders.array_of(encoders.data)),
+        ]
+
+    async def get_raw_header(self, selector: BlockSelector) -> bytes:
+        """
+        The header's full RLP, as C{debug_getRawBlock} holds it (all 19
+        fields, merged-mining proof included); the RLP of its first 17
+        fields, whose Keccak-256 is the block hash, is
+        C{nodex_getRawBlockHeaderByNumber}'s answer.
+        """
+        return (await require_block(self._chain, selector)).header.encode()
+
+    async def get_raw_block(self, selector: BlockSelector) -> bytes:
+        """
+        The block's RLP: C{[header, [transaction, ...], [uncle, ...]]}.
+        """
+        return (await require_block(self._chain, selector)).encode()
+
+    async def get_raw_transaction(self, tx_hash: bytes) -> bytes | None:
+        """
+        The EIP-2718 encoding of a mined or pooled transaction, or L{None}.
+        """
+        location = await self._chain.get_transaction(tx_hash)
+        if location is not None:
+            return location.transaction.encode()
+        pooled = None if self._pool is None else self._pool.get(tx_hash)
+        return None if pooled is None else pooled.encode()
+
+    async def get_raw_receipts(self, selector: BlockSelector) -> list[bytes]:
+        """
+        The consensus encodings of the block's receipts (type byte, then
+        RLP, for typed transactions), in transaction order.
+        """
+        block = await require_block(self._chain, selector)
+        receipts = await self._chain.get_block_receipts(block.hash)
+        return [] if receipts is None else [view.receipt.encode() for view in receipts]
+
+
+__all__ = ["NodexMethods", "RawDebugMethods", "bridge_state_object"]

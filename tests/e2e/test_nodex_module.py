@@ -136,6 +136,38 @@ class NodexModuleTests(TestCase):
             proof = tuple(rlp.decode(node) for node in reversed(nodes))
             self.assertEqual(ReferenceTrie.get_from_proof(root, rlp.encode(index), proof), raw)
 
+    async def test_debug_raw_getters(self) -> None:
+        """
+        debug_getRawBlock decodes (pyrlp) to the block's header, transactions
+        and uncles; debug_getRawHeader is that header; each transaction's
+        raw bytes hash to its hash; the raw receipts are the nodex module's;
+        a pooled transaction is found; unknown → null or -32600.
+        """
+        await self.start_node("--mining", "manual")
+        block, hashes = await self.mine_block_of_transfers(3)
+        for selector in (block["number"], block["hash"], "latest"):
+            raw_block = bytes.fromhex((await self.result("debug_getRawBlock", selector))[2:])
+            header, transactions, uncles = rlp.decode(raw_block)
+            self.assertEqual((len(header), len(transactions), uncles), (19, 3, []))
+            raw_header = await self.result("debug_getRawHeader", selector)
+            self.assertEqual(bytes.fromhex(raw_header[2:]), rlp.encode(header))
+            self.assertEqual("0x" + keccak(rlp.encode(header[:17])).hex(), block["hash"])
+        for tx_hash in hashes:
+            raw = bytes.fromhex((await self.result("debug_getRawTransaction", tx_hash))[2:])
+            self.assertEqual("0x" + keccak(raw).hex(), tx_hash)
+        receipts = await self.result("debug_getRawReceipts", block["number"])
+        self.assertEqual(receipts, [await self.result("nodex_getRawTransactionReceiptByHash", h) for h in hashes])
+        self.assertEqual(await self.result("debug_getRawReceipts", "earliest"), [])
+        pooled = await self.result("eth_sendTransaction", {"from": ALICE, "to": BOB, "value": "0x9"})
+        raw = bytes.fromhex((await self.result("debug_getRawTransaction", pooled))[2:])
+        self.assertEqual("0x" + keccak(raw).hex(), pooled)
+        self.assertIsNone(await self.result("debug_getRawTransaction", "0x" + "11" * 32))
+        for method in ("debug_getRawHeader", "debug_getRawBlock", "debug_getRawReceipts"):
+            unknown = await self.call(method, "0x999999")
+            self.assertEqual(unknown["error"]["code"], -32600, method)
+            bad = await self.call(method, "0xzz")
+            self.assertEqual(bad["error"]["code"], -32602, method)
+
     async def test_receipt_lookups_of_the_unknown(self) -> None:
         """
         A transaction not in the block → null; an unknown block → -32600;
