@@ -136,6 +136,18 @@ class TransactionLocation:
 
 
 @dataclass(frozen=True)
+class BadBlock:
+    """
+    A block the importer refused (C{debug_getBadBlocks}).
+
+    @ivar reason: the rule it broke.
+    """
+
+    block: Block
+    reason: str
+
+
+@dataclass(frozen=True)
 class ReceiptView:
     """
     Everything a receipt answer needs, gathered in one read.
@@ -201,6 +213,12 @@ class IChainService(Interface):
     def get_block_receipts(block_hash: bytes) -> "Deferred[list[ReceiptView] | None]":
         """
         The receipts of a stored block in transaction order, or L{None}.
+        """
+
+    def bad_blocks() -> "list[BadBlock]":
+        """
+        The last blocks the importer refused since the node started, oldest
+        first, each with the rule it broke.
         """
 
     def import_block(block: Block) -> "Deferred[str]":
@@ -1065,6 +1083,7 @@ class IDevChain(Interface):
 
 
 __all__ = [
+    "BadBlock",
     "BridgeState",
     "BridgeStateError",
     "IRawChainData",

@@ -12,12 +12,14 @@ header is the RLP whose Keccak-256 is the block hash (docs/compatibility.md).
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import BridgeState, IChainService, IRawChainData, ITransactionPool
+from nodex.interfaces import BadBlock, BridgeState, IChainService, IRawChainData, ITransactionPool
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import require_block, resolve_block
 from nodex.rpc.chain_methods import block_or_hash
 from nodex.rpc.decoders import BlockHashSelector, BlockSelector
+from nodex.rpc.objects import block_object
 from nodex.rpc.registry import Method, Param
+from nodex.structures.errors import InvalidTransactionError
 
 nullable_data = encoders.nullable(encoders.data)
 
@@ -116,12 +118,28 @@ class NodexMethods:
         return await self._raw.get_bridge_state()
 
 
+def bad_block_object(bad: BadBlock) -> dict[str, Any]:
+    """
+    One entry of C{debug_getBadBlocks}: geth's C{hash}, C{block} (with its
+    transaction objects, or their hashes when a sender cannot be recovered)
+    and C{rlp}, and the C{reason} the importer refused it for.
+    """
+    block = bad.block
+    try:
+        shown = block_object(block, 0, True)
+    except InvalidTransactionError:
+        shown = block_object(block, 0, False)
+    # A refused block belongs to no chain: it has no total difficulty.
+    del shown["totalDifficulty"]
+    return {"hash": encoders.data(block.hash), "block": shown, "rlp": encoders.data(block.encode()), "reason": bad.reason}
+
+
 class RawDebugMethods:
     """
     The execution APIs' raw getters of the C{debug} module:
     C{debug_getRawHeader}, C{debug_getRawBlock}, C{debug_getRawTransaction}
     and C{debug_getRawReceipts}, in the encodings the node stores and sends
-    to its peers.
+    to its peers; and C{debug_getBadBlocks}.
     """
 
     def __init__(self, chain: IChainService, pool: ITransactionPool | None = None) -> None:
@@ -145,6 +163,7 @@ class RawDebugMethods:
                 (Param("transactionHash", decoders.hash32),), nullable_data,
             ),
             Method("debug_getRawReceipts", self.get_raw_receipts, (block,), encoders.array_of(encoders.data)),
+            Method("debug_getBadBlocks", self.get_bad_blocks, (), encoders.array_of(bad_block_object)),
         ]
 
     async def get_raw_header(self, selector: BlockSelector) -> bytes:
@@ -172,6 +191,13 @@ class RawDebugMethods:
         pooled = None if self._pool is None else self._pool.get(tx_hash)
         return None if pooled is None else pooled.encode()
 
+    def get_bad_blocks(self) -> list[BadBlock]:
+        """
+        The blocks the importer refused lately, oldest first (geth's answer
+        has the newest first; this one adds the reason).
+        """
+        return self._chain.bad_blocks()
+
     async def get_raw_receipts(self, selector: BlockSelector) -> list[bytes]:
         """
         The consensus encodings of the block's receipts (type byte, then
@@ -182,4 +208,4 @@ class RawDebugMethods:
         return [] if receipts is None else [view.receipt.encode() for view in receipts]
 
 
-__all__ = ["NodexMethods", "RawDebugMethods", "bridge_state_object"]
+__all__ = ["NodexMethods", "RawDebugMethods", "bad_block_object", "bridge_state_object"]

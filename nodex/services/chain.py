@@ -11,7 +11,7 @@ and the observers are told then.  Reads run on the reader pool against
 what the store holds, or at once from a cache of the blocks written last.
 """
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from threading import Lock
 from typing import Any, TypeVar
@@ -47,6 +47,7 @@ from nodex.db.schema import (
 )
 from nodex.evm.instructions.system import compute_contract_address
 from nodex.interfaces import (
+    BadBlock,
     ChainEvent,
     ChainHead,
     IBlockSource,
@@ -72,6 +73,9 @@ IMPORT_LOG_INTERVAL = 1.0
 """The fewest seconds between two "imported block" lines: a sync or a run
 imports thousands of blocks a second, and the next line counts the blocks
 that went unlogged (as the miner does for mined blocks)."""
+
+BAD_BLOCKS_KEPT = 16
+"""How many refused blocks L{ChainService.bad_blocks} keeps (C{debug_getBadBlocks})."""
 
 RUN_JOB_BLOCKS = 64
 """The most blocks of a run imported in one writer job: the observers of a
@@ -119,6 +123,10 @@ class ChainService(Service):
         self._recent: OrderedDict[bytes, tuple[Block, tuple[Receipt, ...]]] = OrderedDict()
         self._recent_lookup: dict[bytes, tuple[bytes, int]] = {}
         self._recent_lock = Lock()
+        # Refused blocks, newest last (debug_getBadBlocks): appended by the
+        # writer thread, read on the reactor thread, hence the lock.
+        self._bad_blocks: deque[BadBlock] = deque(maxlen=BAD_BLOCKS_KEPT)
+        self._bad_blocks_lock = Lock()
         self._importer: BlockImporter | None = None
         self._head: ChainHead | None = None
         self._logged_at: float | None = None
@@ -241,6 +249,14 @@ class ChainService(Service):
         return outcomes(steps)
 
     # Imports
+
+    def bad_blocks(self) -> list[BadBlock]:
+        """
+        The last L{BAD_BLOCKS_KEPT} blocks refused by the importer since the
+        node started, oldest first, each with the rule it broke.
+        """
+        with self._bad_blocks_lock:
+            return list(self._bad_blocks)
 
     def import_block(self, block: Block) -> Deferred[str]:
         """
@@ -409,6 +425,9 @@ class ChainService(Service):
         steps: list[Imported] = []
         for block in blocks:
             done = self.importer.import_block(block, now, built_here)
+            if done[0].result == ImportResult.INVALID_BLOCK:
+                with self._bad_blocks_lock:
+                    self._bad_blocks.append(BadBlock(block, done[0].reason or ""))
             for step in done:
                 self._after_write(step)
                 self._log_import(step)

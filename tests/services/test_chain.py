@@ -33,7 +33,13 @@ import nodex.chain.importer as importer_module
 from nodex.chain.importer import BlockImporter
 import nodex.services.chain as chain_module
 from nodex.chain.logindex import LogIndexer, indexed_through, stale_sections
-from nodex.services.chain import RECENT_BLOCKS, RUN_JOB_BLOCKS, ChainNotInitializedError, ChainService
+from nodex.services.chain import (
+    BAD_BLOCKS_KEPT,
+    RECENT_BLOCKS,
+    RUN_JOB_BLOCKS,
+    ChainNotInitializedError,
+    ChainService,
+)
 from nodex.services.pool import TransactionPool
 from nodex.services.threads import ChainThreads, SerialThread
 from nodex.state.state import State
@@ -174,6 +180,22 @@ class ChainServiceMixin:
         explained = self.successResultOf(self.chain.import_block_explained(built.block))  # type: ignore[attr-defined]
         self.assertEqual(explained, (ImportResult.IMPORTED_BEST, None))
         self.assertEqual(len(self.events), 1)
+
+    def test_bad_blocks_kept(self) -> None:
+        """
+        Refused blocks are kept with their reasons, oldest first, at most
+        BAD_BLOCKS_KEPT of them; imported ones are not.
+        """
+        built = self.build(self.genesis)
+        self.assertEqual(self.imported(built.block), ImportResult.IMPORTED_BEST)
+        refused = []
+        for gas_used in range(1, BAD_BLOCKS_KEPT + 3):
+            bad = Block(reseal(replace(self.build(built.block.header).block.header, gas_used=gas_used)))
+            self.assertEqual(self.imported(bad), ImportResult.INVALID_BLOCK)
+            refused.append(bad)
+        kept = self.chain.bad_blocks()  # type: ignore[attr-defined]
+        self.assertEqual([entry.block for entry in kept], refused[-BAD_BLOCKS_KEPT:])
+        self.assertIn(f"gas used {BAD_BLOCKS_KEPT + 2}", kept[-1].reason)
 
     def test_import_future_block(self) -> None:
         """
