@@ -383,6 +383,10 @@ class BlockImporter:
         write_canonical_changes(batch, self.tip.header, (), blocks)
         self.store.write(batch)
         self.tip = ChainHead(blocks[-1].header, total_difficulty)
+        # The run's blocks are held for its one event: written, they need
+        # their fields and hashes only.
+        for block in blocks:
+            block.header.forget_encodings()
 
     def tip_state(self) -> tuple[Header, State, BlockHashes]:
         """

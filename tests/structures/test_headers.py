@@ -72,6 +72,19 @@ class HeaderTests(SynchronousTestCase):
         header = sample_header()
         self.assertEqual(Header.decode(header.encode()), header)
 
+    def test_forget_encodings(self) -> None:
+        """
+        After its cached encodings are dropped, a header encodes and hashes
+        as before, and holds none of them until asked again.
+        """
+        header = sample_header()
+        encoded, block_hash, for_hash = header.encode(), header.hash, header.encode_for_hash()
+        header.forget_encodings()
+        self.assertFalse({"_fields", "_encoded_fields", "_encoded"} & set(vars(header)))
+        self.assertEqual((header.encode(), header.hash, header.encode_for_hash()), (encoded, block_hash, for_hash))
+        header.forget_encodings()
+        header.forget_encodings()
+
     def test_hash_covers_first_17_fields(self) -> None:
         """
         The block hash is Keccak-256 of the first 17 fields: changing the
