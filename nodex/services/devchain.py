@@ -35,8 +35,8 @@ from nodex.structures.transaction_rules import TX_BASE_COST
 
 MAX_MINED_BLOCKS = 200_000
 """The most blocks one C{hardhat_mine} writes: the run's blocks are held
-until the chain event that adopts them is published (about 3.3 KiB each,
-some 700 MiB at this bound); a longer run is several calls."""
+until the chain event that adopts them is published (about 1 KiB each once
+written, a node peak of some 600 MiB at this bound); a longer run is several calls."""
 
 _LOAD_ATTEMPTS = 3
 """How often a snapshot's block is built again when another block took the head meanwhile."""
