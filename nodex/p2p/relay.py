@@ -17,6 +17,7 @@ from nodex.interfaces import (
     ChainEvent,
     IReputation,
     ImportResult,
+    InvalidTransactionRejectedError,
     ITransactionPool,
     PeerEvent,
     TransactionRejectedError,
@@ -184,10 +185,20 @@ class ChainRelay:
         if self.pool is None:
             return
         for transaction in message.transactions:
+            if transaction.impersonated:
+                # A dev chain's impersonation marker stands for a signature
+                # only for the node's own users: from a peer it is a forged
+                # one, whoever this node impersonates (docs/devchain.md).
+                self.reputation.record_event(PeerEvent.INVALID_TRANSACTION, peer.node_id, peer.address)
+                continue
             if self.pool.get(transaction.hash) is not None:
                 continue
             try:
                 await self.pool.add(transaction)
+            except InvalidTransactionRejectedError as exc:
+                # Its signature, chain id, size or intrinsic gas: never valid.
+                self.log.debug("peer {peer}'s transaction is invalid: {why}", peer=peer.short_id, why=str(exc))
+                self.reputation.record_event(PeerEvent.INVALID_TRANSACTION, peer.node_id, peer.address)
             except TransactionRejectedError as exc:
                 # Refusals of the moment (nonce too low, underpriced, pool
                 # full) reach honest peers through gossip all the time: no

@@ -18,6 +18,14 @@ class TransactionRejectedError(ServiceError):
     """
 
 
+class InvalidTransactionRejectedError(TransactionRejectedError):
+    """
+    A refused transaction that can never be valid on this chain: its size,
+    nonce, signature, chain id or intrinsic gas break a rule that no state
+    changes (a peer that sends one misbehaves; C{docs/reputation.md}).
+    """
+
+
 class UnknownAccountError(ServiceError):
     """
     The node holds no unlocked key for the address asked to sign.

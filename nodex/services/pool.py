@@ -37,7 +37,7 @@ from nodex.db.schema import METADATA, trie_node_reader
 from nodex.interfaces import ChainEvent, IChainService, IMiner, ITransactionPool
 from nodex.primitives import UINT64_CEILING, Address, Hash32
 from nodex.services.threads import SerialThread
-from nodex.services.errors import TransactionRejectedError
+from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.structures.accounts import Account
 from nodex.structures.errors import (
     IntrinsicGasTooLowError,
@@ -402,29 +402,30 @@ class TransactionPool(Service):
     def _thd_check(self, transaction: Transaction, header: Header) -> None:
         """
         The checks that need neither pool nor state: the transaction's own
-        rules and the head's limits (in a thread: they recover the sender).
+        rules (L{InvalidTransactionRejectedError}: it can never be valid)
+        and the head's limits (in a thread: they recover the sender).
         """
         size = len(transaction.encode())
         if size > MAX_TRANSACTION_SIZE:
-            raise TransactionRejectedError(
+            raise InvalidTransactionRejectedError(
                 f"transaction's size is higher than defined maximum: {size} > {MAX_TRANSACTION_SIZE}"
             )
         if transaction.is_create and len(transaction.data) > MAX_INIT_CODE_SIZE:
-            raise TransactionRejectedError("transaction's init code size is invalid")
+            raise InvalidTransactionRejectedError("transaction's init code size is invalid")
         if transaction.nonce >= UINT64_CEILING - 1:
-            raise TransactionRejectedError("transaction nonce too high")
+            raise InvalidTransactionRejectedError("transaction nonce too high")
         try:
             validate_transaction(transaction, self._chain.chain_id, self._may_impersonate(transaction))
         except WrongChainIdError:
-            raise TransactionRejectedError(f"Invalid chainId: {transaction.chain_id}") from None
+            raise InvalidTransactionRejectedError(f"Invalid chainId: {transaction.chain_id}") from None
         except IntrinsicGasTooLowError:
-            raise TransactionRejectedError("transaction's basic cost is above the gas limit") from None
+            raise InvalidTransactionRejectedError("transaction's basic cost is above the gas limit") from None
         except InvalidSignatureError as exc:
-            raise TransactionRejectedError(str(exc)) from None
+            raise InvalidTransactionRejectedError(str(exc)) from None
         except InvalidTransactionError as exc:
             if transaction.gas * transaction.max_fee_per_gas >= 1 << 256:
-                raise TransactionRejectedError("transaction's gas price exceeds cap") from None
-            raise TransactionRejectedError(str(exc)) from None
+                raise InvalidTransactionRejectedError("transaction's gas price exceeds cap") from None
+            raise InvalidTransactionRejectedError(str(exc)) from None
         if transaction.gas > header.gas_limit:
             raise TransactionRejectedError(
                 f"transaction's gas limit of {transaction.gas} exceeds the block's gas limit of {header.gas_limit}"

@@ -6,10 +6,10 @@ L{nodex.p2p.sync.check_header_chain}, with fakes.
 from dataclasses import replace
 from typing import Any
 
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ChainHead
+from nodex.interfaces import ChainHead, InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.p2p.messages import BlockBodies, BlockHeaders, GetBlockBodies, GetBlockHeaders, Message, Transactions
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import check_header_chain
@@ -155,3 +155,79 @@ class TransactionRelayTests(SynchronousTestCase):
         """
         self.relay.transaction_pending(impersonate(self.unsigned, b"\x03" * 20, 33))
         self.assertEqual(self.peer.sent, [])
+
+
+class RecordingReputation:
+    """
+    Records the peer events it is told.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def record_event(self, event: str, node_id: bytes, address: object) -> None:
+        self.events.append(event)
+
+
+class AcceptingPool:
+    """
+    A pool that takes every transaction it is offered.
+    """
+
+    def __init__(self) -> None:
+        self.added: list[object] = []
+
+    def get(self, tx_hash: bytes) -> None:
+        return None
+
+    def add(self, transaction: object) -> Deferred[bytes]:
+        self.added.append(transaction)
+        return succeed(b"")
+
+
+class PeerTransactionsTests(SynchronousTestCase):
+    """
+    Transactions a peer sends.
+    """
+
+    def test_impersonation_marker_refused(self) -> None:
+        """
+        A peer's transaction with the impersonation marker never reaches
+        the pool (whoever this node impersonates) and counts against the
+        peer; its signed transactions do.
+        """
+        reputation = RecordingReputation()
+        relay = ChainRelay(FakeChain(chain_of(1)), reputation, None, list, lambda: True)  # type: ignore[arg-type]
+        relay.pool = AcceptingPool()  # type: ignore[assignment]
+        peer = FakePeer()
+        peer.known_transactions = set()  # type: ignore[attr-defined]
+        peer.node_id, peer.address, peer.short_id = b"\x01" * 64, ("127.0.0.1", 1), "01"  # type: ignore[attr-defined]
+        unsigned = LegacyTransaction(0, 0, 21000, b"\x01" * 20, 1, b"")
+        marked = impersonate(unsigned, b"\x03" * 20, 33)
+        signed = sign_transaction(unsigned, b"\x02" * 32, 33)
+        message = Transactions((marked, signed))
+        self.successResultOf(Deferred.fromCoroutine(relay.transactions(peer, message)))  # type: ignore[arg-type]
+        self.assertEqual(relay.pool.added, [signed])  # type: ignore[attr-defined]
+        self.assertEqual(reputation.events, ["INVALID_TRANSACTION", "VALID_TRANSACTION"])
+
+    def test_refusals(self) -> None:
+        """
+        A transaction that can never be valid counts against the peer; a
+        refusal of the moment does not.
+        """
+        reputation = RecordingReputation()
+        relay = ChainRelay(FakeChain(chain_of(1)), reputation, None, list, lambda: True)  # type: ignore[arg-type]
+        refusals = iter([InvalidTransactionRejectedError("invalid signature"), TransactionRejectedError("nonce too low")])
+
+        class RefusingPool(AcceptingPool):
+            def add(self, transaction: object) -> Deferred[bytes]:
+                return fail(next(refusals))
+
+        relay.pool = RefusingPool()  # type: ignore[assignment]
+        peer = FakePeer()
+        peer.known_transactions = set()  # type: ignore[attr-defined]
+        peer.node_id, peer.address, peer.short_id = b"\x01" * 64, ("127.0.0.1", 1), "01"  # type: ignore[attr-defined]
+        unsigned = LegacyTransaction(0, 0, 21000, b"\x01" * 20, 1, b"")
+        message = Transactions((sign_transaction(unsigned, b"\x02" * 32, 33), sign_transaction(unsigned, b"\x04" * 32, 33)))
+        self.successResultOf(Deferred.fromCoroutine(relay.transactions(peer, message)))  # type: ignore[arg-type]
+        self.assertEqual(reputation.events, ["INVALID_TRANSACTION"])

@@ -19,7 +19,7 @@ from nodex.db.memory import MemoryStore
 from nodex.db.schema import METADATA
 from nodex.interfaces import ChainEvent, ChainHead, IChainService, ITransactionPool, ReceiptView, TransactionLocation
 from nodex.primitives import Address, Hash32
-from nodex.services.errors import TransactionRejectedError
+from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.services.pool import POOL_KEY_PREFIX, TransactionPool, pool_key, store_account_reader
 from nodex.structures.accounts import Account
 from nodex.structures.blocks import Block
@@ -329,10 +329,15 @@ class TransactionPoolValidationTests(PoolFixture, SynchronousTestCase):
 
     def test_wrong_chain_id(self) -> None:
         """
-        A transaction signed for another chain is refused.
+        A transaction signed for another chain is refused, as one that can
+        never be valid here; a refusal of the moment is not such a one.
         """
         pool = self.make_pool()
         self.reject(self, pool, legacy(0, chain_id=31), "Invalid chainId: 31")
+        self.failureResultOf(pool.add(legacy(0, chain_id=31)), InvalidTransactionRejectedError)
+        self.successResultOf(pool.add(legacy(0)))
+        failure = self.failureResultOf(pool.add(legacy(0)), TransactionRejectedError)
+        self.assertNotIsInstance(failure.value, InvalidTransactionRejectedError)
 
     def test_pre_eip155_accepted(self) -> None:
         """
@@ -349,7 +354,7 @@ class TransactionPoolValidationTests(PoolFixture, SynchronousTestCase):
         pool = self.make_pool()
         good = legacy(0)
         bad = replace(good, s=SECP256K1_N - good.s)
-        failure = self.failureResultOf(pool.add(bad), TransactionRejectedError)
+        failure = self.failureResultOf(pool.add(bad), InvalidTransactionRejectedError)
         self.assertIn("invalid signature", failure.getErrorMessage())
         self.assertEqual(len(pool), 0)
 
