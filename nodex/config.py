@@ -389,6 +389,9 @@ SCHEMA: dict[str, Any] = {
         "ws_max_subscriptions": _integer(1, 100_000),
         "ws_max_queue_bytes": _integer(65536),
         "revert_error_code": _revert_error_code,
+        "trace_max_steps": _integer(1),
+        "trace_filter_max_blocks": _integer(1),
+        "trace_filter_max_traces": _integer(1),
         "modules": {name: _MODULE_SCHEMA for name in MODULES},
     },
     "p2p": {
@@ -565,6 +568,9 @@ class RPCConfig:
     ws_max_subscriptions: int = 128
     ws_max_queue_bytes: int = 16 * 1024 * 1024
     revert_error_code: int = -32015
+    trace_max_steps: int = 1_000_000
+    trace_filter_max_blocks: int = 5_000
+    trace_filter_max_traces: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -673,6 +679,9 @@ def build(raw: Raw) -> NodeConfig:
                 ws_max_subscriptions=rpc.get("ws_max_subscriptions", 128),
                 ws_max_queue_bytes=rpc.get("ws_max_queue_bytes", 16 * 1024 * 1024),
                 revert_error_code=rpc.get("revert_error_code", -32015),
+                trace_max_steps=rpc.get("trace_max_steps", 1_000_000),
+                trace_filter_max_blocks=rpc.get("trace_filter_max_blocks", 5_000),
+                trace_filter_max_traces=rpc.get("trace_filter_max_traces", 10_000),
             ),
             p2p_endpoint=raw["p2p"]["endpoint"],
             p2p_network_id=raw["p2p"]["network_id"],

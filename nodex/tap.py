@@ -774,11 +774,19 @@ def compose_tracing(config: NodeConfig, reactor: Any, node: NodeService, chain: 
 
     A trace stops at 90 % of C{rpc.timeout}, so that its own error, which
     names the limit, reaches the client before the request's deadline; its
-    answer is bounded by C{rpc.max_response_bytes}.
+    answer is bounded by C{rpc.max_response_bytes}, its steps by
+    C{rpc.trace_max_steps}; C{trace_filter} by C{rpc.trace_filter_max_blocks}
+    and C{rpc.trace_filter_max_traces}.
     """
+    rpc = config.rpc
     state = node.getServiceNamed("state")
-    limits = TraceLimits(max_bytes=config.rpc.max_response_bytes, time_limit=config.rpc.timeout * 0.9)
-    tracing = TracingService(chain, state, reactor, limits)
+    limits = TraceLimits(
+        max_steps=rpc.trace_max_steps, max_bytes=rpc.max_response_bytes, time_limit=rpc.timeout * 0.9
+    )
+    tracing = TracingService(
+        chain, state, reactor, limits,
+        max_traces=rpc.trace_filter_max_traces, max_filter_blocks=rpc.trace_filter_max_blocks,
+    )
     tracing.setName("tracing")
     tracing.setServiceParent(node)
     return [TraceMethods(chain, tracing)]

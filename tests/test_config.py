@@ -303,6 +303,32 @@ class ForkScheduleConfigTests(SynchronousTestCase):
             self.assertIn(message, str(caught.exception))
 
 
+class TraceLimitConfigTests(SynchronousTestCase):
+    """
+    Tests for C{rpc.trace_max_steps}, C{rpc.trace_filter_max_blocks} and
+    C{rpc.trace_filter_max_traces}.
+    """
+
+    def test_defaults_and_choices(self) -> None:
+        """
+        Every preset has the same limits; each may be chosen; zero, negative
+        and non-integer values are refused naming the key.
+        """
+        for network in NETWORKS:
+            rpc = build(effective(None, {"network": network})).rpc
+            self.assertEqual(
+                (rpc.trace_max_steps, rpc.trace_filter_max_blocks, rpc.trace_filter_max_traces),
+                (1_000_000, 5_000, 10_000),
+            )
+        chosen = build(effective({"rpc": {"trace_max_steps": 50, "trace_filter_max_blocks": 7}}, {})).rpc
+        self.assertEqual((chosen.trace_max_steps, chosen.trace_filter_max_blocks), (50, 7))
+        for key in ("trace_max_steps", "trace_filter_max_blocks", "trace_filter_max_traces"):
+            for bad in (0, -1, "10", 1.5, True):
+                with self.assertRaises(ConfigError) as caught:
+                    check_layer({"rpc": {key: bad}}, "node.toml")
+                self.assertIn(f'"rpc.{key}"', str(caught.exception))
+
+
 class DevChainRPCConfigTests(SynchronousTestCase):
     """
     Tests for the dev-chain batch limit and C{rpc.revert_error_code}.

@@ -172,6 +172,20 @@ class MakeServiceTests(SynchronousTestCase):
         node = compose(options.config, MemoryReactorClock())
         self.assertRaises(KeyError, node.getServiceNamed, "rpc")
 
+    def test_trace_limits(self) -> None:
+        """
+        The tracing service takes its limits from the configuration.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        from dataclasses import replace
+
+        rpc = replace(options.config.rpc, trace_max_steps=77, trace_filter_max_blocks=8, trace_filter_max_traces=9)
+        node = compose(replace(options.config, rpc=rpc), MemoryReactorClock())
+        tracing = node.getServiceNamed("tracing")
+        self.assertEqual((tracing.limits.max_steps, tracing.max_filter_blocks, tracing.max_traces), (77, 8, 9))
+
     def test_make_service(self) -> None:
         """
         makeService composes the node of the parsed options.
