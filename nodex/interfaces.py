@@ -1036,6 +1036,11 @@ class IDevChain(Interface):
         Mine a block per transaction, or stop doing so.
         """
 
+    def get_automine() -> bool:
+        """
+        Whether a block is mined per transaction.
+        """
+
     def set_interval_mining(milliseconds: int) -> None:
         """
         Mine a block every C{milliseconds} (0: stop).

@@ -131,6 +131,10 @@ class DevMethods:
         storage = (target, Param("position", quantity), Param("value", storage_word))
         methods += self._pair("setStorageAt", self.set_storage_at, storage)
         methods += self._pair("setCoinbase", dev.set_coinbase, (target,))
+        methods += [
+            Method("hardhat_getAutomine", dev.get_automine, (), encoders.identity, gated_by=MODULE),
+            Method("anvil_getAutomine", dev.get_automine, (), encoders.identity, gated_by=MODULE),
+        ]
         methods += self._pair("impersonateAccount", dev.impersonate_account, (target,))
         methods += [
             # Hardhat answers whether the account was impersonated, Anvil null.

@@ -217,6 +217,12 @@ class DevChain:
         elif self._miner.mode == "auto":
             self._miner.set_mode("manual")
 
+    def get_automine(self) -> bool:
+        """
+        Whether a block is mined per accepted transaction (C{auto} mode).
+        """
+        return self._miner.mode == "auto"
+
     def set_interval_mining(self, milliseconds: int) -> None:
         """
         Mine a block every C{milliseconds} (C{interval} mode, automining

@@ -86,6 +86,13 @@ class RecordingDevChain:
         """
         self.calls.append(("automine", enabled))
 
+    def get_automine(self) -> bool:
+        """
+        Whether the last C{set_automine} switched automining on.
+        """
+        switches = [call[1] for call in self.calls if call[0] == "automine"]
+        return bool(switches) and switches[-1]
+
     def set_interval_mining(self, milliseconds: int) -> None:
         """
         Record C{set_interval_mining}.
@@ -179,6 +186,9 @@ class DevMethodsTests(DispatchFixture, SynchronousTestCase):
         self.assertIs(self.call("hardhat_setStorageAt", ADDRESS, "0x1", "0x" + "00" * 31 + "05"), True)
         self.assertIsNone(self.call("evm_setNextBlockTimestamp", "0x20"))
         self.assertIs(self.call("evm_setAutomine", False), True)
+        self.assertIs(self.call("hardhat_getAutomine"), False)
+        self.assertIs(self.call("evm_setAutomine", True), True)
+        self.assertIs(self.call("anvil_getAutomine"), True)
         self.assertIs(self.call("evm_setIntervalMining", 250), True)
         self.assertIs(self.call("evm_setBlockGasLimit", "0x1c9c380"), True)
         self.assertIs(self.call("hardhat_setCoinbase", ADDRESS), True)

@@ -221,10 +221,13 @@ class DevChainTests(SynchronousTestCase):
         """
         Automine and interval mining switch the miner's mode.
         """
+        self.assertFalse(self.dev.get_automine())
         self.dev.set_automine(True)
         self.assertEqual(self.miner.mode, "auto")
+        self.assertTrue(self.dev.get_automine())
         self.dev.set_interval_mining(1500)
         self.assertEqual((self.miner.mode, self.miner.interval), ("interval", 1.5))
+        self.assertFalse(self.dev.get_automine())
         self.dev.set_interval_mining(0)
         self.assertEqual(self.miner.mode, "manual")
         self.dev.set_automine(False)
