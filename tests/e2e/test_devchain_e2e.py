@@ -299,7 +299,9 @@ class MiningControlTests(DevChainTestCase):
         interval mining mines on its own.
         """
         await self.start_node()
+        self.assertIs(await self.ok("hardhat_getAutomine"), True)
         self.assertIs(await self.ok("evm_setAutomine", False), True)
+        self.assertIs(await self.ok("anvil_getAutomine"), False)
         tx_hash = await self.blocking(self.w3.eth.send_transaction, {"from": COW, "to": NOBODY, "value": 1})
         self.assertIsNone(await self.receipt(tx_hash))
         await self.ok("evm_mine")
