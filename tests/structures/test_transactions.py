@@ -456,6 +456,28 @@ class ImpersonationMarkerTests(SynchronousTestCase):
         """
         self.assertRaises(ValueError, impersonate, self.unsigned()[0], b"\x01" * 19, 33)
 
+    @given(
+        st.binary(min_size=20, max_size=20),
+        st.integers(min_value=1, max_value=2**32),
+        st.integers(min_value=0, max_value=2**64 - 2),
+        st.sampled_from([0, 1, 2]),
+    )
+    @settings(max_examples=200, deadline=None)
+    def test_any_sender_round_trips(self, sender: bytes, chain_id: int, nonce: int, kind: int) -> None:
+        """
+        For any address, chain id, nonce and type, the marked transaction
+        decodes to the same sender and hash, and is a marker.
+        """
+        unsigned = [
+            LegacyTransaction(nonce, 1, 21000, RECIPIENT, 0, b""),
+            AccessListTransaction(chain_id, nonce, 1, 21000, RECIPIENT, 0, b""),
+            FeeMarketTransaction(chain_id, nonce, 1, 1, 21000, RECIPIENT, 0, b""),
+        ][kind]
+        marked = impersonate(unsigned, sender, chain_id)
+        decoded = decode_transaction(marked.encode())
+        self.assertTrue(decoded.impersonated)
+        self.assertEqual((decoded.sender, decoded.hash, decoded.chain_id), (sender, marked.hash, chain_id))
+
     def test_signed_is_no_marker(self) -> None:
         """
         A signed transaction is not impersonated.
