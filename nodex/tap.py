@@ -7,7 +7,7 @@ import gc
 import ipaddress
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
@@ -584,6 +584,7 @@ def compose_dev_chain(
     miner: Miner,
     pool: ITransactionPool,
     impersonation: Impersonation | None = None,
+    reset: Callable[[], Any] | None = None,
 ) -> list[IMethodProvider]:
     """
     The dev-chain methods of issue 18 (C{hardhat_*}, C{anvil_*},
@@ -592,10 +593,11 @@ def compose_dev_chain(
     modules say.
 
     @param impersonation: the impersonated accounts the pool consults.
+    @param reset: C{evm_reset}'s function, for C{hardhat_reset} and C{anvil_reset}.
     """
     if config.network not in DEV_NETWORKS:
         return []
-    return [DevMethods(DevChain(chain, miner, pool, reactor, impersonation))]
+    return [DevMethods(DevChain(chain, miner, pool, reactor, impersonation), reset)]
 
 
 def compose_state_and_logs(
@@ -828,7 +830,8 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
-    providers += compose_dev_chain(config, reactor, chain, miner, pool, impersonation)
+    evm = next(provider for provider in providers if isinstance(provider, EvmMethods))
+    providers += compose_dev_chain(config, reactor, chain, miner, pool, impersonation, evm.reset)
     providers += compose_tracing(config, reactor, node, chain)
     providers += compose_raw_chain(node, chain, pool)
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None

@@ -70,6 +70,21 @@ def snapshot(value: Any) -> Any:
     return any_json(value)
 
 
+def reset_options(value: Any) -> dict[str, Any]:
+    """
+    The options of C{hardhat_reset} / C{anvil_reset}: nothing, or an object
+    without C{forking}; nodex runs its own chain and forks none.
+    """
+    if not isinstance(value, dict):
+        raise DecodeError("want an object of reset options")
+    if value.get("forking") is not None:
+        raise DecodeError("forking another chain is not supported: nodex resets its own chain to genesis")
+    unknown = set(value) - {"forking"}
+    if unknown:
+        raise DecodeError(f"unknown reset option {sorted(unknown)[0]!r}")
+    return value
+
+
 def _true(_: Any) -> bool:
     """
     Hardhat's answer to a control method.
@@ -89,11 +104,15 @@ class DevMethods:
     The dev-chain methods over an L{IDevChain}.
     """
 
-    def __init__(self, dev: IDevChain) -> None:
+    def __init__(self, dev: IDevChain, reset: Callable[[], Any] | None = None) -> None:
         """
         @param dev: the node's dev-chain controls.
+        @param reset: C{evm_reset}'s function (back to the genesis block,
+            snapshots forgotten, pool emptied), which C{hardhat_reset} and
+            C{anvil_reset} call; without it they are not served.
         """
         self._dev = dev
+        self._reset = reset
 
     def _pair(
         self, suffix: str, function: Callable[..., Any], params: tuple[Param, ...], unbounded: bool = False
@@ -135,6 +154,8 @@ class DevMethods:
             Method("hardhat_getAutomine", dev.get_automine, (), encoders.identity, gated_by=MODULE),
             Method("anvil_getAutomine", dev.get_automine, (), encoders.identity, gated_by=MODULE),
         ]
+        if self._reset is not None:
+            methods += self._pair("reset", self.reset, (Param("options", reset_options, None),))
         methods += self._pair("impersonateAccount", dev.impersonate_account, (target,))
         methods += [
             # Hardhat answers whether the account was impersonated, Anvil null.
@@ -155,6 +176,14 @@ class DevMethods:
             Method("anvil_loadState", dev.load_state, (Param("state", snapshot),), _true, gated_by=MODULE),
         ]
         return methods
+
+    def reset(self, options: dict[str, Any] | None) -> Any:
+        """
+        C{hardhat_reset} / C{anvil_reset}: C{evm_reset}, back to the genesis
+        block (the options were checked to name no fork).
+        """
+        assert self._reset is not None
+        return self._reset()
 
     def set_next_block_timestamp(self, when: int) -> None:
         """

@@ -248,6 +248,17 @@ class ImpersonationTests(DevChainTestCase):
         self.assertIsNone(await self.ok("anvil_stopImpersonatingAccount", WHALE))
         self.assertIn("address", await self.invalid("hardhat_impersonateAccount", "0x12"))
 
+    async def test_reset(self) -> None:
+        """
+        hardhat_reset goes back to the genesis block, as evm_reset does;
+        a fork to follow is refused.
+        """
+        await self.start_node()
+        await self.ok("hardhat_mine", "0x5")
+        self.assertIs(await self.ok("hardhat_reset"), True)
+        self.assertEqual((await self.head())["number"], 0)
+        self.assertIn("forking", await self.invalid("anvil_reset", {"forking": {"jsonRpcUrl": "http://127.0.0.1:1"}}))
+
 
 class MiningControlTests(DevChainTestCase):
     """

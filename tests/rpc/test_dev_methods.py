@@ -171,7 +171,7 @@ class DevMethodsTests(DispatchFixture, SynchronousTestCase):
         settings = {name: ModuleSettings(True) for name in MODULES}
         settings["evm"] = ModuleSettings(enabled)
         registry = MethodRegistry(settings)
-        registry.add(DevMethods(self.dev))  # type: ignore[arg-type]
+        registry.add(DevMethods(self.dev, self.record_reset))  # type: ignore[arg-type]
         self.registry = registry
         return Dispatcher(registry, self.clock)
 
@@ -203,6 +203,29 @@ class DevMethodsTests(DispatchFixture, SynchronousTestCase):
         self.assertIn(("timestamp", 32), self.dev.calls)
         self.assertIn(("interval", 250), self.dev.calls)
         self.assertIn(("gas", 30_000_000), self.dev.calls)
+
+    def record_reset(self) -> Deferred[None]:
+        """
+        Record a reset (what evm_reset's function would do).
+        """
+        self.dev.calls.append(("reset",))
+        return succeed(None)
+
+    def test_reset(self) -> None:
+        """
+        hardhat_reset and anvil_reset reset the chain, with no options or
+        options that name no fork; a fork to follow is refused.
+        """
+        self.assertIs(self.call("hardhat_reset"), True)
+        self.assertIsNone(self.call("anvil_reset", {}))
+        self.assertIs(self.call("hardhat_reset", {"forking": None}), True)
+        self.assertEqual(self.dev.calls.count(("reset",)), 3)
+        error = self.error("hardhat_reset", {"forking": {"jsonRpcUrl": "http://example"}})
+        self.assertEqual(error["code"], -32602)
+        self.assertIn("forking another chain is not supported", error["message"])
+        self.assertEqual(self.error("anvil_reset", {"fork": 1})["code"], -32602)
+        self.assertEqual(self.error("anvil_reset", "0x1")["code"], -32602)
+        self.assertEqual(self.dev.calls.count(("reset",)), 3)
 
     def test_impersonation(self) -> None:
         """
