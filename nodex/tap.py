@@ -248,7 +248,7 @@ def prepare_datadir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-SWITCH_INTERVAL = 0.001
+SWITCH_INTERVAL = 0.0002
 """
 The interpreter's thread switch interval in a started node (Python's
 default is 5 ms).  While the writer thread imports blocks without pause,
@@ -256,7 +256,11 @@ the reactor thread waits for the interpreter lock up to one interval each
 time it needs it, several times per request: with 1 ms, the 99th
 percentile of C{eth_blockNumber} during an import of 10,000 blocks fell
 from 5.6-7.0 ms to 2.7-2.9 ms at the same import rate
-(C{benchmarks/RESULTS.md}, "One door for blocks").
+(C{benchmarks/RESULTS.md}, "One door for blocks").  With the workers'
+lower priority (L{nodex.services.threads.WORKER_NICENESS}) the reactor gets
+the core at once and then waits for the lock alone: during a long
+C{eth_call} the median was 0.8-0.9 ms with 0.5 ms and 0.5 ms with 0.2 ms,
+at the same import rate (C{benchmarks/RESULTS.md}, "Session 5").
 """
 
 

@@ -45,6 +45,7 @@ from nodex.services.errors import (
     UnknownAccountError,
     UnlockRefusedError,
 )
+from nodex.services.threads import worker_pool
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from nodex.wallet.keyfile import STANDARD_SCRYPT, ScryptParams, check_private_key, decrypt_keyfile, encrypt_key, keyfile_name
 from nodex.wallet.keystore import KeyStoreDirectory, SkippedFile, StoredKey
@@ -214,7 +215,7 @@ class Wallet(Service):
         """
         super().startService()
         if self._run_in_thread is None:
-            self._pool = ThreadPool(0, self._threads, name="accounts")
+            self._pool = worker_pool(0, self._threads, "accounts")
             self._pool.start()
         if self._directory is not None:
             self._directory.ensure()

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from nodex.services.threads import WorkerThread
+
 T = TypeVar("T")
 
 _Job = tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]
@@ -48,7 +50,7 @@ class ReaderPool:
         """
         if not self._threads:
             self._threads = [
-                threading.Thread(target=self._work, name=f"{self._name}-{index}", daemon=True)
+                WorkerThread(target=self._work, name=f"{self._name}-{index}", daemon=True)
                 for index in range(self._size)
             ]
             for thread in self._threads:
