@@ -186,14 +186,7 @@ def seal_block(block: Block, seal: Seal) -> Block:
     The block with C{seal} in its header's merged-mining fields (its hash
     for merged mining does not change).
     """
-    header = replace(
-        block.header,
-        bitcoin_merged_mining_header=seal.bitcoin_header,
-        bitcoin_merged_mining_merkle_proof=seal.merkle_proof,
-        bitcoin_merged_mining_coinbase_transaction=seal.coinbase,
-    )
-    # The hash for merged mining leaves the seal out: keep the one already computed.
-    header.__dict__["hash_for_merged_mining"] = block.header.hash_for_merged_mining
+    header = block.header.with_seal(seal.bitcoin_header, seal.merkle_proof, seal.coinbase)
     return Block(header, block.transactions, block.uncles)
 
 

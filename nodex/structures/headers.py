@@ -139,6 +139,44 @@ class Header:
         """
         return keccak256(encode_list_payload(b"".join(self._encoded_fields[:_MERGED_MINING_HASHED_FIELDS])))
 
+    def with_seal(self, bitcoin_header: bytes, merkle_proof: bytes, coinbase: bytes) -> "Header":
+        """
+        This header with the three merged-mining fields set: what sealing
+        a built block does.  The other sixteen fields are the same, so
+        their encodings and the hash for merged mining are carried over
+        rather than computed again (the block of every automined
+        transaction is sealed this way).
+        """
+        sealed = Header(
+            self.parent_hash,
+            self.uncles_hash,
+            self.coinbase,
+            self.state_root,
+            self.transactions_root,
+            self.receipts_root,
+            self.logs_bloom,
+            self.difficulty,
+            self.number,
+            self.gas_limit,
+            self.gas_used,
+            self.timestamp,
+            self.extra_data,
+            self.paid_fees,
+            self.minimum_gas_price,
+            self.uncle_count,
+            bitcoin_header,
+            merkle_proof,
+            coinbase,
+        )
+        carried = self._encoded_fields[:_MERGED_MINING_HASHED_FIELDS]
+        sealed.__dict__["_encoded_fields"] = carried + [
+            encode_bytes(bitcoin_header),
+            encode_bytes(merkle_proof),
+            encode_bytes(coinbase),
+        ]
+        sealed.__dict__["hash_for_merged_mining"] = self.hash_for_merged_mining
+        return sealed
+
     @classmethod
     def decode(cls, raw: bytes) -> "Header":
         """

@@ -113,6 +113,33 @@ class HeaderTests(SynchronousTestCase):
         self.assertEqual(bare.hash_for_merged_mining, header.hash_for_merged_mining)
         self.assertNotEqual(sample_header(number=43).hash_for_merged_mining, header.hash_for_merged_mining)
 
+    def test_with_seal(self) -> None:
+        """
+        L{Header.with_seal} gives the header with the three merged-mining
+        fields set, whose encoding, hash and hash for merged mining (carried
+        over from the unsealed header, whose own were computed first) are
+        those of the same header made from scratch.
+        """
+        bare = sample_header(
+            bitcoin_merged_mining_header=b"",
+            bitcoin_merged_mining_merkle_proof=b"",
+            bitcoin_merged_mining_coinbase_transaction=b"",
+        )
+        self.assertNotEqual(bare.hash, sample_header().hash)
+        seal = (b"\x07" * 80, b"\x08" * 32, b"\x09" * 120)
+        sealed = bare.with_seal(*seal)
+        expected = sample_header(
+            bitcoin_merged_mining_header=seal[0],
+            bitcoin_merged_mining_merkle_proof=seal[1],
+            bitcoin_merged_mining_coinbase_transaction=seal[2],
+        )
+        self.assertEqual(sealed, expected)
+        self.assertEqual(sealed.encode(), Header.decode(expected.encode()).encode())
+        self.assertEqual(sealed.hash, Header.decode(expected.encode()).hash)
+        self.assertEqual(sealed.hash_for_merged_mining, Header.decode(expected.encode()).hash_for_merged_mining)
+        self.assertEqual(Header.decode(sealed.encode()), expected)
+        self.assertEqual(bare.with_seal(b"", b"", b"").encode(), bare.encode())
+
     def test_extra_data_limit(self) -> None:
         """
         32 bytes of extra data are fine, 33 are refused.
