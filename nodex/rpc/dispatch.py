@@ -63,6 +63,24 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _parse(body: bytes | str) -> Any:
+    """
+    The JSON value of a request body: what C{json.loads(body,
+    parse_constant=_reject_constant)} gives (UTF-8, UTF-16 or UTF-32, with
+    or without a byte-order mark), through one decoder made once, since
+    C{json.loads} builds a new decoder on every call given an option (about
+    1 % of an automined transfer's time).
+
+    @raise ValueError: the body is not JSON or not text.
+    """
+    if isinstance(body, str):
+        return json.loads(body, parse_constant=_reject_constant)
+    return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+
+
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 """Compact JSON; one encoder for all answers (C{json.dumps} builds one per call
 when given separators)."""
@@ -228,7 +246,7 @@ class Dispatcher:
         if too_deep(body):
             return _dumps(_error(InvalidRequestError("the request is nested too deeply")))
         try:
-            payload = json.loads(body, parse_constant=_reject_constant)
+            payload = _parse(body)
         except RecursionError:
             return _dumps(_error(InvalidRequestError("the request is nested too deeply")))
         except ValueError as exc:

@@ -204,6 +204,17 @@ class DispatcherTests(SynchronousTestCase):
             self.assertEqual(answer["error"]["code"], -32700)
             self.assertIsNone(answer["id"])
 
+    def test_encodings(self) -> None:
+        """
+        A body in UTF-8 with a byte-order mark, UTF-16 or UTF-32 (JSON's
+        encodings that Python's parser detects) is read like its UTF-8.
+        """
+        text = '{"jsonrpc":"2.0","id":7,"method":"test_echo","params":["0x5"]}'
+        expected = self.answer(text.encode())
+        self.assertEqual(expected["result"], "0x5")
+        for body in (b"\xef\xbb\xbf" + text.encode(), text.encode("utf-16"), text.encode("utf-32-le")):
+            self.assertEqual(self.answer(body), expected)
+
     def test_deep_nesting(self) -> None:
         """
         A body nested beyond what the parser can take is -32600, not a crash.
