@@ -372,6 +372,7 @@ SCHEMA: dict[str, Any] = {
     "network": _choice(*NETWORKS),
     "datadir": _datadir,
     "log_level": _choice(*LOG_LEVELS),
+    "worker_niceness": _integer(0, 19),
     "chain": {"chain_id": _integer(1), "forks": _fork_schedule},
     "rpc": {
         "endpoint": endpoint,
@@ -613,6 +614,8 @@ class NodeConfig:
 
     @ivar raw: the merged mapping it was built from (what C{--dump-config}
         prints).
+    @ivar worker_niceness: how much nicer than the reactor thread the
+        worker threads run (L{nodex.services.threads.set_worker_niceness}).
     """
 
     network: str
@@ -637,6 +640,7 @@ class NodeConfig:
     wallet_allow_insecure_unlock: bool = False
     wallet_light_kdf: bool = False
     forks: Mapping[int, str] = field(default_factory=lambda: {0: "Cancun+CLZ"})
+    worker_niceness: int = 10
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -708,6 +712,7 @@ def build(raw: Raw) -> NodeConfig:
             wallet_allow_insecure_unlock=raw["wallet"].get("allow_insecure_unlock", False),
             wallet_light_kdf=raw["wallet"].get("light_kdf", False),
             forks={int(block): name for block, name in raw["chain"].get("forks", {"0": "Cancun+CLZ"}).items()},
+            worker_niceness=raw.get("worker_niceness", 10),
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None

@@ -83,7 +83,7 @@ from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
-from nodex.services.threads import ChainThreads, SerialThread
+from nodex.services.threads import ChainThreads, SerialThread, set_worker_niceness
 from nodex.services.tracing import TracingService
 from nodex.services.work import WorkService
 from nodex.wallet.keyfile import LIGHT_SCRYPT, STANDARD_SCRYPT
@@ -348,6 +348,8 @@ class NodeService(MultiService):
             manhole=config.manhole_endpoint,
             mining=config.mining_mode,
         )
+        # Before any child starts a thread.
+        set_worker_niceness(config.worker_niceness)
         try:
             super().startService()
         except (NodexError, CannotListenError) as exc:

@@ -303,6 +303,24 @@ class ForkScheduleConfigTests(SynchronousTestCase):
             self.assertIn(message, str(caught.exception))
 
 
+class WorkerNicenessConfigTests(SynchronousTestCase):
+    """
+    Tests for C{worker_niceness}.
+    """
+
+    def test_default_and_range(self) -> None:
+        """
+        Every preset has 10; 0 to 19 may be chosen; anything else is refused.
+        """
+        for network in NETWORKS:
+            self.assertEqual(build(effective(None, {"network": network})).worker_niceness, 10)
+        self.assertEqual(build(effective({"worker_niceness": 0}, {})).worker_niceness, 0)
+        for bad in (-1, 20, "5", True):
+            with self.assertRaises(ConfigError) as caught:
+                check_layer({"worker_niceness": bad}, "node.toml")
+            self.assertIn('"worker_niceness"', str(caught.exception))
+
+
 class TraceLimitConfigTests(SynchronousTestCase):
     """
     Tests for C{rpc.trace_max_steps}, C{rpc.trace_filter_max_blocks} and

@@ -49,17 +49,42 @@ machine; without it, busy workers also yield more to other processes.
 """
 
 
+_worker_niceness = WORKER_NICENESS
+
+
+def set_worker_niceness(niceness: int) -> None:
+    """
+    Choose how much nicer than the main thread the worker threads started
+    from now on run (C{worker_niceness}, set by the node when it starts,
+    before its threads): 0 keeps them at the reactor's priority.
+
+    @raise ValueError: not from 0 to 19.
+    """
+    global _worker_niceness
+    if not 0 <= niceness <= 19:
+        raise ValueError(f"worker niceness must be from 0 to 19, not {niceness}")
+    _worker_niceness = niceness
+
+
+def chosen_worker_niceness() -> int:
+    """
+    The niceness L{set_worker_niceness} chose (L{WORKER_NICENESS} unless told).
+    """
+    return _worker_niceness
+
+
 def lower_worker_priority() -> None:
     """
-    Make the calling thread L{WORKER_NICENESS} nicer than the process's main
+    Make the calling thread the chosen niceness (L{WORKER_NICENESS} unless
+    L{set_worker_niceness} said otherwise) nicer than the process's main
     thread (at most 19), on Linux, where each thread has its own niceness;
     elsewhere, or where the system refuses, the thread keeps its priority
     (the node then answers as before, only with a longer tail).
     """
-    if not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux") or not _worker_niceness:
         return
     try:
-        wanted = min(os.getpriority(os.PRIO_PROCESS, os.getpid()) + WORKER_NICENESS, 19)
+        wanted = min(os.getpriority(os.PRIO_PROCESS, os.getpid()) + _worker_niceness, 19)
         thread_id = threading.get_native_id()
         if os.getpriority(os.PRIO_PROCESS, thread_id) < wanted:
             os.setpriority(os.PRIO_PROCESS, thread_id, wanted)
@@ -249,6 +274,8 @@ __all__ = [
     "RunInThread",
     "SerialThread",
     "WorkerThread",
+    "chosen_worker_niceness",
     "lower_worker_priority",
+    "set_worker_niceness",
     "worker_pool",
 ]

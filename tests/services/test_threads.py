@@ -18,7 +18,9 @@ from nodex.services.threads import (
     ChainThreads,
     SerialThread,
     WorkerThread,
+    chosen_worker_niceness,
     lower_worker_priority,
+    set_worker_niceness,
     worker_pool,
 )
 
@@ -86,6 +88,39 @@ class LowerWorkerPriorityTests(SynchronousTestCase):
         thread.start()
         thread.join()
         self.assertEqual(seen, [worker_niceness(), worker_niceness()])
+
+    def test_chosen_niceness(self) -> None:
+        """
+        L{set_worker_niceness} chooses the niceness of the workers started
+        afterwards; 0 leaves them at the main thread's; out of range is refused.
+        """
+        self.addCleanup(set_worker_niceness, WORKER_NICENESS)
+        main = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        set_worker_niceness(3)
+        self.assertEqual(niceness_in_thread(), min(main + 3, 19))
+        set_worker_niceness(0)
+        self.assertEqual(niceness_in_thread(), own_niceness())
+        self.assertRaises(ValueError, set_worker_niceness, 20)
+        self.assertRaises(ValueError, set_worker_niceness, -1)
+
+    def test_node_sets_configured_niceness(self) -> None:
+        """
+        A starting node applies its configuration's C{worker_niceness}
+        before its children start their threads.
+        """
+        import io
+        from dataclasses import replace
+
+        from nodex.tap import NodeService, Options
+
+        self.addCleanup(set_worker_niceness, WORKER_NICENESS)
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        node = NodeService(replace(options.config, worker_niceness=4))
+        node.startService()
+        self.addCleanup(node.stopService)
+        self.assertEqual(chosen_worker_niceness(), 4)
 
     def test_refusal_keeps_priority(self) -> None:
         """
