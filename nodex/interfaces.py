@@ -255,6 +255,12 @@ class IChainService(Interface):
         Call C{observer} on the reactor thread after every change of the canonical chain.
         """
 
+    def add_side_observer(observer: "Callable[[Block], None]") -> None:
+        """
+        Call C{observer} on the reactor thread with every valid block stored
+        off the canonical chain (C{IMPORTED_NOT_BEST}): the uncle candidates.
+        """
+
     def rewind(number: int) -> "Deferred[None]":
         """
         Make the canonical block at C{number} the head, forgetting the blocks above it.

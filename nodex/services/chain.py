@@ -120,6 +120,7 @@ class ChainService(Service):
         self._run_small_writer: Callable[..., Deferred[Any]] = threads.run_writer_small if threads else maybeDeferred
         self._run_reader: Callable[..., Deferred[Any]] = threads.run_reader if threads else maybeDeferred
         self._observers: list[Callable[[ChainEvent], None]] = []
+        self._side_observers: list[Callable[[Block], None]] = []
         self._recent: OrderedDict[bytes, tuple[Block, tuple[Receipt, ...]]] = OrderedDict()
         self._recent_lookup: dict[bytes, tuple[bytes, int]] = {}
         self._recent_lock = Lock()
@@ -226,9 +227,19 @@ class ChainService(Service):
         """
         self._observers.append(observer)
 
+    def add_side_observer(self, observer: Callable[[Block], None]) -> None:
+        """
+        Call C{observer} on the reactor thread with every valid block stored
+        off the canonical chain (C{IMPORTED_NOT_BEST}), whatever its source:
+        a peer, a merged miner, this node's own miner losing a race.  Such
+        blocks are the uncle candidates of the blocks this node builds.
+        """
+        self._side_observers.append(observer)
+
     def _publish(self, step: Imported) -> Any:
         """
-        On the reactor thread: move the head and tell the observers.
+        On the reactor thread: move the head and tell the observers (the
+        side-block observers of a block stored off the canonical chain).
         """
         if step.head is not None:
             self._head = step.head
@@ -238,6 +249,12 @@ class ChainService(Service):
                     observer(step.event)
                 except Exception:
                     self.log.failure("chain observer {observer!r} failed", observer=observer)
+        elif step.result == ImportResult.IMPORTED_NOT_BEST and step.block is not None:
+            for side_observer in list(self._side_observers):
+                try:
+                    side_observer(step.block)
+                except Exception:
+                    self.log.failure("side-block observer {observer!r} failed", observer=side_observer)
         return step.result
 
     def _publish_all(self, steps: Sequence[Imported]) -> list[ImportOutcome]:

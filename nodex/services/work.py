@@ -199,11 +199,16 @@ class WorkService(Service):
         self._notified_parent: bytes | None = None
         self._notified_fees = 0
         self._side: OrderedDict[bytes, Header] = OrderedDict()
+        # What other threads read (the miner's builds on the writer): a
+        # tuple replaced whole on the reactor thread, never a dict changing
+        # under their iteration.
+        self._side_headers: tuple[Header, ...] = ()
         self._rates: dict[bytes, tuple[int, float]] = {}
         self._loop: LoopingCall | None = None
         self.local_hashrate: Callable[[], int] = lambda: 0
         self.cpu_mining: Callable[[], bool] = lambda: False
         chain.add_observer(self._chain_changed)
+        chain.add_side_observer(self._side_block)
         if pool is not None:
             self.use_pool(pool, update_on_transactions)
 
@@ -259,6 +264,16 @@ class WorkService(Service):
             self._templates.clear()
         self._build_if_active()
 
+    def _side_block(self, block: Block) -> None:
+        """
+        A valid block stored off the canonical chain (from a peer, a merged
+        miner or this node's miner): an uncle candidate, so new work that
+        includes it.
+        """
+        self._remember_side(block.header)
+        self._current = None
+        self._build_if_active()
+
     def _transaction_pending(self, transaction: Transaction) -> None:
         """
         A new pending transaction: new work, if configured so.
@@ -287,6 +302,7 @@ class WorkService(Service):
         self._side[header.hash] = header
         while len(self._side) > MAX_SIDE_BLOCKS:
             self._side.popitem(last=False)
+        self._side_headers = tuple(self._side.values())
 
     # Templates
 
@@ -388,7 +404,7 @@ class WorkService(Service):
         The side-chain headers a child of C{parent} may include as uncles
         (any thread but the reactor's: it reads the ancestry from the store).
         """
-        return self._reads.thd_uncles(parent, list(self._side.values()))
+        return self._reads.thd_uncles(parent, self._side_headers)
 
     # Handing out work
 
@@ -510,10 +526,8 @@ class WorkService(Service):
         result, reason = await self._import_block(block)
         header = block.header
         if result == ImportResult.IMPORTED_NOT_BEST:
-            # A new uncle candidate: new work that includes it.
-            self._remember_side(header)
-            self._current = None
-            self._build_if_active()
+            # The chain told _side_block: an uncle candidate already.
+            self.log.info("mined block {number} 0x{hash} is a side block", number=header.number, hash=header.hash.hex())
         elif result == ImportResult.INVALID_BLOCK:
             self.log.warn("mined block {number} refused: {reason}", number=header.number, reason=reason)
         else:

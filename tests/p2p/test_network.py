@@ -7,11 +7,12 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION
+from nodex.interfaces import WIRE_PROTOCOL_VERSION, ChainEvent
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import Disconnect, Hello, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
+from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService
 from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
@@ -19,6 +20,9 @@ from tests.p2p.test_protocol import FakeHost
 
 COW = bytes.fromhex("c85ef7d79691fe79573b1a7064c19c1a9819ebdbd1faaab1a8ec92344438aaf4")
 """The private key of the first regtest account (Keccak-256 of "cow")."""
+
+GENESIS_DIFFICULTY = 1
+"""The regtest genesis block's difficulty (its total difficulty)."""
 
 LOG_EMITTER = bytes.fromhex("60006000a0")
 """Init code that emits one empty LOG0 and deploys nothing."""
@@ -222,6 +226,44 @@ class PropagationTests(NodesTestCase):
         await self.wait_for(lambda: head_number(c) == 1)
         b_side_of_a = next(peer for peer in self.network(b).established_peers() if peer.dial_target is not None)
         self.assertIn(block.hash, b_side_of_a.known_blocks)
+
+
+class UncleTests(NodesTestCase):
+    """
+    A side block a peer sends becomes an uncle of this node's next block.
+    """
+
+    async def test_peer_fork_block_becomes_an_uncle(self) -> None:
+        """
+        A and B each make a block 1 while they hear nothing of each other;
+        B's reaches A as a side block, A's miner names it as an uncle in
+        block 2, and B accepts that block (reorganising onto A's chain,
+        whose total difficulty counts the uncle).
+        """
+        a = await self.start_node()
+        b = await self.start_node("--peer", self.address(a))
+        await self.wait_for(lambda: len(self.network(b).established_peers()) == 1, what="the peer")
+        assert a.miner is not None and a.chain is not None and b.chain is not None
+        relays = (self.network(a).relay, self.network(b).relay)
+        for relay in relays:
+            relay._running = lambda: False  # type: ignore[method-assign]
+        a1 = await a.miner.mine()
+        [b1] = await self.grow(b, 1, extra_data=b"fork")
+        for relay in relays:
+            relay._running = lambda: True  # type: ignore[method-assign]
+        sides: list[Block] = []
+        a.chain.add_side_observer(sides.append)
+        self.network(b).relay.chain_changed(ChainEvent((b1,)))
+        await self.wait_for(lambda: b1 in sides, what="A to store B's block 1 as a side block")
+        self.assertEqual(a.chain.head.header.hash, a1.hash)
+        a2 = await a.miner.mine()
+        self.assertEqual(a2.uncles, (b1.header,))
+        await self.wait_for(lambda: b.chain.head.header.hash == a2.hash, what="B to take A's block with the uncle")  # type: ignore[union-attr]
+        self.assertEqual(b.chain.head.total_difficulty, a.chain.head.total_difficulty)
+        self.assertEqual(
+            a.chain.head.total_difficulty,
+            GENESIS_DIFFICULTY + a1.header.difficulty + a2.header.difficulty + b1.header.difficulty,
+        )
 
 
 class ReorganisationTests(NodesTestCase):

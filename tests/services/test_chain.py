@@ -220,6 +220,40 @@ class ChainServiceMixin:
         self.assertFalse(self.successResultOf(self.chain.is_canonical(rival.hash)))  # type: ignore[attr-defined]
         self.assertEqual(len(self.events), 1)
 
+    def test_side_block_observers(self) -> None:
+        """
+        A block stored off the canonical chain is handed to the side-block
+        observers (the uncle candidates); blocks that move the head, and
+        blocks already known, are not.
+        """
+        sides: list[Block] = []
+        self.chain.add_side_observer(sides.append)  # type: ignore[attr-defined]
+        first = self.build(self.genesis, extra_data=b"a").block
+        rival = self.build(self.genesis, extra_data=b"b").block
+        self.imported(first)
+        self.assertEqual(sides, [])
+        self.assertEqual(self.imported(rival), ImportResult.IMPORTED_NOT_BEST)
+        self.assertEqual(sides, [rival])
+        self.assertEqual(self.imported(rival), ImportResult.EXIST)
+        self.assertEqual(sides, [rival])
+
+    def test_side_block_observer_failure(self) -> None:
+        """
+        A side-block observer that raises is logged; the others still hear of the block.
+        """
+
+        def broken(block: Block) -> None:
+            raise RuntimeError("observer bug")
+
+        sides: list[Block] = []
+        self.chain.add_side_observer(broken)  # type: ignore[attr-defined]
+        self.chain.add_side_observer(sides.append)  # type: ignore[attr-defined]
+        self.imported(self.build(self.genesis, extra_data=b"a").block)
+        rival = self.build(self.genesis, extra_data=b"b").block
+        self.assertEqual(self.imported(rival), ImportResult.IMPORTED_NOT_BEST)
+        self.assertEqual(sides, [rival])
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)  # type: ignore[attr-defined]
+
     def test_reorganisation_longer(self) -> None:
         """
         A longer side chain replaces the canonical one: index, lookups,

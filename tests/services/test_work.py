@@ -14,6 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from nodex.chain.pow import search
+from nodex.chain.rules import MAX_UNCLE_DEPTH, MAX_UNCLES
 from nodex.interfaces import ImportResult, IWorkService, MiningWork, WorkSubmissionError
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
@@ -21,7 +22,7 @@ from nodex.services.cpuminer import CPUMiner
 from nodex.services.miner import Miner
 from nodex.services.work import KEPT_TEMPLATES, REFRESH_SECONDS, SUBMITTED_RATE_SECONDS, WorkService
 from tests.chain import bitcoin_blocks as bb
-from tests.chain.test_processing import sample_rules, sample_store, transfer
+from tests.chain.test_processing import build_on, sample_rules, sample_store, transfer
 from tests.services.test_miner import FakePool
 
 COINBASE = Address(b"\xc0" * 20)
@@ -305,6 +306,62 @@ class WorkServiceTests(SynchronousTestCase):
         block = self.successResultOf(miner.mine())
         self.assertEqual([uncle.hash_for_merged_mining for uncle in block.uncles], [second.hash_for_merged_mining])
         self.assertEqual(self.chain.head.header.hash, block.hash)
+
+    def side_blocks(self, count: int) -> list[Any]:
+        """
+        Import C{count} blocks on genesis that lose to the head (as a peer
+        would send them): each a valid side block at height 1.
+        """
+        blocks = [build_on(self.store, self.genesis, extra_data=bytes([index])).block for index in range(count)]
+        for block in blocks:
+            self.assertEqual(self.successResultOf(self.chain.import_block(block)), ImportResult.IMPORTED_NOT_BEST)
+        return blocks
+
+    def test_peer_side_block_is_an_uncle(self) -> None:
+        """
+        A valid side block imported from any source (a peer here, not this
+        node's work) becomes an uncle of the built-in miner's next block
+        and of the next template; once included, of neither.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock)
+        miner.uncles = self.work.thd_uncles
+        self.successResultOf(miner.mine())
+        [side] = self.side_blocks(1)
+        template = self.successResultOf(self.work.current_template())
+        self.assertEqual(template.block.uncles, (side.header,))
+        block = self.successResultOf(miner.mine())
+        self.assertEqual(block.uncles, (side.header,))
+        self.assertEqual(self.chain.head.header.hash, block.hash)
+        self.assertEqual(self.successResultOf(miner.mine()).uncles, ())
+        self.assertEqual(self.successResultOf(self.work.current_template()).block.uncles, ())
+
+    def test_side_blocks_within_the_count(self) -> None:
+        """
+        Of more side blocks than a block may name, the miner includes at
+        most the allowed count, and the rest in the next block.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock)
+        miner.uncles = self.work.thd_uncles
+        self.successResultOf(miner.mine())
+        sides = self.side_blocks(MAX_UNCLES + 2)
+        first = self.successResultOf(miner.mine())
+        second = self.successResultOf(miner.mine())
+        self.assertEqual(len(first.uncles), MAX_UNCLES)
+        self.assertEqual(len(second.uncles), 2)
+        self.assertEqual({uncle.hash for uncle in first.uncles + second.uncles}, {side.hash for side in sides})
+
+    def test_side_block_too_deep(self) -> None:
+        """
+        A side block whose parent is further back than the uncle depth is
+        no longer a candidate.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock)
+        miner.uncles = self.work.thd_uncles
+        self.successResultOf(miner.mine())
+        for _ in range(MAX_UNCLE_DEPTH):
+            self.successResultOf(miner.mine())
+        self.side_blocks(1)
+        self.assertEqual(self.successResultOf(miner.mine()).uncles, ())
 
     def test_hashrate(self) -> None:
         """
