@@ -272,9 +272,11 @@ class ITransactionPool(Interface):
     Transactions waiting to be mined.
     """
 
-    def add(transaction: Transaction) -> "Deferred[Hash32]":
+    def add(transaction: Transaction, relayed: bool = False) -> "Deferred[Hash32]":
         """
         Validate a signed transaction against the head state and keep it.
+        C{relayed}: it came from a peer (in C{auto} mode it asks for no
+        block of its own, C{docs/p2p.md}).
 
         @return: a Deferred firing with its hash, or failing with
             L{nodex.services.errors.TransactionRejectedError} (RPC code -32010).

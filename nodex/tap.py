@@ -568,7 +568,7 @@ def compose_pool(
     pool.setName("pool")
     pool.setServiceParent(node)
     miner.pool = pool
-    pool.use_automining(AutoMining(miner, pool))
+    pool.use_automining(AutoMining(miner, pool, reactor))
     if work is not None:
         work.use_pool(pool, config.update_work_on_new_transactions)
     accounts = node.getServiceNamed("accounts")

@@ -194,7 +194,7 @@ class ChainRelay:
             if self.pool.get(transaction.hash) is not None:
                 continue
             try:
-                await self.pool.add(transaction)
+                await self.pool.add(transaction, relayed=True)
             except InvalidTransactionRejectedError as exc:
                 # Its signature, chain id, size or intrinsic gas: never valid.
                 self.log.debug("peer {peer}'s transaction is invalid: {why}", peer=peer.short_id, why=str(exc))

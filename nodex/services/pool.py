@@ -28,6 +28,7 @@ from typing import Any
 
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, gatherResults, maybeDeferred, succeed
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -62,6 +63,13 @@ PRICE_BUMP_PERCENT = 40
 
 MAX_TRANSACTION_SIZE = 128 * 1024
 """The largest raw transaction accepted, in bytes."""
+
+RELAYED_GRACE_SECONDS = 2.0
+"""
+How long a transaction relayed by a peer waits in an automining node's pool
+for the block of the node its sender gave it to (a peer's block arrives
+within milliseconds on a dev network) before this node mines it itself.
+"""
 
 POOL_KEY_PREFIX = b"pool:"
 """The prefix of the pool's keys in the C{METADATA} column."""
@@ -230,6 +238,8 @@ class TransactionPool(Service):
         """
         super().stopService()
         self._stopped = True
+        if self._automining is not None:
+            self._automining.stop()
         if self._store_thread is not None:
             self._store_thread.stop()
 
@@ -338,20 +348,23 @@ class TransactionPool(Service):
 
     # Adding
 
-    def add(self, transaction: Transaction) -> Deferred[Hash32]:
+    def add(self, transaction: Transaction, relayed: bool = False) -> Deferred[Hash32]:
         """
         Validate a signed transaction against the head state and keep it.
 
+        @param relayed: the transaction came from a peer, not from this
+            node's clients: in C{auto} mode it asks for no block of its own
+            (L{AutoMining.relayed}, C{docs/p2p.md}).
         @return: a Deferred firing with its hash once the observers of the
             transactions it made pending are done, or failing with
             L{TransactionRejectedError}.
         """
         header = self._chain.head.header
         automining = self._automining
-        if automining is not None and not self._by_hash and automining.idle:
+        if not relayed and automining is not None and not self._by_hash and automining.idle:
             return self._add_and_mine(automining, transaction, header)
         checking = self._run_in_thread(self._thd_validate, transaction, header)
-        return checking.addCallback(self._admit, transaction)
+        return checking.addCallback(self._admit, transaction, relayed)
 
     def _add_and_mine(self, automining: "AutoMining", transaction: Transaction, header: Header) -> Deferred[Hash32]:
         """
@@ -445,10 +458,12 @@ class TransactionPool(Service):
             return False
         return self._impersonating(transaction.sender)
 
-    def _admit(self, found: tuple[int, int], transaction: Transaction) -> Deferred[Hash32]:
+    def _admit(self, found: tuple[int, int], transaction: Transaction, relayed: bool = False) -> Deferred[Hash32]:
         """
         The rules that depend on the pool, then keep the transaction (on the
         reactor thread, so that two arrivals cannot interleave).
+
+        @param relayed: the transaction came from a peer (see L{add}).
         """
         tx_hash = transaction.hash
         if tx_hash in self._by_hash:
@@ -491,7 +506,7 @@ class TransactionPool(Service):
         self._by_hash[tx_hash] = transaction
         self._persist([], removed)
         promoted = [tx for tx in sender.pending_run() if tx.nonce not in was_pending or tx is transaction]
-        return self._notify(promoted).addCallback(self._keep, transaction)
+        return self._notify(promoted, relayed).addCallback(self._keep, transaction)
 
     def _keep(self, _: object, transaction: Transaction) -> Hash32 | Deferred[Hash32]:
         """
@@ -540,14 +555,18 @@ class TransactionPool(Service):
         self._forget(victim)
         return victim
 
-    def _notify(self, transactions: list[Transaction]) -> Deferred[Any]:
+    def _notify(self, transactions: list[Transaction], relayed: bool = False) -> Deferred[Any]:
         """
         Tell automining and the observers about newly pending transactions;
         fire when every Deferred they returned has fired (failures are logged).
+
+        @param relayed: a peer's transaction made them pending: automining
+            hears of them as relayed (L{AutoMining.relayed}).
         """
         if self._automining is None:
             return self._notify_observers(transactions)
-        return self._notify_observers(transactions, [self._automining, *self._observers])
+        first = self._automining.relayed if relayed else self._automining
+        return self._notify_observers(transactions, [first, *self._observers])
 
     def _notify_observers(
         self, transactions: list[Transaction], observers: list[PoolObserver] | None = None
@@ -771,15 +790,68 @@ class AutoMining:
     being mined waits for that block rather than asking for another.
     """
 
-    def __init__(self, miner: IMiner, pool: ITransactionPool) -> None:
+    def __init__(self, miner: IMiner, pool: ITransactionPool, clock: IReactorTime | None = None) -> None:
         """
         @param miner: mines, when it is in C{auto} mode and mining.
         @param pool: whose pending transactions the miner takes.
+        @param clock: times the wait of peers' transactions
+            (L{RELAYED_GRACE_SECONDS}); L{None}: they wait for the next
+            block whatever its cause.
         """
         self._miner = miner
         self._pool = pool
+        self._clock = clock
         self._candidates: set[Hash32] = set()
         self._waiters: list[Deferred[None]] | None = None
+        self._relayed: set[Hash32] = set()
+        self._relayed_call: IDelayedCall | None = None
+
+    @property
+    def _automining(self) -> bool:
+        """
+        Whether the miner is in C{auto} mode and mining.
+        """
+        return self._miner.is_mining and self._miner.mode == "auto"
+
+    def relayed(self, transaction: Transaction) -> None:
+        """
+        A transaction from a peer became pending: no block of its own.  The
+        node its sender gave it to mines it, if that node automines, and
+        this node imports that block; if it is still pending
+        L{RELAYED_GRACE_SECONDS} later (its first node does not mine), this
+        node mines it then.  So two automining peers do not both mine every
+        transaction (C{docs/p2p.md}, "Automining with peers").
+        """
+        if not self._automining or self._clock is None:
+            return
+        self._relayed.add(transaction.hash)
+        if self._relayed_call is None:
+            self._relayed_call = self._clock.callLater(RELAYED_GRACE_SECONDS, self._mine_relayed)
+
+    def _mine_relayed(self) -> None:
+        """
+        The grace of peers' transactions is over: mine those still pending.
+        """
+        self._relayed_call = None
+        waiting, self._relayed = self._relayed, set()
+        if not self._automining:
+            return
+        still = [transaction for transaction in self._pool.pending() if transaction.hash in waiting]
+        if still:
+            TransactionPool.log.info(
+                "mining {count} peers' transactions that no block brought within {seconds} s",
+                count=len(still), seconds=RELAYED_GRACE_SECONDS,
+            )
+            self(still[0])
+
+    def stop(self) -> None:
+        """
+        Forget the peers' transactions waiting for their grace to end (the node stops).
+        """
+        if self._relayed_call is not None and self._relayed_call.active():
+            self._relayed_call.cancel()
+        self._relayed_call = None
+        self._relayed = set()
 
     def __call__(self, transaction: Transaction) -> Deferred[None] | None:
         """
@@ -788,7 +860,7 @@ class AutoMining:
         @return: a Deferred firing once the block is stored, or L{None}
             when the miner is not automining.
         """
-        if not (self._miner.is_mining and self._miner.mode == "auto"):
+        if not self._automining:
             return None
         if self._waiters is None or transaction.hash not in self._candidates:
             self._candidates = {tx.hash for tx in self._pool.pending()}
@@ -819,7 +891,7 @@ class AutoMining:
         """
         Whether the miner automines and no block of this automining is being produced.
         """
-        return self._waiters is None and self._miner.is_mining and self._miner.mode == "auto"
+        return self._waiters is None and self._automining
 
     def mine_alone(self, transaction: Transaction, check: Callable[[Any], bool]) -> Deferred[Any]:
         """
@@ -836,6 +908,7 @@ __all__ = [
     "MAX_TRANSACTION_SIZE",
     "POOL_KEY_PREFIX",
     "PRICE_BUMP_PERCENT",
+    "RELAYED_GRACE_SECONDS",
     "AccountReader",
     "PoolObserver",
     "TransactionPool",

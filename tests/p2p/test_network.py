@@ -6,12 +6,15 @@ loopback TCP on port 0) in one process.
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.task import deferLater
 
+from nodex.crypto import keccak256
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, ChainEvent
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import Disconnect, Hello, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
+from nodex.services.pool import RELAYED_GRACE_SECONDS
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService
@@ -264,6 +267,57 @@ class UncleTests(NodesTestCase):
             a.chain.head.total_difficulty,
             GENESIS_DIFFICULTY + a1.header.difficulty + a2.header.difficulty + b1.header.difficulty,
         )
+
+
+class AutominingPeersTests(NodesTestCase):
+    """
+    Automining nodes with peers mine their own clients' transactions, not
+    every transaction a peer relays (C{docs/p2p.md}, "Automining with peers").
+    """
+
+    async def test_two_automining_peers_do_not_fork(self) -> None:
+        """
+        A transaction sent to A over RPC is mined by A alone; B, also in
+        C{auto} mode, takes A's block and mines nothing, even once the
+        grace of relayed transactions has passed.  (A queued transaction in
+        A's pool makes A pass each new one to B before its block, as a busy
+        pool does.)
+        """
+        a = await self.start_node("--mining", "auto", "--rpc", "tcp:0:interface=127.0.0.1")
+        b = await self.start_node("--mining", "auto", "--peer", self.address(a))
+        await self.wait_for(lambda: len(self.network(b).established_peers()) == 1, what="the peer")
+        assert a.chain is not None and b.chain is not None and a.miner is not None and b.miner is not None
+        gap = sign_transaction(LegacyTransaction(5, 0, 21_000, b"\x77" * 20, 1, b""), keccak256(b"cow1"), 33)
+        await rpc(a, "eth_sendRawTransaction", "0x" + gap.encode().hex())
+        for nonce in range(3):
+            transaction = cow_transaction(nonce)
+            await rpc(a, "eth_sendRawTransaction", "0x" + transaction.encode().hex())
+            self.assertEqual(head_number(a), nonce + 1)
+            await self.wait_for(lambda: b.chain.head.header.hash == a.chain.head.header.hash, what="B to take A's block")  # type: ignore[union-attr]
+        await deferLater(reactor, RELAYED_GRACE_SECONDS + 0.5, lambda: None)
+        self.assertEqual((a.miner.blocks_mined, b.miner.blocks_mined), (3, 0))
+        self.assertEqual(b.chain.head.header.hash, a.chain.head.header.hash)
+        self.assertEqual(len(b.getServiceNamed("pool")), 0)
+        self.assertEqual(a.getServiceNamed("pool").queued(), [gap])
+
+    async def test_follower_transaction_mined_after_the_grace(self) -> None:
+        """
+        A transaction given to a node that does not mine reaches the
+        automining peer, which mines it once the grace has passed; the
+        follower takes that block.
+        """
+        a = await self.start_node("--mining", "auto")
+        b = await self.start_node("--mining", "off", "--peer", self.address(a))
+        await self.wait_for(lambda: len(self.network(b).established_peers()) == 1, what="the peer")
+        transaction = cow_transaction(0)
+        await b.getServiceNamed("pool").add(transaction)
+        await self.wait_for(lambda: a.getServiceNamed("pool").get(transaction.hash) is not None, what="A's pool")
+        self.assertEqual(head_number(a), 0)
+        await self.wait_for(lambda: head_number(b) == 1, timeout=RELAYED_GRACE_SECONDS + 30, what="A's block")
+        assert a.chain is not None and b.chain is not None
+        block = await b.chain.get_block_by_number(1)
+        self.assertEqual([tx.hash for tx in block.transactions], [transaction.hash])  # type: ignore[union-attr]
+        self.assertEqual(b.chain.head.header.hash, a.chain.head.header.hash)
 
 
 class ReorganisationTests(NodesTestCase):

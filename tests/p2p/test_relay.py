@@ -180,7 +180,8 @@ class AcceptingPool:
     def get(self, tx_hash: bytes) -> None:
         return None
 
-    def add(self, transaction: object) -> Deferred[bytes]:
+    def add(self, transaction: object, relayed: bool = False) -> Deferred[bytes]:
+        assert relayed, "the relay marks a peer's transactions as relayed"
         self.added.append(transaction)
         return succeed(b"")
 
@@ -220,7 +221,7 @@ class PeerTransactionsTests(SynchronousTestCase):
         refusals = iter([InvalidTransactionRejectedError("invalid signature"), TransactionRejectedError("nonce too low")])
 
         class RefusingPool(AcceptingPool):
-            def add(self, transaction: object) -> Deferred[bytes]:
+            def add(self, transaction: object, relayed: bool = False) -> Deferred[bytes]:
                 return fail(next(refusals))
 
         relay.pool = RefusingPool()  # type: ignore[assignment]

@@ -55,9 +55,9 @@ class FakePool:
         self.transactions = list(transactions)
         self.removed: list[bytes] = []
 
-    def add(self, transaction: Transaction) -> Deferred[Hash32]:
+    def add(self, transaction: Transaction, relayed: bool = False) -> Deferred[Hash32]:
         """
-        Keep C{transaction}.
+        Keep C{transaction} (from a client or a peer alike).
         """
         self.transactions.append(transaction)
         return succeed(transaction.hash)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
@@ -20,7 +21,14 @@ from nodex.db.schema import METADATA
 from nodex.interfaces import ChainEvent, ChainHead, IChainService, ITransactionPool, ReceiptView, TransactionLocation
 from nodex.primitives import Address, Hash32
 from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
-from nodex.services.pool import POOL_KEY_PREFIX, TransactionPool, pool_key, store_account_reader
+from nodex.services.pool import (
+    POOL_KEY_PREFIX,
+    RELAYED_GRACE_SECONDS,
+    AutoMining,
+    TransactionPool,
+    pool_key,
+    store_account_reader,
+)
 from nodex.structures.accounts import Account
 from nodex.structures.blocks import Block
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
@@ -1119,6 +1127,89 @@ class AutoMiningFastLaneTests(PoolFixture, SynchronousTestCase):
         self.miner.finish()
         self.successResultOf(adding)
         self.assertEqual(self.pool.queued(), [queued])
+
+
+class RelayedTransactionTests(PoolFixture, SynchronousTestCase):
+    """
+    Transactions relayed by peers in C{auto} mode: no block of their own;
+    mined after L{RELAYED_GRACE_SECONDS} if no peer's block brought them.
+    """
+
+    def setUp(self) -> None:
+        """
+        A pool automining through a controllable miner on a L{Clock}, and an observer.
+        """
+        self.clock = Clock()
+        self.pool = self.make_pool()
+        self.miner = RecordingMiner(self.pool, self.chain)
+        self.automining = AutoMining(self.miner, self.pool, self.clock)  # type: ignore[arg-type]
+        self.pool.use_automining(self.automining)
+        self.seen: list[Transaction] = []
+        self.pool.add_observer(self.seen.append)
+
+    def test_peer_block_brings_it(self) -> None:
+        """
+        A relayed transaction is admitted as pending, passed on to the
+        observers (the other peers), and asks for no block; the block of
+        the peer that mined it drops it from the pool, and nothing is mined
+        when the grace ends.
+        """
+        tx = legacy(0)
+        self.assertEqual(self.successResultOf(self.pool.add(tx, relayed=True)), tx.hash)
+        self.assertEqual((self.miner.blocks, self.pool.pending(), self.seen), ([], [tx], [tx]))
+        self.chain.adopt((tx,))
+        self.assertEqual(len(self.pool), 0)
+        self.clock.advance(RELAYED_GRACE_SECONDS)
+        self.assertEqual(self.miner.blocks, [])
+
+    def test_mined_after_the_grace(self) -> None:
+        """
+        Relayed transactions still pending when the grace ends are mined, in one block.
+        """
+        first, second = legacy(0), legacy(0, key=KEYS[1])
+        self.successResultOf(self.pool.add(first, relayed=True))
+        self.clock.advance(RELAYED_GRACE_SECONDS / 2)
+        self.successResultOf(self.pool.add(second, relayed=True))
+        self.clock.advance(RELAYED_GRACE_SECONDS / 2 - 0.01)
+        self.assertEqual(self.miner.blocks, [])
+        self.clock.advance(0.01)
+        self.assertEqual(self.miner.blocks, [(first, second)])
+        self.miner.finish()
+        self.assertEqual(len(self.pool), 0)
+        self.clock.advance(RELAYED_GRACE_SECONDS)
+        self.assertEqual(len(self.miner.blocks), 1)
+
+    def test_local_transaction_takes_them_along(self) -> None:
+        """
+        A client's transaction is mined at once, and its block takes the
+        pending relayed ones along.
+        """
+        relayed, local = legacy(0), legacy(0, key=KEYS[1])
+        self.successResultOf(self.pool.add(relayed, relayed=True))
+        adding = self.pool.add(local)
+        self.assertEqual(self.miner.blocks, [(relayed, local)])
+        self.miner.finish()
+        self.successResultOf(adding)
+        self.clock.advance(RELAYED_GRACE_SECONDS)
+        self.assertEqual(len(self.miner.blocks), 1)
+
+    def test_not_automining(self) -> None:
+        """
+        In other modes (or stopped), relayed transactions just wait: no timer.
+        """
+        self.miner.mode = "manual"
+        self.successResultOf(self.pool.add(legacy(0), relayed=True))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_stop_cancels_the_grace(self) -> None:
+        """
+        A stopping pool cancels the grace's timer.
+        """
+        self.pool.startService()
+        self.successResultOf(self.pool.add(legacy(0), relayed=True))
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)
+        self.pool.stopService()
+        self.assertEqual(self.clock.getDelayedCalls(), [])
 
 
 class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
