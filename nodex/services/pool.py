@@ -364,7 +364,26 @@ class TransactionPool(Service):
         if not relayed and automining is not None and not self._by_hash and automining.idle:
             return self._add_and_mine(automining, transaction, header)
         checking = self._run_in_thread(self._thd_validate, transaction, header)
-        return checking.addCallback(self._admit, transaction, relayed)
+        return checking.addCallback(self._admit_unless_mined, transaction, relayed, header)
+
+    def _admit_unless_mined(
+        self, found: tuple[int, int], transaction: Transaction, relayed: bool, header: Header
+    ) -> Deferred[Hash32]:
+        """
+        Admit a transaction checked against C{header}'s state; if the head
+        moved during the check, first make sure no new block holds it (a
+        peer's transaction often arrives together with the block that
+        mined it, and the state read before that block cannot tell).
+        """
+        if self._chain.head.header.hash == header.hash:
+            return self._admit(found, transaction, relayed)
+
+        def located(location: Any) -> Deferred[Hash32]:
+            if location is not None:
+                raise TransactionRejectedError("transaction nonce too low")
+            return self._admit(found, transaction, relayed)
+
+        return self._chain.get_transaction(transaction.hash).addCallback(located)
 
     def _add_and_mine(self, automining: "AutoMining", transaction: Transaction, header: Header) -> Deferred[Hash32]:
         """

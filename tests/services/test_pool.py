@@ -1212,6 +1212,45 @@ class RelayedTransactionTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
 
+class StaleCheckTests(PoolFixture, SynchronousTestCase):
+    """
+    A transaction checked against a head that a block then replaces.
+    """
+
+    def setUp(self) -> None:
+        """
+        A pool whose checks wait until the test runs them.
+        """
+        self.pool = self.make_pool()
+        self.checks = QueuedThread()
+        self.pool._run_in_thread = self.checks.run  # type: ignore[method-assign]
+
+    def test_block_holding_it_arrived_during_the_check(self) -> None:
+        """
+        A block that holds the transaction, stored while its check ran
+        against the state before it, makes the pool refuse it (nonce too
+        low), as a check against the new head would.
+        """
+        tx = legacy(0)
+        adding = self.pool.add(tx, relayed=True)
+        self.chain.adopt((tx,))
+        self.checks.flush()
+        failure = self.failureResultOf(adding, TransactionRejectedError)
+        self.assertEqual(failure.getErrorMessage(), "transaction nonce too low")
+        self.assertEqual(len(self.pool), 0)
+
+    def test_head_moved_without_it(self) -> None:
+        """
+        A block without the transaction, stored during its check, changes nothing: it is admitted.
+        """
+        tx = legacy(0)
+        adding = self.pool.add(tx)
+        self.chain.adopt((legacy(0, key=KEYS[1]),))
+        self.checks.flush()
+        self.assertEqual(self.successResultOf(adding), tx.hash)
+        self.assertEqual(self.pool.pending(), [tx])
+
+
 class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
     """
     Invariants of the pool under random streams of transactions.
