@@ -529,6 +529,24 @@ def decode_message(payload: bytes) -> Message:
         raise MessageError(str(exc)) from exc
 
 
+def decode_and_hash(payload: bytes) -> Message:
+    """
+    L{decode_message}, then the hash of every header the message carries
+    (a header answer's, a new block's), which its receiver looks each one
+    up by: both on the calling thread (the peer network's decoder thread,
+    so that neither holds the reactor; C{docs/p2p.md}, "Threads").
+
+    @raise MessageError: as L{decode_message}.
+    """
+    message = decode_message(payload)
+    if isinstance(message, BlockHeaders):
+        for header in message.headers:
+            header.hash
+    elif isinstance(message, NewBlock):
+        message.block.hash
+    return message
+
+
 def _count(items: Sequence[RLPItem], expected: int, name: str) -> None:
     if len(items) != expected:
         raise RLPError(f"{name} must have {expected} fields, got {len(items)}")
@@ -578,6 +596,7 @@ __all__ = [
     "Pong",
     "Status",
     "Transactions",
+    "decode_and_hash",
     "decode_message",
     "encode_frame",
     "encode_message",

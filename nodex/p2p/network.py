@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, succeed
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, maybeDeferred, succeed
 from twisted.internet.endpoints import connectProtocol
 from twisted.internet.interfaces import (
     IDelayedCall,
@@ -25,8 +25,10 @@ from twisted.internet.interfaces import (
     IStreamServerEndpoint,
 )
 from twisted.internet.protocol import Factory
+from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from nodex.interfaces import (
@@ -50,6 +52,7 @@ from nodex.p2p.messages import (
     Peers,
     Status,
     Transactions,
+    decode_and_hash,
 )
 from nodex.p2p.protocol import ChainStatus, PeerProtocol, PeerSettings
 from nodex.p2p.relay import ChainRelay
@@ -154,6 +157,7 @@ class PeerNetwork(Service):
         self.unfinished_handshakes: Counter[str] = Counter()
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
+        self._decoder: ThreadPool | None = None
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
         self.relay = ChainRelay(chain, reputation, self.sync, self.established_peers, lambda: self.running)
         chain.add_observer(self.relay.chain_changed)
@@ -215,6 +219,8 @@ class PeerNetwork(Service):
         """
         self.node_key = load_or_create_node_key(self._datadir)
         self.sync.stopped = False
+        self._decoder = ThreadPool(1, 1, "nodex-p2p-decode")
+        self._decoder.start()
         super().startService()
         self.log.info("P2P node id {node_id}", node_id=self.node_key.node_id.hex())
         if self._listen is not None:
@@ -223,6 +229,7 @@ class PeerNetwork(Service):
             if failures:
                 self.running = False
                 self.log.critical("P2P server cannot listen: {error}", error=failures[0].getErrorMessage())
+                self._stop_decoder()
                 failures[0].raiseException()
         for host, port in self.settings.bootstrap:
             self.dial(host, port, redial=True)
@@ -259,12 +266,35 @@ class PeerNetwork(Service):
             closed: Deferred[None] = Deferred()
             self._closing.append(closed)
             waiting.append(closed)
+        self._stop_decoder()
         port, self._port = self._port, None
         if port is not None:
             stopped = port.stopListening()
             if stopped is not None:
                 waiting.append(stopped)
         return DeferredList(waiting).addCallback(lambda _: None) if waiting else None
+
+    def _stop_decoder(self) -> None:
+        """
+        Stop the decoder thread after the frame it is decoding; frames of
+        connections still closing are decoded on the reactor thread.
+        """
+        decoder, self._decoder = self._decoder, None
+        if decoder is not None:
+            decoder.stop()
+
+    def decode_in_thread(self, payload: bytes) -> Deferred[Message]:
+        """
+        Decode a large frame's payload, and hash the headers it carries, on
+        the decoder thread (at once when the service is not running).
+
+        @return: a Deferred firing with the message, or failing with
+            L{nodex.p2p.errors.MessageError}.
+        """
+        decoder = self._decoder
+        if decoder is None:
+            return maybeDeferred(decode_and_hash, payload)
+        return deferToThreadPool(self._clock, decoder, decode_and_hash, payload)  # type: ignore[arg-type]
 
     def _maybe_closed(self) -> None:
         """

@@ -3,6 +3,8 @@ Tests of L{nodex.p2p.network} and L{nodex.p2p.sync} with real nodes (RocksDB,
 loopback TCP on port 0) in one process.
 """
 
+import threading
+
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
@@ -10,15 +12,17 @@ from twisted.internet.task import deferLater
 
 from nodex.crypto import keccak256
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, ChainEvent
-from nodex.p2p.errors import DisconnectReason
+import nodex.p2p.messages as messages_module
+from nodex.p2p.errors import DisconnectReason, MessageError
 from nodex.p2p.identity import NodeKey
-from nodex.p2p.messages import Disconnect, Hello, decode_message, encode_frame
+from nodex.p2p.messages import BlockHeaders, Disconnect, Hello, Message, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
 from nodex.services.pool import RELAYED_GRACE_SECONDS
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService
 from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
+from tests.p2p.test_messages import sample_header
 from tests.p2p.test_protocol import FakeHost
 
 COW = bytes.fromhex("c85ef7d79691fe79573b1a7064c19c1a9819ebdbd1faaab1a8ec92344438aaf4")
@@ -318,6 +322,41 @@ class AutominingPeersTests(NodesTestCase):
         block = await b.chain.get_block_by_number(1)
         self.assertEqual([tx.hash for tx in block.transactions], [transaction.hash])  # type: ignore[union-attr]
         self.assertEqual(b.chain.head.header.hash, a.chain.head.header.hash)
+
+
+class DecoderThreadTests(NodesTestCase):
+    """
+    The peer network's decoder thread (large frames, off the reactor).
+    """
+
+    async def test_decodes_and_hashes_in_its_thread(self) -> None:
+        """
+        A running network decodes on its own thread and hashes the headers
+        there; a stopped one decodes at once; malformed payloads fail with
+        L{MessageError}.
+        """
+        node = await self.start_node()
+        network = self.network(node)
+        answer = BlockHeaders(7, tuple(sample_header(number) for number in range(3)))
+        payload = encode_frame(answer)[4:]
+        threads: list[str] = []
+        original = messages_module.decode_message
+
+        def recording(raw: bytes) -> Message:
+            threads.append(threading.current_thread().name)
+            return original(raw)
+
+        self.patch(messages_module, "decode_message", recording)
+        decoded = await network.decode_in_thread(payload)
+        self.assertEqual(decoded, answer)
+        self.assertTrue(all("hash" in vars(header) for header in decoded.headers))  # type: ignore[attr-defined]
+        self.assertNotEqual(threads, [threading.current_thread().name])
+        with self.assertRaises(MessageError):
+            await network.decode_in_thread(b"\xff" * 10)
+        await self.stop_node(node)
+        threads.clear()
+        self.assertEqual(self.successResultOf(network.decode_in_thread(payload)), answer)
+        self.assertEqual(threads, [threading.current_thread().name])
 
 
 class ReorganisationTests(NodesTestCase):

@@ -5,6 +5,7 @@ a C{StringTransport}, with a L{Clock}.
 
 from dataclasses import replace
 
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.trial.unittest import SynchronousTestCase
@@ -21,10 +22,11 @@ from nodex.p2p.messages import (
     Message,
     Ping,
     Pong,
+    decode_and_hash,
     decode_message,
     encode_frame,
 )
-from nodex.p2p.protocol import ChainStatus, PeerProtocol, PeerSettings
+from nodex.p2p.protocol import THREAD_DECODE_BYTES, ChainStatus, PeerProtocol, PeerSettings
 from tests.p2p.test_messages import sample_header
 
 GENESIS = b"\x11" * 32
@@ -45,6 +47,7 @@ class FakeHost:
         self.lost: list[PeerProtocol] = []
         self.allowed = True
         self.refuse: DisconnectReason | None = None
+        self.held_decodes: list[Deferred[bytes]] | None = None
 
     def chain_status(self) -> ChainStatus:
         return self.status
@@ -64,6 +67,17 @@ class FakeHost:
 
     def peer_lost(self, peer: PeerProtocol) -> None:
         self.lost.append(peer)
+
+    def decode_in_thread(self, payload: bytes) -> Deferred[Message]:
+        """
+        Decode at once, or, when the test holds the decoder
+        (L{held_decodes}), when the test fires the Deferred.
+        """
+        if self.held_decodes is None:
+            return maybeDeferred(decode_and_hash, payload)
+        waiting: Deferred[bytes] = Deferred()
+        self.held_decodes.append(waiting)
+        return waiting.addCallback(decode_and_hash)
 
 
 def frames(transport: StringTransport) -> list[Message]:
@@ -326,6 +340,68 @@ class ProtocolTests(SynchronousTestCase):
         request = frames(self.transport)[0]
         self.receive(BlockHeaders(request.request_id, ()))  # type: ignore[attr-defined]
         self.assertEqual(self.successResultOf(waiter), ())
+
+    def big_answer(self, request_id: int) -> BlockHeaders:
+        """
+        A header answer longer than L{THREAD_DECODE_BYTES}.
+        """
+        count = THREAD_DECODE_BYTES // len(sample_header().encode()) + 1
+        return BlockHeaders(request_id, tuple(sample_header(number) for number in range(count)))
+
+    def test_large_frame_decoded_off_the_reactor(self) -> None:
+        """
+        A frame of at least L{THREAD_DECODE_BYTES} goes to the host's
+        decoder, which also hashes its headers; the frames behind it wait
+        for it, so messages are still handled in order.
+        """
+        self.handshake()
+        self.host.held_decodes = []
+        waiter = self.protocol.request_headers(0, 512)
+        request = frames(self.transport)[0]
+        answer = self.big_answer(request.request_id)  # type: ignore[attr-defined]
+        self.receive(answer, GetPeers())
+        self.assertEqual(len(self.host.held_decodes), 1)
+        self.assertNoResult(waiter)
+        self.assertEqual(self.host.messages, [])
+        self.host.held_decodes.pop().callback(encode_frame(answer)[4:])
+        headers = self.successResultOf(waiter)
+        self.assertEqual(headers, answer.headers)
+        self.assertTrue(all("hash" in vars(header) for header in headers))
+        self.assertEqual(self.host.messages, [GetPeers()])
+
+    def test_small_frame_decoded_at_once(self) -> None:
+        """
+        A frame below L{THREAD_DECODE_BYTES} is decoded and handled at once.
+        """
+        self.handshake()
+        self.host.held_decodes = []
+        self.receive(GetPeers())
+        self.assertEqual((self.host.held_decodes, self.host.messages), ([], [GetPeers()]))
+
+    def test_large_garbage(self) -> None:
+        """
+        A large frame that is not a message ends the connection with a protocol error.
+        """
+        self.handshake()
+        payload = b"\xff" * THREAD_DECODE_BYTES
+        self.protocol.dataReceived(len(payload).to_bytes(4, "big") + payload)
+        self.assertDisconnected(DisconnectReason.PROTOCOL_ERROR)
+        self.assertEqual(self.host.events[-1], PeerEvent.INVALID_MESSAGE)
+
+    def test_paused_while_frames_wait(self) -> None:
+        """
+        While more than a frame's limit of frames waits for the decoder,
+        the peer's stream is paused; it resumes once they are handled.
+        """
+        self.host.peer_settings = replace(self.host.peer_settings, max_frame_bytes=3 * THREAD_DECODE_BYTES)
+        self.handshake()
+        self.host.held_decodes = []
+        answers = [self.big_answer(request_id) for request_id in range(1, 5)]
+        self.receive(*answers)
+        self.assertEqual(self.transport.producerState, "paused")
+        while self.host.held_decodes:
+            self.host.held_decodes.pop(0).callback(encode_frame(answers[0])[4:])
+        self.assertEqual(self.transport.producerState, "producing")
 
     def test_request_timeout(self) -> None:
         """
