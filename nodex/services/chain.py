@@ -57,7 +57,7 @@ from nodex.interfaces import (
     TransactionLocation,
 )
 from nodex.primitives import Address, Hash32
-from nodex.services.threads import ChainThreads
+from nodex.services.threads import ChainThreads, yield_interpreter
 from nodex.state.state import State
 from nodex.structures.accounts import Account
 from nodex.structures.blocks import Block
@@ -442,6 +442,8 @@ class ChainService(Service):
         steps: list[Imported] = []
         for block in blocks:
             done = self.importer.import_block(block, now, built_here)
+            if self._threads is not None:
+                yield_interpreter()
             if done[0].result == ImportResult.INVALID_BLOCK:
                 with self._bad_blocks_lock:
                     self._bad_blocks.append(BadBlock(block, done[0].reason or ""))

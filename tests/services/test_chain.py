@@ -804,6 +804,31 @@ class ChainThreadsTests(TestCase):
         self.assertEqual(block, blocks[1])
 
     @inlineCallbacks
+    def test_run_yields_between_blocks(self) -> Any:
+        """
+        The writer importing a run hands the interpreter lock over after
+        each block (L{yield_interpreter}), on the writer thread.
+        """
+        store, genesis = sample_store()
+        other, _ = sample_store()
+        blocks, parent = [], genesis
+        for _ in range(3):
+            block = build_on(other, parent).block
+            BlockImporter(other, sample_rules()).import_block(block)
+            blocks.append(block)
+            parent = block.header
+        yielded: list[str] = []
+        self.patch(chain_module, "yield_interpreter", lambda: yielded.append(threading.current_thread().name))
+        threads = ChainThreads(reactor, readers=1)
+        chain = ChainService(store, sample_rules(), reactor, threads=threads)
+        chain.startService()
+        self.addCleanup(chain.stopService)
+        outcomes = yield chain.import_blocks(blocks)
+        self.assertEqual([outcome.result for outcome in outcomes], [ImportResult.IMPORTED_BEST] * 3)
+        self.assertEqual(len(yielded), 3)
+        self.assertIn("writer", yielded[0])
+
+    @inlineCallbacks
     def test_serial_thread_failure(self) -> Any:
         """
         An exception in a job fails its Deferred; later jobs still run, in order.
