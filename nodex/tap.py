@@ -83,7 +83,7 @@ from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
-from nodex.services.threads import ChainThreads, SerialThread, set_worker_niceness
+from nodex.services.threads import ChainThreads, SerialThread, set_worker_niceness, worker_pool
 from nodex.services.tracing import TracingService
 from nodex.services.work import WorkService
 from nodex.wallet.keyfile import LIGHT_SCRYPT, STANDARD_SCRYPT
@@ -901,7 +901,10 @@ def compose_p2p(config: NodeConfig, reactor: Any, chain: ChainService, reputatio
     )
     listen = None if config.p2p_endpoint == "none" else serverFromString(reactor, config.p2p_endpoint)
     connect = peer_connector(reactor, raw["tls"], raw["tls_ca_certificate"])
-    network = PeerNetwork(chain, reputation, reactor, config.datadir, settings, listen, connect)
+    network = PeerNetwork(
+        chain, reputation, reactor, config.datadir, settings, listen, connect,
+        decoder_pool=lambda: worker_pool(1, 1, "nodex-p2p-decode"),
+    )
     network.setName("p2p")
     return network
 

@@ -131,12 +131,17 @@ class PeerNetwork(Service):
         listen: IStreamServerEndpoint | None,
         connect: Callable[[str, int], IStreamClientEndpoint],
         pool: ITransactionPool | None = None,
+        decoder_pool: Callable[[], ThreadPool] | None = None,
     ) -> None:
         """
         @param chain: provides L{nodex.interfaces.IChainService} and L{nodex.interfaces.IBlockSource}.
         @param datadir: where the node key lives.
         @param listen: where to accept peers (L{None}: only dial).
         @param connect: the client endpoint to a peer's host and port (TCP or TLS).
+        @param decoder_pool: makes the one-thread pool of the decoder thread
+            when the service starts (the node passes one whose thread runs
+            at the workers' lower priority); by default a plain
+            L{ThreadPool}.
         """
         self.chain = chain
         self.reputation = reputation
@@ -158,6 +163,7 @@ class PeerNetwork(Service):
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self._decoder: ThreadPool | None = None
+        self._make_decoder = decoder_pool or (lambda: ThreadPool(1, 1, "nodex-p2p-decode"))
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
         self.relay = ChainRelay(chain, reputation, self.sync, self.established_peers, lambda: self.running)
         chain.add_observer(self.relay.chain_changed)
@@ -219,7 +225,7 @@ class PeerNetwork(Service):
         """
         self.node_key = load_or_create_node_key(self._datadir)
         self.sync.stopped = False
-        self._decoder = ThreadPool(1, 1, "nodex-p2p-decode")
+        self._decoder = self._make_decoder()
         self._decoder.start()
         super().startService()
         self.log.info("P2P node id {node_id}", node_id=self.node_key.node_id.hex())

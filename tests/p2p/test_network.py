@@ -18,6 +18,7 @@ from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import BlockHeaders, Disconnect, Hello, Message, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
 from nodex.services.pool import RELAYED_GRACE_SECONDS
+from nodex.services.threads import WorkerThread
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService
@@ -351,6 +352,7 @@ class DecoderThreadTests(NodesTestCase):
         self.assertEqual(decoded, answer)
         self.assertTrue(all("hash" in vars(header) for header in decoded.headers))  # type: ignore[attr-defined]
         self.assertNotEqual(threads, [threading.current_thread().name])
+        self.assertIsInstance(network._decoder.threads[0], WorkerThread)  # type: ignore[union-attr]
         with self.assertRaises(MessageError):
             await network.decode_in_thread(b"\xff" * 10)
         await self.stop_node(node)
