@@ -442,7 +442,7 @@ class ChainService(Service):
         steps: list[Imported] = []
         for block in blocks:
             done = self.importer.import_block(block, now, built_here)
-            if self._threads is not None:
+            if self._threads is not None and not block.transactions:
                 yield_interpreter()
             if done[0].result == ImportResult.INVALID_BLOCK:
                 with self._bad_blocks_lock:

@@ -126,12 +126,16 @@ def yield_interpreter() -> None:
     """
     Hand the interpreter lock to a thread waiting for it (the reactor's)
     now, rather than when the switch interval forces it: C{sleep(0)}
-    releases the lock and takes it back.  The writer calls it between the
-    blocks of a run it imports, each a fraction of a millisecond when
-    empty, so that the reactor, which needs the lock several times per
-    request, waits for it at most that long each time.  During a sync of
-    10,000 empty blocks it took the 99th percentile of C{eth_blockNumber}
-    from 5.6-6.4 ms to 2.6-4.3 ms (C{benchmarks/RESULTS.md}, "Session 5").
+    releases the lock and takes it back.  The writer calls it after each
+    empty block of a run it imports (a fraction of a millisecond each), so
+    that the reactor, which needs the lock several times per request, gets
+    it between two of them.  During a sync of 10,000 empty blocks it took
+    the 99th percentile of C{eth_blockNumber} from 3.9-4.2 ms to 1.2-2.7 ms
+    (with the 0.2 ms switch interval and the workers' lower priority;
+    C{benchmarks/RESULTS.md}, "Session 5: P2P follow-ups").  After blocks
+    with transactions it is not called: there it cost the sync of
+    10-transfer blocks a tenth of its rate or more (214-297 against
+    319-331 blocks/s) for no better tail.
     """
     time.sleep(0)
 

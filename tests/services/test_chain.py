@@ -807,13 +807,14 @@ class ChainThreadsTests(TestCase):
     def test_run_yields_between_blocks(self) -> Any:
         """
         The writer importing a run hands the interpreter lock over after
-        each block (L{yield_interpreter}), on the writer thread.
+        each empty block (L{yield_interpreter}), on the writer thread, not
+        after a block with transactions.
         """
         store, genesis = sample_store()
         other, _ = sample_store()
         blocks, parent = [], genesis
-        for _ in range(3):
-            block = build_on(other, parent).block
+        for index in range(4):
+            block = build_on(other, parent, [transfer(0, 0)] if index == 1 else []).block
             BlockImporter(other, sample_rules()).import_block(block)
             blocks.append(block)
             parent = block.header
@@ -824,7 +825,7 @@ class ChainThreadsTests(TestCase):
         chain.startService()
         self.addCleanup(chain.stopService)
         outcomes = yield chain.import_blocks(blocks)
-        self.assertEqual([outcome.result for outcome in outcomes], [ImportResult.IMPORTED_BEST] * 3)
+        self.assertEqual([outcome.result for outcome in outcomes], [ImportResult.IMPORTED_BEST] * 4)
         self.assertEqual(len(yielded), 3)
         self.assertIn("writer", yielded[0])
 
