@@ -167,6 +167,7 @@ class PeerNetwork(Service):
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
         self.relay = ChainRelay(chain, reputation, self.sync, self.established_peers, lambda: self.running)
         chain.add_observer(self.relay.chain_changed)
+        chain.add_side_observer(self.relay.side_block)
         reputation.add_ban_observer(self._bans_changed)
         if pool is not None:
             self.use_pool(pool)

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from nodex.interfaces import (
@@ -232,6 +233,39 @@ class ChainRelay:
             else:
                 peer.send(NewBlockHashes(((block.hash, block.number),)))
                 peer.send(Status(block.hash, block.number, head.total_difficulty))
+
+    def side_block(self, block: Block) -> None:
+        """
+        Spread a valid block stored off the canonical chain (a competing
+        block): whole to a few of the peers that lack it, announced to the
+        rest, so that the network's miners can name it as an uncle (uncles
+        count in the fork choice, DESIGN §2).  Its total difficulty is below
+        the head's, so no peer takes it for this node's head.
+        """
+        if not self._running() or self.sync.syncing:
+            return
+        unaware = [peer for peer in self._peers() if block.hash not in peer.known_blocks]
+        if not unaware:
+            return
+        spreading = Deferred.fromCoroutine(self._spread_side_block(block, unaware))
+        spreading.addErrback(lambda failure: self.log.failure("cannot spread side block", failure))
+
+    async def _spread_side_block(self, block: Block, unaware: list[PeerProtocol]) -> None:
+        """
+        Send the side block with its total difficulty.
+        """
+        total_difficulty = await self.chain.get_total_difficulty(block.hash)
+        if total_difficulty is None:
+            return
+        whole = max(1, int(math.sqrt(len(unaware))))
+        for index, peer in enumerate(unaware):
+            if block.hash in peer.known_blocks:
+                continue
+            peer.known_blocks.add(block.hash)
+            if index < whole:
+                peer.send(NewBlock(block, total_difficulty))
+            else:
+                peer.send(NewBlockHashes(((block.hash, block.number),)))
 
     def send_status(self) -> None:
         """

@@ -10,7 +10,16 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.interfaces import ChainHead, InvalidTransactionRejectedError, TransactionRejectedError
-from nodex.p2p.messages import BlockBodies, BlockHeaders, GetBlockBodies, GetBlockHeaders, Message, Transactions
+from nodex.p2p.messages import (
+    BlockBodies,
+    BlockHeaders,
+    GetBlockBodies,
+    GetBlockHeaders,
+    Message,
+    NewBlock,
+    NewBlockHashes,
+    Transactions,
+)
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import check_header_chain
 from nodex.structures.blocks import Block
@@ -232,3 +241,46 @@ class PeerTransactionsTests(SynchronousTestCase):
         message = Transactions((sign_transaction(unsigned, b"\x02" * 32, 33), sign_transaction(unsigned, b"\x04" * 32, 33)))
         self.successResultOf(Deferred.fromCoroutine(relay.transactions(peer, message)))  # type: ignore[arg-type]
         self.assertEqual(reputation.events, ["INVALID_TRANSACTION"])
+
+
+class SideBlockTests(SynchronousTestCase):
+    """
+    Side blocks (stored off the canonical chain) spread to the peers that lack them.
+    """
+
+    def setUp(self) -> None:
+        headers = chain_of(3)
+        self.side = Block(replace(headers[2], extra_data=b"side"))
+        chain = FakeChain(headers)
+        chain.get_total_difficulty = lambda block_hash: succeed(7)  # type: ignore[attr-defined]
+        self.peers = [FakePeer() for _ in range(4)]
+        for peer in self.peers:
+            peer.known_blocks = set()  # type: ignore[attr-defined]
+        self.running = True
+        self.syncing = False
+        sync = type("Sync", (), {"syncing": property(lambda _: self.syncing)})()
+        self.relay = ChainRelay(chain, None, sync, lambda: self.peers, lambda: self.running)  # type: ignore[arg-type]
+
+    def test_spread(self) -> None:
+        """
+        Whole to the square root of the unaware peers with its total
+        difficulty, announced to the others; a peer that knows it gets nothing.
+        """
+        self.peers[3].known_blocks.add(self.side.hash)  # type: ignore[attr-defined]
+        self.relay.side_block(self.side)
+        self.assertEqual(self.peers[0].sent, [NewBlock(self.side, 7)])
+        for peer in self.peers[1:3]:
+            self.assertEqual(peer.sent, [NewBlockHashes(((self.side.hash, self.side.number),))])
+        self.assertEqual(self.peers[3].sent, [])
+        self.relay.side_block(self.side)
+        self.assertEqual(sum(len(peer.sent) for peer in self.peers), 3)
+
+    def test_not_while_syncing_or_stopped(self) -> None:
+        """
+        Nothing is spread while the node syncs or the network is stopped.
+        """
+        self.syncing = True
+        self.relay.side_block(self.side)
+        self.syncing, self.running = False, False
+        self.relay.side_block(self.side)
+        self.assertEqual([peer.sent for peer in self.peers], [[], [], [], []])
