@@ -9,6 +9,7 @@ where they sit) and returns a JSON-ready C{dict}; nothing here touches a
 service.
 """
 
+from collections.abc import Iterable
 from typing import Any
 
 from nodex.interfaces import ReceiptView, TransactionLocation
@@ -16,7 +17,13 @@ from nodex.primitives import ZERO_HASH32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.logs import Log
-from nodex.structures.transactions import FEE_MARKET_TX_TYPE, LEGACY_TX_TYPE, LegacyTransaction, Transaction
+from nodex.structures.transactions import (
+    FEE_MARKET_TX_TYPE,
+    LEGACY_TX_TYPE,
+    AccessListEntry,
+    LegacyTransaction,
+    Transaction,
+)
 
 _ZERO_NONCE = "0x0000000000000000"
 _ZERO_MIX_HASH = "0x" + "00" * 32
@@ -119,6 +126,13 @@ def uncle_object(uncle: Header, total_difficulty: int) -> dict[str, Any]:
     return header_object(uncle, total_difficulty, size, [], [])
 
 
+def access_list_object(entries: Iterable[AccessListEntry]) -> list[dict[str, Any]]:
+    """
+    An EIP-2930 access list: C{[{"address": ..., "storageKeys": [...]}, ...]}.
+    """
+    return [{"address": _data(entry.address), "storageKeys": [_data(key) for key in entry.storage_keys]} for entry in entries]
+
+
 def transaction_object(
     transaction: Transaction,
     block_hash: bytes | None,
@@ -156,10 +170,7 @@ def transaction_object(
     if transaction.chain_id is not None:
         obj["chainId"] = hex(transaction.chain_id)
     if transaction.type != LEGACY_TX_TYPE:
-        obj["accessList"] = [
-            {"address": _data(entry.address), "storageKeys": [_data(key) for key in entry.storage_keys]}
-            for entry in transaction.access_list
-        ]
+        obj["accessList"] = access_list_object(transaction.access_list)
         if transaction.type == FEE_MARKET_TX_TYPE:
             obj["maxFeePerGas"] = hex(transaction.max_fee_per_gas)
             obj["maxPriorityFeePerGas"] = hex(transaction.max_priority_fee_per_gas)
@@ -238,6 +249,7 @@ def receipt_object(view: ReceiptView) -> dict[str, Any]:
 
 
 __all__ = [
+    "access_list_object",
     "block_object",
     "header_object",
     "located_transaction_object",

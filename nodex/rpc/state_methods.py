@@ -32,6 +32,7 @@ from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import require_block, resolve_block
 from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.errors import RPCError
+from nodex.rpc.objects import access_list_object
 from nodex.rpc.registry import Method, Param
 from nodex.rpc.transaction_methods import TRANSACTION_FIELDS
 from nodex.structures.headers import Header
@@ -178,10 +179,7 @@ def access_list_result(result: Any) -> dict[str, Any]:
     C{gasUsed} and, for a failed call, C{error}.
     """
     answer: dict[str, Any] = {
-        "accessList": [
-            {"address": encoders.data(entry.address), "storageKeys": [encoders.data(key) for key in entry.storage_keys]}
-            for entry in result.access_list
-        ],
+        "accessList": access_list_object(result.access_list),
         "gasUsed": hex(result.gas_used),
     }
     if result.error is not None:

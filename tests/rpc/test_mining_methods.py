@@ -26,7 +26,7 @@ from tests.services.test_miner import FakePool
 from tests.services.test_work import COINBASE
 
 
-class StubMiner:
+class ModeMiner:
     """
     The little of L{nodex.interfaces.IMiner} that C{eth_coinbase} and C{eth_mining} read.
     """
@@ -52,7 +52,7 @@ class MiningMethodsTests(SynchronousTestCase):
         store, self.genesis = sample_store()
         self.chain = ChainService(store, sample_rules(), self.clock)
         self.work = WorkService(self.chain, store, self.chain.rules, COINBASE, self.clock, maybeDeferred, FakePool())
-        self.miner = StubMiner("off")
+        self.miner = ModeMiner("off")
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(MiningMethods(self.work))
         registry.add(TransactionMethods(self.chain, FakePool(), None, self.miner, self.work))  # type: ignore[arg-type]
