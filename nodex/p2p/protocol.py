@@ -36,6 +36,7 @@ from nodex.p2p.messages import (
     Message,
     Ping,
     Pong,
+    Status,
     decode_message,
     encode_frame,
 )
@@ -221,6 +222,7 @@ class PeerProtocol(Protocol):
         self._requests: dict[int, tuple[Deferred[Any], IDelayedCall, Message]] = {}
         self._serving = 0
         self._timer: IDelayedCall | None = None
+        self._hello_head = b""
 
     # Addresses
 
@@ -270,6 +272,7 @@ class PeerProtocol(Protocol):
             self.disconnect(DisconnectReason.BAD_REPUTATION)
             return
         status = self._host.chain_status()
+        self._hello_head = status.head_hash
         self.send(
             Hello(
                 WIRE_PROTOCOL_VERSION, status.network_id, status.genesis_hash, status.head_hash,
@@ -465,6 +468,11 @@ class PeerProtocol(Protocol):
         if reason is not None:
             self.disconnect(reason)
             return
+        # Blocks adopted during the handshake went only to established
+        # peers: name the head if it moved since the hello.
+        status = self._host.chain_status()
+        if status.head_hash != self._hello_head:
+            self.send(Status(status.head_hash, status.head_number, status.total_difficulty))
         self._timer = self._clock.callLater(self._host.peer_settings.ping_interval, self._keep_alive)
 
     def _keep_alive(self) -> None:

@@ -22,6 +22,7 @@ from nodex.p2p.messages import (
     Message,
     Ping,
     Pong,
+    Status,
     decode_and_hash,
     decode_message,
     encode_frame,
@@ -176,6 +177,30 @@ class ProtocolTests(SynchronousTestCase):
         self.assertEqual(self.host.ready, [self.protocol])
         self.assertEqual((self.protocol.node_id, self.protocol.head_number), (self.remote.node_id, 100))
         self.assertIn(PeerEvent.SUCCESSFUL_HANDSHAKE, self.host.events)
+
+    def test_head_moved_during_handshake(self) -> None:
+        """
+        Blocks adopted between the hello and the peer's proof reached only
+        established peers: the new peer hears the head in a status; an
+        unmoved head sends nothing more.
+        """
+        ours = self.sent_hello()
+        self.receive(self.hello())
+        self.transport.clear()
+        self.host.status = replace(self.host.status, head_hash=b"\x55" * 32, head_number=9, total_difficulty=10)
+        self.receive(Auth(self.remote.sign_challenge(ours.challenge)))
+        self.assertEqual(frames(self.transport), [Status(b"\x55" * 32, 9, 10)])
+
+        other = PeerProtocol(self.host, self.clock, inbound=True)
+        transport = StringTransport()
+        other.makeConnection(transport)
+        hello = frames(transport)[0]
+        assert isinstance(hello, Hello)
+        remote = NodeKey.generate()
+        for message in (self.hello(node_id=remote.node_id), Auth(remote.sign_challenge(hello.challenge))):
+            other.dataReceived(encode_frame(message))
+        self.assertTrue(other.established)
+        self.assertEqual([type(message) for message in frames(transport)], [Auth])
 
     def test_bad_signature(self) -> None:
         """
