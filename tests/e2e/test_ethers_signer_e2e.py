@@ -36,10 +36,11 @@ class EthersSignerTests(Web3NodeTestCase):
         url = self.w3.provider.endpoint_uri
         result = await deferToThread(
             subprocess.run,
-            [node, str(ETHERS_SCRIPT), url, COW, WHALE, RECIPIENT],
+            [node.binary, str(ETHERS_SCRIPT), url, COW, WHALE, RECIPIENT],
             capture_output=True,
             text=True,
             timeout=60,
+            env=node.environment,
         )
         self.assertEqual(result.returncode, 0, result.stderr)
         answer = json.loads(result.stdout)

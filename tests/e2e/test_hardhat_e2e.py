@@ -8,14 +8,13 @@ installs them and names their C{node_modules} in C{NODE_PATH}).
 """
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from twisted.internet.threads import deferToThread
 from twisted.trial.unittest import SkipTest
 
-from tests.e2e.ethers import node_with_ethers
+from tests.e2e.ethers import NodeJS, node_with_ethers
 from tests.e2e.test_web3_node import Web3NodeTestCase
 
 SCRIPT = Path(__file__).resolve().parent / "hardhat_flow.js"
@@ -26,15 +25,15 @@ module.exports = {networks: {nodex: {url: process.env.NODEX_URL}}};
 """
 
 
-def hardhat_modules(node: str) -> Path:
+def hardhat_modules(node: NodeJS) -> Path:
     """
     The C{node_modules} holding Hardhat and its ethers plugin.
 
     @raise SkipTest: node cannot find them.
     """
     probe = subprocess.run(
-        [node, "-e", "require.resolve('@nomicfoundation/hardhat-ethers'); console.log(require.resolve('hardhat'))"],
-        capture_output=True, text=True, env=os.environ.copy(),
+        [node.binary, "-e", "require.resolve('@nomicfoundation/hardhat-ethers'); console.log(require.resolve('hardhat'))"],
+        capture_output=True, text=True, env=node.environment,
     )
     if probe.returncode != 0:
         raise SkipTest("the npm packages hardhat and @nomicfoundation/hardhat-ethers are not installed (NODE_PATH)")
@@ -66,7 +65,7 @@ class HardhatProjectTests(Web3NodeTestCase):
         (project / "node_modules").symlink_to(modules)
         (project / "flow.js").write_text(SCRIPT.read_text())
         environment = {
-            **os.environ,
+            **node.environment,
             "NODEX_URL": self.w3.provider.endpoint_uri,
             "TOKEN_JSON": str(TOKEN),
             "HARDHAT_DISABLE_TELEMETRY_PROMPT": "true",
@@ -74,7 +73,7 @@ class HardhatProjectTests(Web3NodeTestCase):
         cli = modules / "hardhat" / "internal" / "cli" / "cli.js"
         result = await deferToThread(
             subprocess.run,
-            [node, str(cli), "run", "--no-compile", "--network", "nodex", "flow.js"],
+            [node.binary, str(cli), "run", "--no-compile", "--network", "nodex", "flow.js"],
             cwd=project, capture_output=True, text=True, timeout=300, env=environment,
         )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])

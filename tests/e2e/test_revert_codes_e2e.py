@@ -89,10 +89,11 @@ class RevertCodeTests(Web3NodeTestCase):
             data = contract.encode_abi("revertWithReason", [])
             result = await deferToThread(
                 subprocess.run,
-                [node, str(ETHERS_SCRIPT), url, contract.address, data],
+                [node.binary, str(ETHERS_SCRIPT), url, contract.address, data],
                 capture_output=True,
                 text=True,
                 timeout=60,
+                env=node.environment,
             )
             self.assertEqual(result.returncode, 0, result.stderr)
             answer = json.loads(result.stdout)

@@ -12,7 +12,6 @@ own thread with its own event loop while the node runs on the test's reactor.
 
 import asyncio
 import json
-import os
 import subprocess
 import urllib.request
 from collections.abc import Awaitable, Callable
@@ -310,7 +309,7 @@ class EthersWebSocketTests(WebSocketNodeTestCase):
         Transfer event through C{contract.on} and new blocks through
         C{provider.on("block")}.
         """
-        node_binary = node_with_ethers()
+        node = node_with_ethers()
         url = await self.start_node()
         script = Path(self.mktemp())
         script.write_text(ETHERS_SCRIPT)
@@ -319,7 +318,7 @@ class EthersWebSocketTests(WebSocketNodeTestCase):
 
         def run() -> subprocess.CompletedProcess[bytes]:
             return subprocess.run(
-                [node_binary, str(script), url, str(token), key], capture_output=True, timeout=60, env=os.environ
+                [node.binary, str(script), url, str(token), key], capture_output=True, timeout=60, env=node.environment
             )
 
         done = await deferToThread(run)
