@@ -322,7 +322,10 @@ class MiningControlTests(DevChainTestCase):
         from twisted.internet import reactor
         from twisted.internet.task import deferLater
 
-        await deferLater(reactor, 1.0, lambda: None)
+        for _ in range(100):
+            await deferLater(reactor, 0.1, lambda: None)
+            if (await self.head())["number"] > start:
+                break
         self.assertGreater((await self.head())["number"], start)
         await self.ok("evm_setIntervalMining", 0)
         await self.ok("evm_setAutomine", True)

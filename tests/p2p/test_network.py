@@ -603,13 +603,12 @@ class TLSTests(NodesTestCase):
         """
         A certificate for another name: the dialing node refuses the connection.
         """
-        from twisted.internet.task import deferLater
-
         server, client = await self.tls_pair("other.example")
         await self.grow(server, 5)
-        await deferLater(reactor, 1.5, lambda: None)
+        port = self.network(server).listening_port
+        await self.wait_for(
+            lambda: self.network(client).unfinished_handshakes[f"localhost:{port}"] >= 1, what="the refused handshake"
+        )
         self.assertEqual((self.network(client).peers(), self.network(server).peers()), ([], []))
         self.assertEqual(head_number(client), 0)
-        port = self.network(server).listening_port
-        self.assertGreaterEqual(self.network(client).unfinished_handshakes[f"localhost:{port}"], 1)
 
