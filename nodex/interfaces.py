@@ -332,9 +332,10 @@ class IMiner(Interface):
     mode = Attribute("The mining mode: auto, interval, manual or off (str).")
     is_mining = Attribute("Whether blocks are produced without being asked (bool).")
 
-    def mine() -> "Deferred[Block]":
+    def mine(empty: bool = True) -> "Deferred[Block | None]":
         """
-        Build, seal and import one block of pending transactions now.
+        Build, seal and import one block of pending transactions now; with
+        C{empty} false, nothing (L{None}) when none of them can be included.
         """
 
     def mine_alone(transaction: "Transaction", check: Callable[[Any], bool]) -> "Deferred[Block | None]":

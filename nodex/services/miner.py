@@ -355,7 +355,7 @@ class Miner(Service):
         self._loop = None
         self._update_loop()
 
-    def mine(self) -> Deferred[Block]:
+    def mine(self, empty: bool = True) -> Deferred[Block | None]:
         """
         Build, seal and store one block of the pool's pending transactions
         on the head, after any block already being produced.
@@ -364,11 +364,15 @@ class Miner(Service):
         the offset is consumed.  Candidates that turn out invalid on the
         head state are removed from the pool.
 
-        @return: a Deferred firing with the new block, or failing with
+        @param empty: store the block even when it includes none of the
+            candidates; C{False} (automining) stores nothing then: a block
+            that arrived meanwhile already brought them.
+        @return: a Deferred firing with the new block (L{None} when an
+            empty one was not wanted), or failing with
             L{SealNotFoundError} when the difficulty is beyond the built-in solver.
         """
         candidates = order_candidates(self.pool.pending()) if self.pool is not None else []
-        return self._produce(lambda state: candidates)
+        return self._produce(lambda state: candidates, empty=empty)
 
     def mine_alone(self, transaction: Transaction, check: Callable[[State], bool]) -> Deferred[Block | None]:
         """
@@ -401,6 +405,7 @@ class Miner(Service):
         take: Callable[[State], list[Transaction] | None],
         refusal: Sequence[BaseException] = (),
         small: bool = False,
+        empty: bool = True,
     ) -> Deferred[Block | None]:
         """
         Build, seal and store a block of the transactions C{take} chooses
@@ -416,15 +421,16 @@ class Miner(Service):
         @param small: the block is small enough to be built at once on the
             reactor thread when the writer is idle (L{SMALL_BLOCK_GAS}),
             which only a cheap seal allows.
+        @param empty: store a block that includes none of the transactions C{take} chose.
         """
         if self.chain.head.header.difficulty > CHEAP_SEAL_DIFFICULTY:
-            return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(take, refusal)))
+            return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(take, refusal, empty)))
         now = self._base_time()
         offset, self._offset = self._offset, 0
         skipped: list[SkippedTransaction] = []
 
         def produce(parent: Header, state: State, block_hashes: BlockHashes) -> tuple[Block, BlockOutcome] | None:
-            built = self._build(take, parent, state, block_hashes, now + offset)
+            built = self._build(take, parent, state, block_hashes, now + offset, empty)
             if built is None:
                 return None
             header = built.block.header
@@ -451,21 +457,27 @@ class Miner(Service):
         state: State,
         block_hashes: BlockHashes,
         wanted_time: int,
+        empty: bool = True,
     ) -> BuiltBlock | None:
         """
-        Build an unsealed block on C{parent} of what C{take} chooses (writer thread).
+        Build an unsealed block on C{parent} of what C{take} chooses
+        (writer thread); L{None} when C{take} declines, or when the block
+        would include none of its transactions and C{empty} is false.
         """
         candidates = take(state)
         if candidates is None:
             return None
         timestamp = max(wanted_time, parent.timestamp + 1)
         uncles = self.uncles(parent) if self.uncles is not None else ()
-        return build_block(
+        built = build_block(
             parent, state, candidates, self.coinbase, timestamp, self.chain.rules, block_hashes, self._extra_data, uncles
         )
+        if not empty and not built.block.transactions:
+            return None
+        return built
 
     async def _produce_sealed(
-        self, take: Callable[[State], list[Transaction] | None], refusal: Sequence[BaseException]
+        self, take: Callable[[State], list[Transaction] | None], refusal: Sequence[BaseException], empty: bool = True
     ) -> Block | None:
         """
         Build on the writer, search the seal on the seal thread, store the
@@ -476,7 +488,7 @@ class Miner(Service):
         offset, self._offset = self._offset, 0
         while True:
             built, state = await self.chain.build_on_tip(
-                lambda parent, state, block_hashes: self._build(take, parent, state, block_hashes, now + offset)
+                lambda parent, state, block_hashes: self._build(take, parent, state, block_hashes, now + offset, empty)
             )
             if built is None:
                 self._offset += offset

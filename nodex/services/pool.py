@@ -884,7 +884,9 @@ class AutoMining:
         if self._waiters is None or transaction.hash not in self._candidates:
             self._candidates = {tx.hash for tx in self._pool.pending()}
             self._waiters = waiters = []
-            self._miner.mine().addBoth(self._mined, waiters)
+            # No empty block: the transactions may have come meanwhile in a
+            # block from a peer (a relayed one after its grace, say).
+            self._miner.mine(empty=False).addBoth(self._mined, waiters)
             if self._waiters is not waiters:
                 # The block was stored at once (a synchronous miner).
                 return succeed(None)

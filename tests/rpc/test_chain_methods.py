@@ -47,9 +47,9 @@ class FakeMiner:
         self.offset = 0
         self.mined: list[Block] = []
 
-    def mine(self) -> Deferred[Block]:
+    def mine(self, empty: bool = True) -> Deferred[Block]:
         """
-        Adopt a block of every pending transaction.
+        Adopt a block of every pending transaction (empty or not).
         """
         block = self.fixture.chain.adopt(tuple(self.fixture.pool.pending()))
         self.mined.append(block)

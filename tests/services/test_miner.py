@@ -160,6 +160,24 @@ class MinerTests(SynchronousTestCase):
         self.assertEqual(block.transactions, (good,))
         self.assertEqual(self.pool.removed, [stale.hash])
 
+    def test_no_empty_block_unless_wanted(self) -> None:
+        """
+        With C{empty=False} the miner stores nothing when none of the
+        candidates can go in a block (another block brought them, or there
+        are none), and keeps the time offset for the next block.
+        """
+        pending = transfer(0, 0)
+        self.pool.transactions = [pending]
+        rival = self.successResultOf(Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, FakePool([pending])).mine())
+        miner = self.miner()
+        miner.increase_time(30)
+        self.assertIsNone(self.successResultOf(miner.mine(empty=False)))
+        self.pool.transactions = []
+        self.assertIsNone(self.successResultOf(miner.mine(empty=False)))
+        self.assertEqual((self.chain.head.header, miner.time_offset), (rival.header, 30))
+        self.pool.transactions = [transfer(0, 1)]
+        self.assertEqual(len(self.successResultOf(miner.mine(empty=False)).transactions), 1)
+
     def test_consecutive_blocks(self) -> None:
         """
         Each block builds on the previous one, one second later at least.
@@ -440,6 +458,22 @@ class SealSearchTests(SynchronousTestCase):
         block = self.successResultOf(mining)
         self.assertEqual(block.header.parent_hash, rival.hash)
         self.assertEqual(self.chain.head.header.number, 2)
+
+    def test_no_empty_block_after_the_head_moved(self) -> None:
+        """
+        A block without empty blocks whose transactions came in the block
+        that became the head during its seal search is not stored.
+        """
+        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        pending = transfer(0, 0)
+        self.pool.transactions = [pending]
+        mining = miner.mine(empty=False)
+        waiting, _function, _args = self.batches.pop(0)
+        rival = self.successResultOf(Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, FakePool([pending])).mine())
+        waiting.callback(None)
+        self.run_batches()
+        self.assertIsNone(self.successResultOf(mining))
+        self.assertEqual(self.chain.head.header, rival.header)
 
     def test_stop_ends_search(self) -> None:
         """

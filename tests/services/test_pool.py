@@ -897,14 +897,16 @@ class RecordingMiner:
         self.mode = "auto"
         self.is_mining = True
         self.blocks: list[tuple[Transaction, ...]] = []
+        self.empty_wanted: list[bool] = []
         self.running: list[Deferred[None]] = []
 
-    def mine(self) -> Deferred[None]:
+    def mine(self, empty: bool = True) -> Deferred[None]:
         """
         Take the pending transactions now; store the block when L{finish} is called.
         """
         candidates = tuple(self.pool.pending())
         self.blocks.append(candidates)
+        self.empty_wanted.append(empty)
         if self.synchronous:
             self.chain.adopt(candidates)
             return maybeDeferred(lambda: None)
@@ -1174,6 +1176,8 @@ class RelayedTransactionTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(self.miner.blocks, [])
         self.clock.advance(0.01)
         self.assertEqual(self.miner.blocks, [(first, second)])
+        # A peer's block may still bring them before this block is built: then no (empty) block.
+        self.assertEqual(self.miner.empty_wanted, [False])
         self.miner.finish()
         self.assertEqual(len(self.pool), 0)
         self.clock.advance(RELAYED_GRACE_SECONDS)
