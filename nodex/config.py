@@ -113,6 +113,16 @@ def _network_name(value: Any) -> str:
     return value
 
 
+def _client_version(value: Any) -> str:
+    """
+    What C{web3_clientVersion} answers instead of nodex's own string: up to
+    200 printable ASCII characters; empty: nodex's own.
+    """
+    if not isinstance(value, str) or len(value) > 200 or not all(" " <= c <= "~" for c in value):
+        raise ValueError("want up to 200 printable ASCII characters (empty: nodex's own version string)")
+    return value
+
+
 def _datadir(value: Any) -> str:
     """
     A directory path (expanded); it may not exist yet, but may not be a file.
@@ -390,6 +400,7 @@ SCHEMA: dict[str, Any] = {
         "ws_max_subscriptions": _integer(1, 100_000),
         "ws_max_queue_bytes": _integer(65536),
         "revert_error_code": _revert_error_code,
+        "client_version": _client_version,
         "trace_max_steps": _integer(1),
         "trace_filter_max_blocks": _integer(1),
         "trace_filter_max_traces": _integer(1),
@@ -569,6 +580,7 @@ class RPCConfig:
     ws_max_subscriptions: int = 128
     ws_max_queue_bytes: int = 16 * 1024 * 1024
     revert_error_code: int = -32015
+    client_version: str = ""
     trace_max_steps: int = 1_000_000
     trace_filter_max_blocks: int = 5_000
     trace_filter_max_traces: int = 10_000
@@ -683,6 +695,7 @@ def build(raw: Raw) -> NodeConfig:
                 ws_max_subscriptions=rpc.get("ws_max_subscriptions", 128),
                 ws_max_queue_bytes=rpc.get("ws_max_queue_bytes", 16 * 1024 * 1024),
                 revert_error_code=rpc.get("revert_error_code", -32015),
+                client_version=rpc.get("client_version", ""),
                 trace_max_steps=rpc.get("trace_max_steps", 1_000_000),
                 trace_filter_max_blocks=rpc.get("trace_filter_max_blocks", 5_000),
                 trace_filter_max_traces=rpc.get("trace_filter_max_traces", 10_000),

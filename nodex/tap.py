@@ -397,7 +397,7 @@ def build_rpc_server(
             for name, module in config.rpc.modules.items()
         }
     )
-    registry.add(Web3Methods(client_version()))
+    registry.add(Web3Methods(config.rpc.client_version or client_version()))
     registry.add(NetMethods(config.chain_id, peers))
     registry.add(EthIdentityMethods(config.chain_id, WIRE_PROTOCOL_VERSION))
     for provider in providers:

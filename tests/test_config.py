@@ -371,3 +371,17 @@ class DevChainRPCConfigTests(SynchronousTestCase):
                 check_layer({"rpc": {"revert_error_code": bad}}, "node.toml")
             self.assertIn('"rpc.revert_error_code"', str(caught.exception))
             self.assertIn("want -32015 or 3", str(caught.exception))
+
+    def test_client_version(self) -> None:
+        """
+        Every preset answers nodex's own version string (empty key); a
+        printable ASCII string of up to 200 characters replaces it; nothing else.
+        """
+        for network in NETWORKS:
+            self.assertEqual(build(effective(None, {"network": network})).rpc.client_version, "")
+        chosen = build(effective({"rpc": {"client_version": "anvil/nodex"}}, {}))
+        self.assertEqual(chosen.rpc.client_version, "anvil/nodex")
+        for bad in (3, None, "x" * 201, "anvil\nnodex", "nodé"):
+            with self.assertRaises(ConfigError) as caught:
+                check_layer({"rpc": {"client_version": bad}}, "node.toml")
+            self.assertIn('"rpc.client_version"', str(caught.exception))

@@ -186,6 +186,31 @@ class MakeServiceTests(SynchronousTestCase):
         tracing = node.getServiceNamed("tracing")
         self.assertEqual((tracing.limits.max_steps, tracing.max_filter_blocks, tracing.max_traces), (77, 8, 9))
 
+    def test_client_version(self) -> None:
+        """
+        web3_clientVersion answers nodex's own string, or C{rpc.client_version} when set.
+        """
+        import json
+        from dataclasses import replace
+
+        from twisted.internet.task import Clock
+
+        from nodex.rpc.web3 import client_version
+        from nodex.tap import build_rpc_server
+
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert options.config is not None
+        request = b'{"jsonrpc": "2.0", "id": 1, "method": "web3_clientVersion"}'
+        answers = []
+        for chosen in ("", "anvil/nodex"):
+            config = replace(options.config, rpc=replace(options.config.rpc, client_version=chosen))
+            server = build_rpc_server(config, Clock(), None)  # type: ignore[arg-type]
+            answer = self.successResultOf(server.dispatcher.handle(request))
+            assert answer is not None
+            answers.append(json.loads(answer)["result"])
+        self.assertEqual(answers, [client_version(), "anvil/nodex"])
+
     def test_make_service(self) -> None:
         """
         makeService composes the node of the parsed options.
