@@ -13,7 +13,7 @@ for merged mining covers the first 16 (everything the Bitcoin coinbase must
 commit to).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from nodex.crypto import keccak256
@@ -147,26 +147,11 @@ class Header:
         rather than computed again (the block of every automined
         transaction is sealed this way).
         """
-        sealed = Header(
-            self.parent_hash,
-            self.uncles_hash,
-            self.coinbase,
-            self.state_root,
-            self.transactions_root,
-            self.receipts_root,
-            self.logs_bloom,
-            self.difficulty,
-            self.number,
-            self.gas_limit,
-            self.gas_used,
-            self.timestamp,
-            self.extra_data,
-            self.paid_fees,
-            self.minimum_gas_price,
-            self.uncle_count,
-            bitcoin_header,
-            merkle_proof,
-            coinbase,
+        sealed = replace(
+            self,
+            bitcoin_merged_mining_header=bitcoin_header,
+            bitcoin_merged_mining_merkle_proof=merkle_proof,
+            bitcoin_merged_mining_coinbase_transaction=coinbase,
         )
         carried = self._encoded_fields[:_MERGED_MINING_HASHED_FIELDS]
         sealed.__dict__["_encoded_fields"] = carried + [
