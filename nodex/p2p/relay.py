@@ -225,14 +225,7 @@ class ChainRelay:
                 self.send_status()
             return
         unaware = [peer for peer in self._peers() if block.hash not in peer.known_blocks]
-        whole = max(1, int(math.sqrt(len(unaware))))
-        for index, peer in enumerate(unaware):
-            peer.known_blocks.add(block.hash)
-            if index < whole:
-                peer.send(NewBlock(block, head.total_difficulty))
-            else:
-                peer.send(NewBlockHashes(((block.hash, block.number),)))
-                peer.send(Status(block.hash, block.number, head.total_difficulty))
+        self._spread(block, head.total_difficulty, unaware, head=True)
 
     def side_block(self, block: Block) -> None:
         """
@@ -255,8 +248,15 @@ class ChainRelay:
         Send the side block with its total difficulty.
         """
         total_difficulty = await self.chain.get_total_difficulty(block.hash)
-        if total_difficulty is None:
-            return
+        if total_difficulty is not None:
+            self._spread(block, total_difficulty, unaware, head=False)
+
+    def _spread(self, block: Block, total_difficulty: int, unaware: list[PeerProtocol], head: bool) -> None:
+        """
+        Send C{block} whole to the first square root of the C{unaware}
+        peers, and announce it to the rest (with a STATUS when it is the
+        head); skip a peer that learnt of it meanwhile.
+        """
         whole = max(1, int(math.sqrt(len(unaware))))
         for index, peer in enumerate(unaware):
             if block.hash in peer.known_blocks:
@@ -266,6 +266,8 @@ class ChainRelay:
                 peer.send(NewBlock(block, total_difficulty))
             else:
                 peer.send(NewBlockHashes(((block.hash, block.number),)))
+                if head:
+                    peer.send(Status(block.hash, block.number, total_difficulty))
 
     def send_status(self) -> None:
         """
