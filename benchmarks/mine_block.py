@@ -32,6 +32,7 @@ from nodex.crypto import keccak256
 from nodex.db.memory import MemoryStore
 from nodex.db.rocks import RocksStore
 from nodex.services.chain import ChainService
+from nodex.services.blocktime import BlockClock
 from nodex.services.miner import Miner
 from nodex.services.threads import ChainThreads
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
@@ -54,6 +55,11 @@ class OneShotPool:
         """
         pending, self.next = self.next, []
         return pending
+
+    def watch_for_miner(self, automining: object) -> None:
+        """
+        The benchmark mines by hand: no automining.
+        """
 
     def remove(self, tx_hashes: Iterable[bytes]) -> None:
         """
@@ -137,7 +143,7 @@ def run(blocks: int, memory: bool, profile: bool, threads: bool = False, erc20: 
         chain_threads.start()
     chain = ChainService(store, chain_rules("regtest", 33), clock, threads=chain_threads)
     pool = OneShotPool()
-    miner = Miner(chain, REGTEST_MINER_ADDRESS, "manual", clock, pool)  # type: ignore[arg-type]
+    miner = Miner(chain, pool, REGTEST_MINER_ADDRESS, "manual", clock, BlockClock(clock, chain.rules))  # type: ignore[arg-type]
     if erc20:
         deploy, signed = token_transfers(blocks)
         pool.next = [deploy]

@@ -42,13 +42,12 @@ from typing import Any
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 BUILDER = """
-import itertools, sys
+import sys
 from twisted.internet import reactor
 from twisted.internet.defer import ensureDeferred
 from nodex.config import load_config
 from nodex.tap import compose
-from nodex.chain.builder import build_block, seal_block
-from nodex.chain.pow import solve
+from nodex.chain.making import BlockTime, TransactionsBlock
 from nodex.crypto import keccak256
 from nodex.primitives import Address
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
@@ -67,13 +66,8 @@ def transactions(index):
 async def grow():
     chain = node.chain
     for index in range(count):
-        txs = transactions(index)
-        def produce(parent, state, hashes, txs=txs):
-            built = build_block(parent, state, txs, Address(b"\\x42" * 20), parent.timestamp + 1, chain.rules, hashes)
-            header = built.block.header
-            seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
-            return seal_block(built.block, seal), built.outcome
-        await chain.produce_block(produce)
+        txs = tuple(transactions(index))
+        await chain.make(TransactionsBlock(Address(b"\\x42" * 20), BlockTime(0, 0), txs))
 
 def run():
     node.startService()

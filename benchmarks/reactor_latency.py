@@ -44,6 +44,7 @@ import json, sys, time
 from twisted.internet import reactor
 import nodex.tap as tap
 from nodex.config import load_config
+from nodex.chain.aside import FILE
 from nodex.chain.chainfile import read_blocks
 layer = json.loads(sys.argv[2])
 layer["datadir"] = sys.argv[1]
@@ -61,7 +62,7 @@ if len(sys.argv) > 3:
 
 def start_import(path):
     started = time.perf_counter()
-    done = node.chain.import_blocks(blocks)
+    done = node.chain.import_blocks(blocks, FILE)
     done.addCallback(lambda found: print("IMPORTED", len(found), time.perf_counter() - started, flush=True))
 
 def listening(port):

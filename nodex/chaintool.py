@@ -25,6 +25,7 @@ from typing import IO, BinaryIO, NoReturn
 
 from nodex.chain.chainfile import ChainFileError, read_blocks, write_blocks
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
+from nodex.chain.aside import FILE
 from nodex.chain.importer import BlockImporter, ImportResult, read_head
 from nodex.chain.networks import chain_rules
 from nodex.config import ConfigError, NodeConfig, load_config
@@ -200,13 +201,13 @@ def import_chain(
                 report.known += 1
                 report.head = number
                 continue
-            step = importer.import_block(block, now=None)[0]
-            if step.result == ImportResult.NO_PARENT:
+            step = importer.import_blocks([block], None, FILE)[0]
+            if step.result is ImportResult.NO_PARENT:
                 raise ImportStoppedError(
                     f"block {number} 0x{block.hash.hex()}: its parent 0x{block.header.parent_hash.hex()} is not"
                     " in the data directory (a file of another network, or one that starts later than this chain)"
                 )
-            if step.result == ImportResult.INVALID_BLOCK:
+            if step.result is ImportResult.INVALID_BLOCK:
                 raise ImportStoppedError(f"block {number} 0x{block.hash.hex()} is invalid: {step.reason}")
             report.imported += 1
             report.head = number

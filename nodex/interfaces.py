@@ -21,7 +21,9 @@ from nodex.chain.calls import (
     ExecutionRevertedError,
     InsufficientFundsError,
 )
-from nodex.chain.importer import ChainEvent, ChainHead, ImportOutcome, ImportResult
+from nodex.chain.aside import BlockSource, SourceKind, from_peer
+from nodex.chain.importer import ChainEvent, ChainHead, Imported, ImportOutcome, ImportResult, Unused
+from nodex.chain.making import BlockRequest, LoneAdmission
 from nodex.chain.tracing.limits import (
     CALL_TRACER,
     PRESTATE_TRACER,
@@ -222,32 +224,17 @@ class IChainService(Interface):
         first, each with the rule it broke.
         """
 
-    def import_block(block: Block) -> "Deferred[str]":
+    def import_blocks(blocks: "Sequence[Block]", source: BlockSource) -> "Deferred[list[ImportOutcome]]":
         """
-        Validate, execute and store a block from any source; adopt it if its
-        chain is the heaviest.
+        Import blocks from outside in order (each in its own atomic batch),
+        stopping after the first invalid one; a block whose parent is
+        unknown is kept aside, one ahead of the clock held until it is due.
 
-        @return: a Deferred firing with an L{ImportResult} name.
-        """
-
-    def import_block_explained(block: Block) -> "Deferred[tuple[str, str | None]]":
-        """
-        Like L{import_block}, with the broken rule of an invalid block.
-
-        @return: a Deferred firing with the L{ImportResult} name and, for
-            C{INVALID_BLOCK}, the reason (else L{None}); for merged-mining
-            submissions and peer scoring.
-        """
-
-    def import_blocks(blocks: "Sequence[Block]", built_here: bool = False) -> "Deferred[list[ImportOutcome]]":
-        """
-        Import a run of blocks in order (each in its own atomic batch),
-        stopping after the first invalid one.  C{built_here}: the blocks are
-        this node's own sealed templates, whose transactions may carry a dev
-        chain's impersonation marker (blocks from peers and files never may).
-
+        @param source: where they come from (a peer's node id bounds what it
+            may have kept aside; a template built here may carry a dev
+            chain's impersonation marker, blocks from peers and files never).
         @return: a Deferred firing with an L{ImportOutcome} per block
-            imported or refused, the refused one last.
+            imported, kept or refused, the refused one last.
         """
 
     def add_observer(observer: "Callable[[ChainEvent], None]") -> None:
@@ -261,9 +248,105 @@ class IChainService(Interface):
         off the canonical chain (C{IMPORTED_NOT_BEST}): the uncle candidates.
         """
 
+    def add_unused_observer(observer: "Callable[[Unused], None]") -> None:
+        """
+        Call C{observer} on the reactor thread with every block kept aside
+        that left without being imported (its parent never came, no room,
+        invalid once due).
+        """
+
     def rewind(number: int) -> "Deferred[None]":
         """
         Make the canonical block at C{number} the head, forgetting the blocks above it.
+        """
+
+
+class IChainWriter(Interface):
+    """
+    The writing half of the chain, as the node's own block makers (the
+    miner, the dev chain, the work service) see it: every write goes
+    through the one importer on the writer thread.
+    """
+
+    head = Attribute("The current L{ChainHead} (reactor thread).")
+    rules = Attribute("The network's L{nodex.chain.rules.ChainRules}.")
+
+    def make(request: BlockRequest, small: bool = False) -> "Deferred[Imported]":
+        """
+        Build the block C{request} asks for on the tip, seal it with the
+        built-in solver and store it, in one writer job.
+
+        @return: a Deferred firing with the published step (its C{block}
+            L{None} when the request made none).
+        """
+
+    def build(request: BlockRequest) -> "Deferred[tuple[Any, Any]]":
+        """
+        Build the unsealed block C{request} asks for on the tip without
+        storing it (the first half of a block sealed elsewhere).
+
+        @return: a Deferred firing with the built block (or the L{nodex.chain.making.Declined}
+            answer) and the state it was built on.
+        """
+
+    def store_built(block: Block, outcome: Any, state: Any = None) -> "Deferred[ImportOutcome]":
+        """
+        Store a block L{build} made, once sealed.
+        """
+
+    def import_blocks(blocks: "Sequence[Block]", source: BlockSource) -> "Deferred[list[ImportOutcome]]":
+        """
+        Import blocks from outside (a miner's submission of a template built here, say).
+        """
+
+    def rewind(number: int) -> "Deferred[None]":
+        """
+        Make the canonical block at C{number} the head, deleting the canonical blocks above it.
+        """
+
+    def set_rules(rules: Any) -> "Deferred[None]":
+        """
+        Replace the network's rules for the blocks built and imported from now on.
+        """
+
+
+class IPendingBlock(Interface):
+    """
+    The block the miner would build now (C{pending}, DESIGN §6).
+    """
+
+    def header() -> "Deferred[Header]":
+        """
+        The pending block's header: the next number, the time the miner
+        would stamp, its coinbase, gas limit and difficulty, and the state
+        root after the pending transactions (readable through the state
+        service while it is the pending block).
+        """
+
+    def block() -> "Deferred[Any]":
+        """
+        The pending block itself (a C{PendingBlock}: its unsealed C{block}
+        and the C{receipts} of its transactions).
+        """
+
+
+class IAutoMining(Interface):
+    """
+    What an automining miner does as a watcher of the pool
+    (L{ITransactionPool.watch_for_miner}).
+    """
+
+    def transaction_pending(transaction: Transaction, relayed: bool) -> "Deferred[None] | None":
+        """
+        A transaction became pending; the Deferred returned (a block being
+        mined for it) is what the pool's C{add} waits for.
+        """
+
+    def include_alone(transaction: Transaction, admission: LoneAdmission) -> "Deferred[Any] | None":
+        """
+        Admit and mine a transaction sent to an empty pool in one job, or
+        decline (L{None}): the Deferred fires with L{None} once it is mined,
+        or with the sender's (nonce, balance) when it is not executable yet.
         """
 
 
@@ -306,8 +389,14 @@ class ITransactionPool(Interface):
         """
         Call C{observer} with each transaction that becomes pending.  The
         observer may return a Deferred: the L{add} that made the transaction
-        pending fires only after it has fired (the miner's C{auto} mode mines
-        there, so that the RPC answer follows the block).
+        pending fires only after it has fired.
+        """
+
+    def watch_for_miner(automining: IAutoMining) -> None:
+        """
+        Let an automining miner watch the pool: told first of each pending
+        transaction, and offered first each client's transaction sent to an
+        empty pool.
         """
 
     def clear() -> None:
@@ -331,6 +420,7 @@ class IMiner(Interface):
     coinbase = Attribute("The address credited with fees (bytes, 20).")
     mode = Attribute("The mining mode: auto, interval, manual or off (str).")
     is_mining = Attribute("Whether blocks are produced without being asked (bool).")
+    due_now = Attribute("Whether a block can be stamped on the head now, within the network's drift limit (bool).")
 
     def mine(empty: bool = True) -> "Deferred[Block | None]":
         """
@@ -338,11 +428,11 @@ class IMiner(Interface):
         C{empty} false, nothing (L{None}) when none of them can be included.
         """
 
-    def mine_alone(transaction: "Transaction", check: Callable[[Any], bool]) -> "Deferred[Block | None]":
+    def mine_alone(transaction: "Transaction", admission: LoneAdmission) -> "Deferred[Any]":
         """
-        Mine a block of C{transaction} alone if C{check}, called on the
-        writer thread with the head's state, says so (the pool's admission
-        and its block in one writer job); L{None} when it said not to.
+        Admit C{transaction} with the pool's rules and mine it in a block of
+        its own, in one writer job; fires with L{None} once it is mined, or
+        with its sender's (nonce, balance) when it is not executable yet.
         """
 
     def start() -> None:
@@ -390,11 +480,11 @@ class MiningWork:
 @dataclass(frozen=True)
 class SubmittedBlock:
     """
-    What became of a submitted seal: the import outcome (an L{ImportResult}
-    name), and the sealed block's hash and number.
+    What became of a submitted seal: the import outcome, and the sealed
+    block's hash and number.
     """
 
-    result: str
+    result: ImportResult
     block_hash: Hash32
     number: int
 
@@ -1147,8 +1237,16 @@ __all__ = [
     "WorkSubmissionError",
     "IPeerNetwork",
     "ITransactionPool",
+    "IAutoMining",
+    "IPendingBlock",
+    "IChainWriter",
+    "BlockSource",
+    "SourceKind",
+    "from_peer",
+    "Imported",
     "ImportOutcome",
     "ImportResult",
+    "Unused",
     "ReceiptView",
     "ServiceError",
     "TransactionLocation",

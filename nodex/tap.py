@@ -8,6 +8,7 @@ import ipaddress
 import re
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
@@ -69,13 +70,17 @@ from nodex.services.chain import ChainService
 from nodex.services.cpuminer import CPUMiner
 from nodex.services.filters import FilterService
 from nodex.services.listening import ListeningService
+from nodex.services.blocktime import BlockClock
 from nodex.services.miner import Miner
+from nodex.services.pending import PendingBlocks
+from nodex.services.sideblocks import SideBlocks
+from nodex.services.templates import ChainReads
 from nodex.services.offline import OfflinePeerNetwork
 from nodex.p2p.connect import peer_connector
 from nodex.p2p.network import NetworkSettings, PeerNetwork
 from nodex.p2p.protocol import PeerSettings
 from nodex.rpc.peer_methods import PeerMethods
-from nodex.services.pool import AutoMining, TransactionPool
+from nodex.services.pool import TransactionPool
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
 from nodex.services.rawchain import RawChainData
@@ -417,16 +422,15 @@ def build_rpc_server(
     return RPCServer(dispatcher, policy)
 
 
-def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ChainService, Miner]:
+def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ChainService, ChainThreads]:
     """
     Add the store (opened, and its genesis written on the first start,
-    when the node starts), the chain service, the miner and, on regtest,
-    the announced dev accounts to C{node}.
+    when the node starts) and the chain service to C{node}.
 
     The store service comes first, so that it opens the database before
     the others start and closes it after they have stopped (services stop
     in reverse order); the chain service runs on its own writer thread and
-    reader pool, and the miner stops before it.
+    reader pool, which it returns for the services that share the readers.
 
     @raise NodexError: the genesis table is wrong.
     """
@@ -439,19 +443,81 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     threads = ChainThreads(reactor)
     rules = chain_rules(config.network, config.chain_id, ForkSchedule.from_mapping(config.forks))
     chain = ChainService(store, rules, reactor, threads=threads)
-    coinbase = mining_coinbase(config, spec.coinbase)
-    miner = Miner(chain, coinbase, config.mining_mode, reactor, seal_thread=SerialThread(reactor, "miner-seal"))
     chain.setName("chain")
     chain.setServiceParent(node)
+    node.chain = chain
+    node.chain_threads = threads
+    return chain, threads
+
+
+@dataclass(frozen=True)
+class BlockMaking:
+    """
+    The services that make this node's blocks, composed by L{compose_block_making}.
+    """
+
+    pool: TransactionPool
+    miner: Miner
+    work: WorkService
+    block_clock: BlockClock
+    side_blocks: SideBlocks
+    providers: list[IMethodProvider]
+
+
+def compose_block_making(
+    config: NodeConfig,
+    reactor: Any,
+    node: NodeService,
+    chain: ChainService,
+    threads: ChainThreads,
+    impersonation: Impersonation | None,
+) -> BlockMaking:
+    """
+    Add the transaction pool, the miner, the work service (templates for
+    external and merged miners, C{docs/mining.md}) and, when
+    C{mining.cpu_miner} is on, the built-in CPU miner to C{node}: the path
+    from a pooled transaction to a stored block, each part given what it
+    needs at construction (C{docs/chain-service.md}).
+
+    The miner watches the pool (its automining); the miner and the work
+    service write through the chain's writer (L{IChainWriter}); the time of
+    their blocks is one L{BlockClock}, their uncle candidates one
+    L{SideBlocks}.  The pool checks transactions on the chain's reader pool
+    and writes its changes on a thread of its own.  The miner is added
+    before the pool, so that it stops after it.
+
+    @param impersonation: a dev chain's impersonated accounts, whose
+        transactions the pool admits.
+    """
+    impersonating = None if impersonation is None else impersonation.is_impersonated
+    pool = TransactionPool(
+        chain, chain.store, threads.run_reader, store_thread=SerialThread(reactor, "pool-store"),
+        impersonating=impersonating,
+    )
+    block_clock = BlockClock(reactor, chain.rules)
+    side_blocks = SideBlocks(chain)
+    coinbase = mining_coinbase(config, genesis_spec_from_mapping(config.genesis).coinbase)
+    miner = Miner(
+        chain, pool, coinbase, config.mining_mode, reactor, block_clock, side_blocks,
+        seal_thread=SerialThread(reactor, "miner-seal"),
+    )
     miner.setName("miner")
     miner.setServiceParent(node)
-    accounts = compose_wallet(config, reactor)
-    accounts.setName("accounts")
-    accounts.setServiceParent(node)
-    node.chain = chain
     node.miner = miner
-    node.chain_threads = threads
-    return chain, miner
+    work = WorkService(
+        chain, chain, chain.store, chain.rules, coinbase, reactor, threads.run_reader, pool, block_clock,
+        side_blocks, config.update_work_on_new_transactions,
+    )
+    work.setName("work")
+    work.setServiceParent(node)
+    if config.cpu_miner:
+        thread = SerialThread(reactor, "nodex-cpu-miner")
+        cpu = CPUMiner(work, chain, reactor, thread.run, thread.start, thread.stop)
+        cpu.setName("cpu-miner")
+        cpu.setServiceParent(node)
+    pool.setName("pool")
+    pool.setServiceParent(node)
+    return BlockMaking(pool, miner, work, block_clock, side_blocks, [MiningMethods(work)])
 
 
 _UNESCAPED_COLON = re.compile(r"(?<!\\):")
@@ -512,83 +578,38 @@ def mining_coinbase(config: NodeConfig, genesis_coinbase: bytes) -> Address:
     return REGTEST_MINER_ADDRESS if config.network == "regtest" else Address(bytes(genesis_coinbase))
 
 
-def compose_mining(
-    config: NodeConfig, reactor: Any, node: "NodeService", chain: ChainService, miner: Miner
-) -> tuple[WorkService, list[IMethodProvider]]:
-    """
-    Add the work service (templates for external and merged miners,
-    C{docs/mining.md}) and, when C{mining.cpu_miner} is on, the built-in
-    CPU miner on a thread of its own, to C{node}; return the work service
-    and its RPC provider.  Both stop before the chain service.
-    """
-    work = WorkService(
-        chain, chain.store, chain.rules, miner.coinbase, reactor, node.chain_threads.run_reader
-    )
-    work.setName("work")
-    work.setServiceParent(node)
-    miner.uncles = work.thd_uncles
-    if config.cpu_miner:
-        thread = SerialThread(reactor, "nodex-cpu-miner")
-        cpu = CPUMiner(work, chain, reactor, thread.run, thread.start, thread.stop)
-        cpu.setName("cpu-miner")
-        cpu.setServiceParent(node)
-    return work, [MiningMethods(work)]
-
-
-def compose_pool(
-    config: NodeConfig,
-    reactor: Any,
-    node: "NodeService",
+def compose_transaction_methods(
     chain: ChainService,
-    miner: Miner,
-    work: WorkService | None = None,
-    peers: IPeerNetwork | None = None,
-    impersonation: Impersonation | None = None,
-) -> tuple[TransactionPool, list[IMethodProvider]]:
+    making: BlockMaking,
+    accounts: Wallet,
+    peers: IPeerNetwork | None,
+    impersonation: Impersonation | None,
+    chain_id: int,
+) -> tuple[EvmMethods, list[IMethodProvider]]:
     """
-    Add the transaction pool to C{node}, connect it to the miner, and return
-    it with the RPC providers of issue 5 (blocks, transactions, txpool, evm).
-
-    The pool checks transactions on the chain's reader pool, so that
-    admission never waits behind block imports on the writer (a transaction
-    sent to an idle pool in C{auto} mode is checked and mined in one writer
-    job instead: L{Miner.mine_alone}), and writes its changes on a thread
-    of its own.
+    The RPC providers of issue 5 (blocks, transactions, txpool, evm) and
+    the wallet's; the C{evm} provider also returned on its own, for the
+    dev chain's reset.
 
     @param peers: the peer network, whose sync C{eth_syncing} reports.
-    @param impersonation: a dev chain's impersonated accounts, whose
-        transactions the pool admits and C{eth_sendTransaction} sends
-        without keys.
     """
-    impersonating = None if impersonation is None else impersonation.is_impersonated
-    pool = TransactionPool(
-        chain, chain.store, node.chain_threads.run_reader, store_thread=SerialThread(reactor, "pool-store"),
-        impersonating=impersonating,
-    )
-    pool.setName("pool")
-    pool.setServiceParent(node)
-    miner.pool = pool
-    pool.use_automining(AutoMining(miner, pool, reactor))
-    if work is not None:
-        work.use_pool(pool, config.update_work_on_new_transactions)
-    accounts = node.getServiceNamed("accounts")
+    pool, miner = making.pool, making.miner
+    evm = EvmMethods(chain, pool, miner)
     providers: list[IMethodProvider] = [
         ChainMethods(chain, pool, peers),
-        TransactionMethods(chain, pool, accounts, miner, work, impersonation),
+        TransactionMethods(chain, pool, accounts, miner, making.work, impersonation),
         TxPoolMethods(pool),
-        EvmMethods(chain, pool, miner),
-        PersonalMethods(accounts, pool, config.chain_id),
-        SigningMethods(accounts, pool, config.chain_id),
+        evm,
+        PersonalMethods(accounts, pool, chain_id),
+        SigningMethods(accounts, pool, chain_id),
     ]
-    return pool, providers
+    return evm, providers
 
 
 def compose_dev_chain(
     config: NodeConfig,
-    reactor: Any,
     chain: ChainService,
-    miner: Miner,
-    pool: ITransactionPool,
+    making: BlockMaking,
     impersonation: Impersonation | None = None,
     reset: Callable[[], Any] | None = None,
 ) -> list[IMethodProvider]:
@@ -603,22 +624,25 @@ def compose_dev_chain(
     """
     if config.network not in DEV_NETWORKS:
         return []
-    return [DevMethods(DevChain(chain, miner, pool, reactor, impersonation), reset)]
+    return [DevMethods(DevChain(chain, chain, making.miner, making.pool, making.block_clock, impersonation), reset)]
 
 
 def compose_state_and_logs(
-    config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService, pool: ITransactionPool | None = None
-) -> list[IMethodProvider]:
+    config: NodeConfig,
+    reactor: Any,
+    node: NodeService,
+    chain: ChainService,
+    threads: ChainThreads,
+    making: BlockMaking,
+) -> tuple[StateService, PendingBlocks, list[IMethodProvider]]:
     """
     Add the state service (reads at any block, calls, estimates, proofs, on
-    its own reader pool) and the filter service to C{node}, and return the
-    RPC providers of issue 6.
-
-    @param pool: the transaction pool, whose new pending transactions the
-        pending-transaction filters gather and whose pending nonces
-        C{eth_getTransactionCount} answers at C{pending} (neither without it).
+    its own reader pool) and the filter service to C{node}; make the
+    pending block (the block the miner would build now, where calls at
+    C{pending} run); return them with the RPC providers of issue 6.
     """
     rpc = config.rpc
+    pool = making.pool
     state = StateService(
         chain.store, config.chain_id, None, reactor,
         call_gas_cap=rpc.call_gas_cap, time_limit=rpc.timeout, estimate_gas_cap=rpc.estimate_gas_cap,
@@ -626,17 +650,22 @@ def compose_state_and_logs(
     )
     state.setName("state")
     state.setServiceParent(node)
+    pending = PendingBlocks(
+        chain, pool, making.miner, making.block_clock, ChainReads(chain.store, chain.rules, making.miner.coinbase),
+        threads.run_reader, state.hold_state, making.side_blocks,
+    )
     filters = FilterService(
         chain.store, chain, pool, state.run_in_thread, reactor,
         max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None, time_limit=rpc.timeout,
     )
     filters.setName("filters")
     filters.setServiceParent(node)
-    return [
-        StateMethods(chain, state, pool, revert_error_code=rpc.revert_error_code),
+    providers: list[IMethodProvider] = [
+        StateMethods(chain, state, pool, revert_error_code=rpc.revert_error_code, pending=pending),
         FilterMethods(filters),
         FeeMethods(chain),
     ]
+    return state, pending, providers
 
 
 def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ReputationService, list[IMethodProvider]]:
@@ -774,7 +803,14 @@ def compose_manhole(
     return manhole
 
 
-def compose_tracing(config: NodeConfig, reactor: Any, node: NodeService, chain: ChainService) -> list[IMethodProvider]:
+def compose_tracing(
+    config: NodeConfig,
+    reactor: Any,
+    node: NodeService,
+    chain: ChainService,
+    state: StateService,
+    pending: PendingBlocks,
+) -> list[IMethodProvider]:
     """
     Add the tracing service (replays with a tracer attached, in the state
     service's reader threads) to C{node}, and return the provider of the
@@ -787,7 +823,6 @@ def compose_tracing(config: NodeConfig, reactor: Any, node: NodeService, chain: 
     and C{rpc.trace_filter_max_traces}.
     """
     rpc = config.rpc
-    state = node.getServiceNamed("state")
     limits = TraceLimits(
         max_steps=rpc.trace_max_steps, max_bytes=rpc.max_response_bytes, time_limit=rpc.timeout * 0.9
     )
@@ -797,7 +832,7 @@ def compose_tracing(config: NodeConfig, reactor: Any, node: NodeService, chain: 
     )
     tracing.setName("tracing")
     tracing.setServiceParent(node)
-    return [TraceMethods(chain, tracing)]
+    return [TraceMethods(chain, tracing, pending)]
 
 
 def compose(config: NodeConfig, reactor: Any) -> NodeService:
@@ -816,17 +851,22 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     assert IReactorCore.providedBy(reactor)
     prepare_datadir(config.datadir)
     node = NodeService(config)
-    chain, miner = compose_chain(config, reactor, node)
-    work, mining_providers = compose_mining(config, reactor, node, chain, miner)
-    # The P2P service takes the reputation service as its IReputation.
-    reputation, reputation_providers = compose_reputation(config, reactor, node)
-    peers = compose_p2p(config, reactor, chain, reputation)
+    chain, threads = compose_chain(config, reactor, node)
+    accounts = compose_wallet(config, reactor)
+    accounts.setName("accounts")
+    accounts.setServiceParent(node)
     # A dev chain's impersonated accounts: the dev methods name them, the
     # pool and eth_sendTransaction consult them.
     impersonation = Impersonation() if config.network in DEV_NETWORKS else None
-    pool, providers = compose_pool(config, reactor, node, chain, miner, work, peers, impersonation)
-    providers += mining_providers
-    providers += compose_state_and_logs(config, reactor, node, chain, pool)
+    making = compose_block_making(config, reactor, node, chain, threads, impersonation)
+    pool = making.pool
+    # The P2P service takes the reputation service as its IReputation.
+    reputation, reputation_providers = compose_reputation(config, reactor, node)
+    peers = compose_p2p(config, reactor, chain, reputation)
+    evm, providers = compose_transaction_methods(chain, making, accounts, peers, impersonation, config.chain_id)
+    providers += making.providers
+    state, pending, state_providers = compose_state_and_logs(config, reactor, node, chain, threads, making)
+    providers += state_providers
     providers += reputation_providers
     if isinstance(peers, PeerNetwork):
         # After the pool: the peers' transactions find it started, and the
@@ -836,9 +876,8 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers)
     providers.append(subscriptions)
-    evm = next(provider for provider in providers if isinstance(provider, EvmMethods))
-    providers += compose_dev_chain(config, reactor, chain, miner, pool, impersonation, evm.reset)
-    providers += compose_tracing(config, reactor, node, chain)
+    providers += compose_dev_chain(config, chain, making, impersonation, evm.reset)
+    providers += compose_tracing(config, reactor, node, chain, state, pending)
     providers += compose_raw_chain(node, chain, pool)
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None
     if config.rpc.endpoint != "none" or config.rpc.ws != "none":
@@ -940,10 +979,10 @@ __all__ = [
     "compose_chain",
     "compose_manhole",
     "compose_metrics",
-    "compose_mining",
+    "compose_block_making",
+    "compose_transaction_methods",
     "compose_p2p",
     "compose_dev_chain",
-    "compose_pool",
     "compose_raw_chain",
     "compose_reputation",
     "compose_state_and_logs",

@@ -12,14 +12,14 @@ RPC answer comes from a block; L{nodex.chain.devstate} moves a whole state
 to another node instead.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from nodex.chain.builder import build_block, seal_block
 from nodex.chain.difficulty import next_difficulty
 from nodex.chain.errors import ChainError
 from nodex.chain.pow import solve
-from nodex.chain.processing import BlockHashes, BlockOutcome, receipts_root, transactions_root
+from nodex.chain.processing import receipts_root, transactions_root
 from nodex.chain.rules import ChainRules, next_gas_limit
 from nodex.primitives import Address
 from nodex.state.state import State
@@ -31,10 +31,6 @@ EMPTY_TRANSACTIONS_ROOT = transactions_root(())
 EMPTY_RECEIPTS_ROOT = receipts_root(())
 EMPTY_BLOOM = bytes(BLOOM_BYTES)
 
-StateChange = Callable[[State], None]
-"""Changes a L{State} in place (balances, code, nonces, storage)."""
-
-
 class SealSearchError(ChainError):
     """
     No seal within the nonce budget: the network's difficulty is beyond the
@@ -43,61 +39,99 @@ class SealSearchError(ChainError):
 
 
 @dataclass(frozen=True)
-class DevBlockSettings:
+class SetBalance:
     """
-    How the dev-chain methods build their blocks.
-
-    @ivar coinbase: the block's coinbase.
-    @ivar rules: the network's rules.
-    @ivar extra_data: the blocks' extra data.
-    @ivar max_nonces: the most template nonces tried for one seal.
+    A dev-chain edit: C{address} holds C{balance} wei (C{hardhat_setBalance}).
     """
 
-    coinbase: Address
-    rules: ChainRules
-    extra_data: bytes = b""
-    max_nonces: int = 2**22
+    address: Address
+    balance: int
+
+    def apply(self, state: State) -> None:
+        state.set_balance(self.address, self.balance)
 
 
-def build_dev_block(
-    parent: Header,
-    state: State,
-    block_hashes: BlockHashes,
-    settings: DevBlockSettings,
-    timestamp: int,
-    change: StateChange | None = None,
-) -> tuple[Block, BlockOutcome]:
+@dataclass(frozen=True)
+class SetCode:
     """
-    Build and seal a block without transactions on C{parent}, after
-    applying C{change} to C{state} (the parent's), so that the block's state
-    root holds the change.
-
-    @param timestamp: the wanted timestamp; at least the parent's plus one is used.
-    @raise SealSearchError: no seal within the budget.
+    A dev-chain edit: C{address} has C{code}, empty for none (C{hardhat_setCode}).
     """
-    if change is not None:
-        change(state)
-    built = build_block(
-        parent,
-        state,
-        (),
-        settings.coinbase,
-        max(timestamp, parent.timestamp + 1),
-        settings.rules,
-        block_hashes,
-        settings.extra_data,
+
+    address: Address
+    code: bytes
+
+    def apply(self, state: State) -> None:
+        state.set_code(self.address, self.code)
+
+
+@dataclass(frozen=True)
+class SetNonce:
+    """
+    A dev-chain edit: C{address} has C{nonce} (C{hardhat_setNonce}).
+    """
+
+    address: Address
+    nonce: int
+
+    def apply(self, state: State) -> None:
+        state.set_nonce(self.address, self.nonce)
+
+
+@dataclass(frozen=True)
+class SetStorage:
+    """
+    A dev-chain edit: slot C{slot} of C{address} holds C{value} (C{hardhat_setStorageAt}).
+    """
+
+    address: Address
+    slot: int
+    value: int
+
+    def apply(self, state: State) -> None:
+        state.set_storage(self.address, self.slot, self.value)
+
+
+StateEdit = SetBalance | SetCode | SetNonce | SetStorage
+"""One change of the state a dev-chain method makes without a transaction."""
+
+
+def empty_header_fields(
+    parent: Header, timestamp: int, coinbase: Address, rules: ChainRules, extra_data: bytes = b""
+) -> dict[str, Any]:
+    """
+    The fields of the unsealed header of an empty block on C{parent}: no
+    transaction, so it keeps its parent's state root (the chain pays no
+    block reward) and has the empty roots and bloom.
+    """
+    return dict(
+        parent_hash=parent.hash,
+        uncles_hash=EMPTY_UNCLES_HASH,
+        coinbase=coinbase,
+        state_root=parent.state_root,
+        transactions_root=EMPTY_TRANSACTIONS_ROOT,
+        receipts_root=EMPTY_RECEIPTS_ROOT,
+        logs_bloom=EMPTY_BLOOM,
+        difficulty=next_difficulty(rules.difficulty, parent.difficulty, parent.timestamp, timestamp, 0),
+        number=parent.number + 1,
+        gas_limit=next_gas_limit(rules, parent.gas_limit),
+        gas_used=0,
+        timestamp=timestamp,
+        extra_data=extra_data,
+        paid_fees=0,
+        minimum_gas_price=parent.minimum_gas_price,
+        uncle_count=0,
     )
-    header = built.block.header
-    seal = solve(header.hash_for_merged_mining, header.difficulty, range(settings.max_nonces))
-    if seal is None:
-        raise SealSearchError(
-            f"no seal for block {header.number} at difficulty {header.difficulty} in {settings.max_nonces} nonces"
-        )
-    return seal_block(built.block, seal), built.outcome
 
 
 def empty_blocks(
-    parent: Header, count: int, first_timestamp: int, interval: int, settings: DevBlockSettings
+    parent: Header,
+    count: int,
+    first_timestamp: int,
+    interval: int,
+    coinbase: Address,
+    rules: ChainRules,
+    extra_data: bytes = b"",
+    max_nonces: int = 2**22,
 ) -> Iterator[Block]:
     """
     Build and seal C{count} empty blocks on C{parent}, each on the one
@@ -113,33 +147,15 @@ def empty_blocks(
     @param interval: seconds between blocks, at least 1 (timestamps must increase).
     @raise SealSearchError: no seal within the budget.
     """
-    rules = settings.rules
     timestamp = max(first_timestamp, parent.timestamp + 1)
     for _ in range(count):
-        fields = dict(
-            parent_hash=parent.hash,
-            uncles_hash=EMPTY_UNCLES_HASH,
-            coinbase=settings.coinbase,
-            state_root=parent.state_root,
-            transactions_root=EMPTY_TRANSACTIONS_ROOT,
-            receipts_root=EMPTY_RECEIPTS_ROOT,
-            logs_bloom=EMPTY_BLOOM,
-            difficulty=next_difficulty(rules.difficulty, parent.difficulty, parent.timestamp, timestamp, 0),
-            number=parent.number + 1,
-            gas_limit=next_gas_limit(rules, parent.gas_limit),
-            gas_used=0,
-            timestamp=timestamp,
-            extra_data=settings.extra_data,
-            paid_fees=0,
-            minimum_gas_price=parent.minimum_gas_price,
-            uncle_count=0,
-        )
+        fields = empty_header_fields(parent, timestamp, coinbase, rules, extra_data)
         mining_hash = Header(**fields).hash_for_merged_mining
-        seal = solve(mining_hash, fields["difficulty"], range(settings.max_nonces))
+        seal = solve(mining_hash, fields["difficulty"], range(max_nonces))
         if seal is None:
             raise SealSearchError(
                 f"no seal for block {fields['number']} at difficulty {fields['difficulty']}"
-                f" in {settings.max_nonces} nonces"
+                f" in {max_nonces} nonces"
             )
         header = Header(
             **fields,
@@ -159,9 +175,12 @@ __all__ = [
     "EMPTY_BLOOM",
     "EMPTY_RECEIPTS_ROOT",
     "EMPTY_TRANSACTIONS_ROOT",
-    "DevBlockSettings",
     "SealSearchError",
-    "StateChange",
-    "build_dev_block",
+    "SetBalance",
+    "SetCode",
+    "SetNonce",
+    "SetStorage",
+    "StateEdit",
     "empty_blocks",
+    "empty_header_fields",
 ]

@@ -29,6 +29,29 @@ class MalformedBitcoinDataError(InvalidSealError):
     """
 
 
+class TransactionRejectedError(ChainError):
+    """
+    A transaction refused admission to the pool (or to a block built for
+    it alone); the message is the reference's (§5.3) and the RPC code -32010.
+    """
+
+
+class InvalidTransactionRejectedError(TransactionRejectedError):
+    """
+    A refused transaction that can never be valid on this chain: its size,
+    nonce, signature, chain id or intrinsic gas break a rule that no state
+    changes (a peer that sends one misbehaves; C{docs/reputation.md}).
+    """
+
+
+class FutureBlockError(InvalidBlockError):
+    """
+    A block stamped further ahead of the local clock than the network's
+    drift limit allows: not invalid for ever, only not yet (the importer
+    holds such blocks until they are due, C{docs/chain-service.md}).
+    """
+
+
 class GenesisError(ChainError):
     """
     A genesis specification is malformed.

@@ -1,192 +1,114 @@
 """
 One door for blocks (L4, DESIGN §3–§4): the importer that every block goes
-through, whatever its source — the built-in miner, a peer, a merged-mining
-submission, C{eth_submitWork}, a chain file, an operator's rewind.
+through, whatever its source — the built-in miner, a dev-chain method, a
+peer, a merged-mining submission, C{eth_submitWork}, a chain file, an
+operator's rewind.
 
-L{BlockImporter} is plain synchronous Python over a key-value store: given a
-block (or a run of blocks) it validates the header, seal, uncles,
-transactions and roots, executes the block on its parent's state, writes
-everything in one atomic batch of the store, and returns an L{Imported}: the
-outcome (new head, side chain, already known, no parent, refused with a
-reason) and the L{ChainEvent} to publish.  It keeps the writer's view of the
-chain (the I{tip}, the tip's decoded state for the next block, the blocks
-kept aside until their parent arrives) and must be driven by one thread at a
-time: the chain service's writer lane (C{nodex.services.chain}).
+L{BlockImporter} is plain synchronous Python over a key-value store.  Blocks
+from outside (L{BlockImporter.import_blocks}) are validated — header, seal,
+uncles, transactions, roots — and executed on their parent's state; the
+blocks this node makes (L{BlockImporter.make}, from a request of
+L{nodex.chain.making}) are built on the tip; either way a block ends in one
+write routine (L{BlockImporter._commit}): one atomic batch of the store
+that holds the block, its receipts, state and code, and, when fork choice
+adopts it, the canonical index, the transaction lookup and the log index.
+Runs of empty blocks and rewinds go through the same routine.  Each step
+returns an L{Imported}: the outcome, the L{ChainEvent} to publish and the
+new head.
+
+The importer keeps the writer's view of the chain: the I{tip}, the tip's
+decoded state for the next block, and the blocks kept aside
+(L{nodex.chain.aside}): those whose parent has not arrived, and those
+stamped ahead of the clock by more than the network's drift limit, which
+wait until they are due.  It must be driven by one thread at a time: the
+chain service's writer lane (C{nodex.services.chain}) or C{nodex import}.
 """
 
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from nodex.chain.aside import FUTURE_BOUNDS, LOCAL, ORPHAN_BOUNDS, BlockSource, Bounds, Held, HeldBlocks
+from nodex.chain.builder import BuiltBlock, seal_block
+from nodex.chain.devblocks import SealSearchError, empty_blocks
 from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.forkchoice import find_reorganisation, is_heavier, write_canonical_changes
-from nodex.chain.logindex import INDEX_LAG, LogIndexer, indexed_through, unindex_block
+from nodex.chain.making import BlockRequest, Declined, EmptyRun, SnapshotBlock, build_requested
+from nodex.chain.outcomes import (
+    HOLD_SECONDS,
+    ChainEvent,
+    ChainHead,
+    Imported,
+    ImportOutcome,
+    ImportResult,
+    Unused,
+    outcomes,
+)
+from nodex.chain.pow import solve
 from nodex.chain.processing import (
-    Ancestor,
-    BlockHashes,
     BlockOutcome,
     apply_block,
     cumulative_difficulty,
     validate_block,
     validate_header,
+    validate_seal,
     validate_uncles,
 )
-from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
+from nodex.chain.rules import ChainRules
+from nodex.chain.tip import (
+    TIP_STATE_BLOCKS,
+    BlockReader,
+    ChainNotInitializedError,
+    ChainTip,
+    HeaderReader,
+    ReceiptsReader,
+    ancestry_hashes,
+    read_head,
+)
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import (
     delete_body_rlp,
-    delete_canonical_hash,
     delete_header_rlp,
     delete_receipts_rlp,
     delete_total_difficulty,
-    delete_tx_lookup,
-    read_body_rlp,
     read_canonical_hash,
-    read_head_hash,
     read_header_rlp,
-    read_receipts_rlp,
     read_total_difficulty,
     write_body_rlp,
     write_code,
-    write_head_hash,
     write_header_rlp,
     write_receipts_rlp,
     write_total_difficulty,
     write_trie_nodes,
 )
-from nodex.primitives import Hash32
 from nodex.state.errors import StateError
 from nodex.state.state import State
 from nodex.structures.blocks import Block
-from nodex.structures.bloom import BLOOM_BYTES
-from nodex.trie.hexary import BLANK_ROOT
 from nodex.structures.headers import Header
-from nodex.structures.receipts import Receipt, decode_receipts, encode_receipts
-
-TIP_STATE_BLOCKS = 256
-"""The importer keeps one L{State} across this many blocks on its tip before starting afresh (bounded memory)."""
+from nodex.structures.receipts import Receipt, encode_receipts
 
 EMPTY_RUN_BATCH = 1024
-"""The blocks of an empty run (L{BlockImporter.store_empty_run}) written in one batch."""
+"""The blocks of an empty run (L{EmptyRun}) written in one batch."""
 
-MAX_ORPHANS = 256
-"""The most blocks kept aside until their parent arrives; the oldest goes first beyond it."""
+MAX_NONCES = 2**22
+"""The most template nonces the built-in solver tries for one block made
+here (a few seconds of hashing): enough for regtest and devnet, not for
+main, whose blocks come from merged miners."""
 
 
-class ImportResult:
+@dataclass
+class _Writing:
     """
-    The outcome names of a block import (reference §3.5), as plain strings.
-    """
-
-    IMPORTED_BEST = "IMPORTED_BEST"
-    IMPORTED_NOT_BEST = "IMPORTED_NOT_BEST"
-    EXIST = "EXIST"
-    NO_PARENT = "NO_PARENT"
-    INVALID_BLOCK = "INVALID_BLOCK"
-
-
-@dataclass(frozen=True)
-class ChainHead:
-    """
-    The best block as the node knows it now.
-
-    @ivar header: the head block's header.
-    @ivar total_difficulty: the chain's total difficulty up to and including it.
+    A block ready for L{BlockImporter._commit}.
     """
 
-    header: Header
+    block: Block
+    receipts: tuple[Receipt, ...]
     total_difficulty: int
+    nodes: dict[bytes, bytes] = field(default_factory=dict)
+    code: dict[bytes, bytes] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ChainEvent:
-    """
-    What one change of the canonical chain did, oldest blocks first.
-
-    @ivar adopted: blocks that became canonical (the new head last).
-    @ivar abandoned: blocks that left the canonical chain in a reorganisation.
-    @ivar adopted_receipts: the receipts of each adopted block, in order.
-    @ivar abandoned_receipts: the receipts of each abandoned block, in order.
-    @ivar rewound: C{True} when the change is a rewind (C{evm_revert},
-        C{evm_reset}): the abandoned blocks are deleted, not replaced, and
-        their transactions must not go back to the pool (which the caller
-        clears).
-    """
-
-    adopted: tuple[Block, ...]
-    abandoned: tuple[Block, ...] = ()
-    adopted_receipts: tuple[tuple[Receipt, ...], ...] = ()
-    abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
-    rewound: bool = False
-
-
-@dataclass(frozen=True)
-class ImportOutcome:
-    """
-    The outcome of one block of an import, as the edges report it.
-
-    @ivar block_hash: the block's hash.
-    @ivar result: an L{ImportResult} name.
-    @ivar reason: the broken rule of an C{INVALID_BLOCK}, else L{None}.
-    """
-
-    block_hash: Hash32
-    result: str
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Imported:
-    """
-    What one step of the importer did, for the writer lane to publish.
-
-    @ivar result: an L{ImportResult} name, or for a produced block the
-        block (L{None} when the producer declined), for a rewind L{None}.
-    @ivar block: the block written, if one was.
-    @ivar receipts: its receipts.
-    @ivar head: the new head, when the head moved.
-    @ivar event: the change of the canonical chain, when there was one.
-    @ivar reason: why a block was refused.
-    @ivar block_hash: the hash of the block the step was about.
-    """
-
-    result: Any
-    block: Block | None = None
-    receipts: tuple[Receipt, ...] = ()
-    head: ChainHead | None = None
-    event: ChainEvent | None = None
-    reason: str | None = None
-    block_hash: Hash32 | None = None
-
-    def outcome(self) -> ImportOutcome:
-        """
-        The edge's view of this step (for imports).
-        """
-        assert self.block_hash is not None
-        return ImportOutcome(self.block_hash, self.result, self.reason)
-
-
-BlockProducer = Callable[[Header, State, BlockHashes], tuple[Block, BlockOutcome] | None]
-"""
-Builds and seals a block on the tip: given the tip's header, a L{State} at
-its state root (which it may change) and the tip's ancestry for BLOCKHASH,
-returns the sealed block and the outcome of executing it, or L{None} to
-store nothing (it must then have left the state unchanged: reads only).
-"""
-
-HeaderReader = Callable[[bytes], Header | None]
-BlockReader = Callable[[bytes], Block | None]
-ReceiptsReader = Callable[[bytes], tuple[Receipt, ...] | None]
-
-
-class ChainNotInitializedError(ChainError):
-    """
-    The store holds no chain (L{nodex.chain.genesis.initialize_chain} was not run on it).
-    """
-
-
-class BlockImporter:
+class BlockImporter(ChainTip):
     """
     The writer's side of one chain: every block enters here.
 
@@ -201,76 +123,268 @@ class BlockImporter:
         read_header: HeaderReader | None = None,
         read_block: BlockReader | None = None,
         read_receipts: ReceiptsReader | None = None,
-        max_orphans: int = MAX_ORPHANS,
+        orphan_bounds: Bounds = ORPHAN_BOUNDS,
+        future_bounds: Bounds = FUTURE_BOUNDS,
     ) -> None:
         """
         @param store: a store whose chain has been initialised.
         @param rules: the network's consensus rules.
-        @param read_header: reads a stored header by hash (the store by
-            default; the chain service passes one that also looks in its
-            cache of recent blocks).
+        @param read_header: reads a stored header by hash (see L{ChainTip}).
         @param read_block: likewise for whole blocks.
         @param read_receipts: likewise for a block's receipts.
-        @param max_orphans: how many blocks with an unknown parent to keep aside.
+        @param orphan_bounds: how many blocks with an unknown parent to keep aside.
+        @param future_bounds: how many blocks ahead of the clock to hold.
         @raise ChainNotInitializedError: the store holds no chain.
         """
-        self.store = store
-        self.rules = rules
-        self._read_header = read_header or self._stored_header
-        self._read_block = read_block or self._stored_block
-        self._read_receipts = read_receipts or self._stored_receipts
-        self._max_orphans = max_orphans
-        self._orphans: OrderedDict[bytes, Block] = OrderedDict()
-        self.tip = read_head(store, self._read_header)
-        self._tip_state: State | None = None
-        self._tip_state_age = 0
-        self._log_indexer = LogIndexer(store)
-        self._logs_indexed = indexed_through(store)
+        super().__init__(store, rules, read_header, read_block, read_receipts)
+        self.orphans = HeldBlocks(orphan_bounds)
+        self.future = HeldBlocks(future_bounds)
+        self._unused: list[Unused] = []
 
-    # Imports
+    # Blocks from outside
 
-    def import_block(self, block: Block, now: int | None = None, built_here: bool = False) -> list[Imported]:
+    def import_blocks(self, blocks: Iterable[Block], now: int | None, source: BlockSource) -> list[Imported]:
         """
-        Validate, execute and store a block from any source, adopting it if
-        its chain is the heaviest; then the blocks kept aside that were
-        waiting for it, and theirs.
+        Validate, execute and store blocks in order, each in its own batch
+        (a crash leaves a prefix of whole blocks), adopting a block when
+        its chain is the heaviest; after each block stored, the kept-aside
+        blocks that waited for it.  Stops after the first refused block.
 
-        @param now: the time for the check of future timestamps (L{None}: no check).
-        @param built_here: the block was built by this node (a template
-            sealed by a miner): on a network whose rules allow it, its
-            transactions may carry the impersonation marker of a dev
-            chain's own users; a block from a peer or a chain file never may.
-        @return: the step of C{block} first, then those of the kept blocks
-            that followed it.  A block whose parent is unknown is kept aside
-            (at most L{MAX_ORPHANS}) and answers C{NO_PARENT}.
+        @param now: the local time, for the drift limit and the blocks kept
+            aside (L{None}: no check of the time, as for old blocks from a file).
+        @param source: where the blocks come from.
+        @return: the steps of the blocks given and of the kept blocks that
+            followed them, the refused one last.
         """
-        steps = [self._import_one(block, now, built_here)]
-        if steps[0].result in (ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_NOT_BEST):
-            steps.extend(self._adopt_orphans(block.hash, now))
-        return steps
-
-    def import_run(self, blocks: Iterable[Block], now: int | None = None) -> list[Imported]:
-        """
-        Import consecutive blocks in order, each in its own batch (so that a
-        crash leaves a prefix of whole blocks), stopping after the first
-        that is refused.
-
-        @return: the steps of the blocks imported (kept-aside blocks that
-            followed them included), the refused one last.
-        """
+        if now is not None:
+            self._expire(now)
         steps: list[Imported] = []
         for block in blocks:
-            done = self.import_block(block, now)
+            done = self._import_with_children(block, now, source)
             steps.extend(done)
-            if done[0].result == ImportResult.INVALID_BLOCK:
+            if done[0].result is ImportResult.INVALID_BLOCK:
                 break
         return steps
 
-    def import_built(self, block: Block, outcome: BlockOutcome) -> Imported:
+    def release_due(self, now: int) -> list[Imported]:
         """
-        Store a block whose execution outcome is already known (built by
-        this node on its parent's state); the header rules, the seal and
-        the outcome's roots are still checked.
+        Import the held blocks whose time has come (and what waited for them).
+        """
+        steps: list[Imported] = []
+        for held in self.future.pop_due(now):
+            done = self._import_with_children(held.block, now, held.source)
+            if done[0].result is ImportResult.INVALID_BLOCK:
+                self._unused.append(Unused(held.block.hash, held.source, f"invalid once due: {done[0].reason}"))
+            steps.extend(done)
+        return steps
+
+    def next_due(self) -> int | None:
+        """
+        The local time at which the earliest held block is due, or L{None}.
+        """
+        return self.future.next_due()
+
+    def take_unused(self) -> list[Unused]:
+        """
+        The kept-aside blocks that left unused since the last call.
+        """
+        unused, self._unused = self._unused, []
+        return unused
+
+    @property
+    def orphan_count(self) -> int:
+        """
+        How many blocks wait for their parent.
+        """
+        return len(self.orphans)
+
+    def _import_with_children(self, block: Block, now: int | None, source: BlockSource) -> list[Imported]:
+        """
+        Import one block; once it is stored, the kept blocks that descend from it.
+        """
+        steps = [self._import_one(block, now, source)]
+        if not steps[0].result or not steps[0].result.stored:
+            return steps
+        waiting = [block.hash]
+        while waiting:
+            for held in self.orphans.pop_children(waiting.pop()):
+                step = self._import_one(held.block, now, held.source)
+                steps.append(step)
+                if step.result is not None and step.result.stored:
+                    waiting.append(held.block.hash)
+                elif step.result is ImportResult.INVALID_BLOCK:
+                    self._unused.append(Unused(held.block.hash, held.source, f"invalid: {step.reason}"))
+        return steps
+
+    def _import_one(self, block: Block, now: int | None, source: BlockSource) -> Imported:
+        """
+        Import one block (no kept-aside blocks).
+        """
+        header = block.header
+        block_hash = header.hash
+
+        def answer(result: ImportResult, reason: str | None = None) -> Imported:
+            refused = block if result is ImportResult.INVALID_BLOCK else None
+            return Imported(result, reason=reason, block_hash=block_hash, source=source, refused=refused)
+
+        if block_hash in self.orphans or block_hash in self.future or read_header_rlp(self.store, block_hash):
+            return answer(ImportResult.EXIST)
+        tip = self.tip
+        if header.parent_hash == tip.header.hash:
+            parent: Header | None = tip.header
+            parent_total_difficulty: int | None = tip.total_difficulty
+        else:
+            parent = self._read_header(header.parent_hash)
+            parent_total_difficulty = None if parent is None else read_total_difficulty(self.store, parent.hash)
+        limit = self.rules.max_seconds_in_future
+        ahead = None if now is None or limit is None or header.timestamp <= now + limit else header.timestamp - now
+        if parent is None or parent_total_difficulty is None or ahead is not None:
+            return self._keep_aside(block, parent, source, now, ahead)
+        try:
+            validate_header(parent, header, self.rules)
+            validate_uncles(block, self.ancestry(parent) if block.uncles else [], self.rules)
+            on_tip = parent.hash == tip.header.hash
+            state = self._state_for(parent)
+            self._tip_state = None
+            outcome = apply_block(
+                block, state, self.rules.chain_id, self.block_hashes(parent), self.rules.forks,
+                impersonation=source.built_here and self.rules.impersonation,
+            )
+            validate_block(block, outcome)
+        except (InvalidBlockError, StateError) as exc:
+            return answer(ImportResult.INVALID_BLOCK, str(exc))
+        writing = _Writing(
+            block, outcome.receipts, parent_total_difficulty + cumulative_difficulty(block), outcome.nodes, outcome.code
+        )
+        return self._commit([writing], state if on_tip else None, source=source)
+
+    def _keep_aside(
+        self, block: Block, parent: Header | None, source: BlockSource, now: int | None, ahead: int | None
+    ) -> Imported:
+        """
+        Keep a block whose parent is unknown, or which is ahead of the
+        clock, once it passes what can be checked without its parent (a
+        known parent's rules, else the seal and the network's minimum
+        difficulty), so that nothing is kept unchecked.
+        """
+        header = block.header
+
+        def answer(result: ImportResult, reason: str | None = None) -> Imported:
+            refused = block if result is ImportResult.INVALID_BLOCK else None
+            return Imported(result, reason=reason, block_hash=header.hash, source=source, refused=refused)
+
+        if ahead is not None and ahead > HOLD_SECONDS:
+            return answer(
+                ImportResult.DROPPED,
+                f"timestamp {header.timestamp} is {ahead} s ahead of the local clock, beyond the {HOLD_SECONDS} s"
+                " a block is held",
+            )
+        try:
+            if parent is not None:
+                validate_header(parent, header, self.rules)
+            else:
+                if header.difficulty < self.rules.difficulty.minimum:
+                    raise InvalidBlockError(
+                        f"difficulty {header.difficulty} is below the network's minimum {self.rules.difficulty.minimum}"
+                    )
+                validate_seal(header)
+        except InvalidBlockError as exc:
+            return answer(ImportResult.INVALID_BLOCK, str(exc))
+        clock = 0 if now is None else now
+        if ahead is not None:
+            limit = self.rules.max_seconds_in_future or 0
+            self._note_pushed_out(self.future.add(block, source, clock, due=header.timestamp - limit))
+            reason = f"timestamp {header.timestamp} is {ahead} s ahead of the local clock: held until it is due"
+            return answer(ImportResult.FUTURE_BLOCK, reason)
+        self._note_pushed_out(self.orphans.add(block, source, clock))
+        return answer(ImportResult.NO_PARENT)
+
+    def _note_pushed_out(self, pushed: Sequence[Held]) -> None:
+        """
+        Remember kept-aside blocks pushed out for room.
+        """
+        for held in pushed:
+            self._unused.append(Unused(held.block.hash, held.source, "pushed out: no room left for its source"))
+
+    def _expire(self, now: int) -> None:
+        """
+        Forget the blocks whose parent did not come in time.
+        """
+        for held in self.orphans.expire(now):
+            self._unused.append(Unused(held.block.hash, held.source, "its parent never came"))
+
+    # Blocks made here
+
+    def make(self, request: BlockRequest, max_nonces: int = MAX_NONCES) -> Imported:
+        """
+        Build what C{request} asks for on the tip, seal it with the
+        built-in solver (cheap seals only) and store it.
+
+        @return: the step; its C{built} holds the builder's account of the
+            block (the candidates it left out), or the L{Declined} answer
+            when no block was made.
+        @raise nodex.chain.making.NotDueError: the block cannot be stamped
+            yet (the network's drift limit).
+        @raise SealSearchError: no seal within C{max_nonces}.
+        @raise TransactionRejectedError: a lone candidate breaks an admission rule.
+        """
+        if isinstance(request, EmptyRun):
+            return self._make_empty_run(request, max_nonces)
+        tip = self.tip.header
+        built, state = self.build(request)
+        if isinstance(built, Declined):
+            # Reads only: the state is still the tip's.
+            self._tip_state = state
+            return Imported(None, built=built)
+        header = built.block.header
+        seal = solve(header.hash_for_merged_mining, header.difficulty, range(max_nonces))
+        if seal is None:
+            raise SealSearchError(
+                f"no seal for block {header.number} at difficulty {header.difficulty} in {max_nonces} nonces:"
+                " this network needs a merged miner"
+            )
+        block = seal_block(built.block, seal)
+        validate_header(tip, block.header, self.rules)
+        validate_block(block, built.outcome)
+        writing = _Writing(
+            block, built.outcome.receipts, self.tip.total_difficulty + cumulative_difficulty(block),
+            built.outcome.nodes, built.outcome.code,
+        )
+        # A snapshot's block has a state of its own, not the one built on.
+        kept = None if isinstance(request, SnapshotBlock) else state
+        step = self._commit([writing], kept)
+        return Imported(step.result, step.block, step.receipts, step.head, step.event, block_hash=block.hash, built=built)
+
+    def build(self, request: BlockRequest) -> tuple[BuiltBlock | Declined, State]:
+        """
+        Build the unsealed block C{request} asks for on the tip without
+        storing it: the first half of a block whose seal is searched
+        elsewhere (L{store_built} is the second).
+
+        @return: the built block (or why none was) and the state it was
+            built on, changed into the block's; the tip's kept state is
+            handed over with it.
+        """
+        assert not isinstance(request, EmptyRun), "an empty run is made whole by make()"
+        tip = self.tip.header
+        state = self._state_for(tip)
+        self._tip_state = None
+        try:
+            built = build_requested(request, tip, state, self.block_hashes(tip), self.rules, self.ancestry)
+        except BaseException:
+            # A refusal before any change (a lone candidate's admission, a
+            # block not due yet) leaves the state as it was.
+            self._tip_state = state
+            raise
+        return built, state
+
+    def store_built(self, block: Block, outcome: BlockOutcome, state: State | None = None) -> Imported:
+        """
+        Store a block built here (L{build}) and sealed elsewhere; its header
+        rules, seal and roots are checked, not its execution.
+
+        @param state: the state it was built on: kept for the next block
+            when the block becomes the tip.
         """
         header = block.header
         if read_header_rlp(self.store, header.hash) is not None:
@@ -286,118 +400,62 @@ class BlockImporter:
             return Imported(ImportResult.INVALID_BLOCK, reason=str(exc), block_hash=header.hash)
         if parent.hash == self.tip.header.hash:
             self._tip_state = None
-        return self._store_block(block, outcome, parent_total_difficulty, None)
-
-    def produce(self, producer: BlockProducer) -> Imported:
-        """
-        Have C{producer} build and seal a block on the tip and store it.
-
-        @return: a step whose C{result} is the stored block, or L{None} when
-            the producer declined (after reads only).
-        @raise InvalidBlockError: the produced block breaks a rule.
-        """
-        tip = self.tip.header
-        state = self._state_for(tip)
-        self._tip_state = None
-        produced = producer(tip, state, self.block_hashes(tip))
-        if produced is None:
-            self._tip_state = state
-            return Imported(None)
-        block, outcome = produced
-        if block.header.parent_hash != tip.hash:
-            raise InvalidBlockError("a produced block must build on the tip")
-        validate_header(tip, block.header, self.rules)
-        validate_block(block, outcome)
-        stored = self._store_block(block, outcome, self.tip.total_difficulty, state)
-        return Imported(
-            block, block, stored.receipts, stored.head, stored.event, block_hash=block.hash
+        else:
+            state = None
+        writing = _Writing(
+            block, outcome.receipts, parent_total_difficulty + cumulative_difficulty(block), outcome.nodes, outcome.code
         )
+        return self._commit([writing], state)
 
-    def store_empty_run(self, blocks: Iterable[Block], batch_blocks: int = EMPTY_RUN_BATCH) -> Imported:
+    def _make_empty_run(self, request: EmptyRun, max_nonces: int) -> Imported:
         """
-        Store a run of empty blocks built on the tip, each on the one before
-        (C{hardhat_mine}): each is checked like any block's header and seal,
-        and must carry no transaction or uncle and keep its parent's state
-        root, roots and bloom of an empty block; nothing is executed, since
-        an empty block changes no state.  Every C{batch_blocks} blocks are
-        one atomic write that also moves the head, so that a crash leaves a
-        prefix of whole blocks.
+        Make and store a run of empty blocks on the tip, L{EMPTY_RUN_BATCH}
+        blocks a batch (a crash leaves a prefix of whole blocks); nothing
+        is executed, since an empty block changes no state.
 
         @return: one step for the whole run: the last block, the new head,
             and one event adopting every block of the run.
-        @raise InvalidBlockError: a block breaks a rule; the blocks before
-            it in its batch are not stored, those of earlier batches are.
         """
-        empty_bloom = bytes(BLOOM_BYTES)
-        adopted: list[Block] = []
-        pending: list[Block] = []
-        parent = self.tip.header
-        total_difficulty = self.tip.total_difficulty
+        tip = self.tip
+        first = request.time.stamp(tip.header.timestamp)
+        blocks = empty_blocks(
+            tip.header, request.count, first, request.interval, request.coinbase, self.rules,
+            request.extra_data, max_nonces,
+        )
         self._tip_state = None
+        adopted: list[Block] = []
+        pending: list[_Writing] = []
+        parent = tip.header
+        total_difficulty = tip.total_difficulty
         for block in blocks:
-            header = block.header
-            if block.transactions or block.uncles:
-                raise InvalidBlockError(f"block {header.number} of an empty run carries transactions or uncles")
-            validate_header(parent, header, self.rules)
-            if (
-                header.state_root != parent.state_root
-                or header.transactions_root != BLANK_ROOT
-                or header.receipts_root != BLANK_ROOT
-                or header.logs_bloom != empty_bloom
-                or header.gas_used
-                or header.paid_fees
-            ):
-                raise InvalidBlockError(f"block {header.number} of an empty run has the roots of a non-empty block")
-            total_difficulty += header.difficulty
-            pending.append(block)
-            parent = header
-            if len(pending) >= batch_blocks:
-                self._write_empty_run(pending, total_difficulty)
-                adopted.extend(pending)
+            validate_header(parent, block.header, self.rules)
+            total_difficulty += block.header.difficulty
+            pending.append(_Writing(block, (), total_difficulty))
+            parent = block.header
+            if len(pending) >= EMPTY_RUN_BATCH:
+                adopted.extend(self._commit_run(pending))
                 pending = []
         if pending:
-            self._write_empty_run(pending, total_difficulty)
-            adopted.extend(pending)
+            adopted.extend(self._commit_run(pending))
         if not adopted:
             return Imported(None)
         self.index_logs()
         event = ChainEvent(tuple(adopted), (), tuple(() for _ in adopted), ())
         last = adopted[-1]
-        return Imported(last, last, (), self.tip, event, block_hash=last.hash)
+        return Imported(ImportResult.IMPORTED_BEST, last, (), self.tip, event, block_hash=last.hash)
 
-    def _write_empty_run(self, blocks: Sequence[Block], total_difficulty: int) -> None:
+    def _commit_run(self, run: Sequence[_Writing]) -> list[Block]:
         """
-        Write checked empty blocks that extend the tip in one batch and make
-        the last the head (C{total_difficulty} is the last one's).
+        Store a batch of an empty run; the run's blocks are then held for
+        its one event, for which their fields and hashes suffice.
         """
-        batch = self.store.batch()
-        running = self.tip.total_difficulty
-        no_receipts = encode_receipts(())
-        for block in blocks:
-            block_hash = block.hash
-            running += block.header.difficulty
-            write_header_rlp(batch, block_hash, block.header.encode())
-            write_body_rlp(batch, block_hash, block.encode_body())
-            write_receipts_rlp(batch, block_hash, no_receipts)
-            write_total_difficulty(batch, block_hash, running)
-        write_canonical_changes(batch, self.tip.header, (), blocks)
-        self.store.write(batch)
-        self.tip = ChainHead(blocks[-1].header, total_difficulty)
-        # The run's blocks are held for its one event: written, they need
-        # their fields and hashes only.
+        self._commit(run, None, index=False)
+        blocks = [writing.block for writing in run]
         for block in blocks:
             block.header.forget_encodings()
+        return blocks
 
-    def tip_state(self) -> tuple[Header, State, BlockHashes]:
-        """
-        The tip's header, a state at its root (the kept one, handed over:
-        the caller may change it) and its BLOCKHASH lookup, for building a
-        block whose seal is searched elsewhere (L{import_built} stores it).
-        """
-        tip = self.tip.header
-        state = self._state_for(tip)
-        self._tip_state = None
-        return tip, state, self.block_hashes(tip)
+    # Rewinds
 
     def rewind(self, number: int) -> Imported:
         """
@@ -417,327 +475,136 @@ class BlockImporter:
         total_difficulty = None if target is None else read_total_difficulty(self.store, target.hash)
         if target is None or total_difficulty is None:
             raise ChainError(f"the store has no canonical block {number} to rewind to")
+        return self._commit((), None, rewind_to=ChainHead(target, total_difficulty))
+
+    # The one write
+
+    def _commit(
+        self,
+        writings: Sequence[_Writing],
+        state: State | None,
+        rewind_to: ChainHead | None = None,
+        source: BlockSource = LOCAL,
+        index: bool = True,
+    ) -> Imported:
+        """
+        Write blocks (each on the one before, the first on a stored block)
+        and what fork choice makes of them in one atomic batch; or, with
+        C{rewind_to}, make that canonical block the head and delete the
+        canonical blocks above it.
+
+        @param state: the last block's state, if it was built or executed on
+            the tip's state and may be kept for the next block.
+        @param index: extend the log index's bitmaps after the write.
+        @return: the step of the last block (or of the rewind).
+        """
+        batch = self.store.batch()
+        for writing in writings:
+            block = writing.block
+            block_hash = block.hash
+            write_header_rlp(batch, block_hash, block.header.encode())
+            write_body_rlp(batch, block_hash, block.encode_body())
+            write_receipts_rlp(batch, block_hash, encode_receipts(writing.receipts))
+            write_total_difficulty(batch, block_hash, writing.total_difficulty)
+            write_trie_nodes(batch, writing.nodes)
+            for code_hash, code in writing.code.items():
+                write_code(batch, code_hash, code)
+        tip = self.tip
+        if rewind_to is not None:
+            event = self._rewind_into(batch, rewind_to)
+            head = rewind_to
+            result = None
+        else:
+            last = writings[-1]
+            if not is_heavier(last.total_difficulty, tip.total_difficulty):
+                self.store.write(batch)
+                return Imported(
+                    ImportResult.IMPORTED_NOT_BEST, last.block, last.receipts, block_hash=last.block.hash, source=source
+                )
+            event = self._adopt_into(batch, writings)
+            head = ChainHead(last.block.header, last.total_difficulty)
+            result = ImportResult.IMPORTED_BEST
+            if event.abandoned:
+                state = None
+        self.store.write(batch)
+        self.tip = head
+        self._keep_tip_state(state)
+        if index:
+            self.index_logs(force=bool(event.abandoned))
+        if result is None:
+            return Imported(None, head=head, event=event)
+        last = writings[-1]
+        return Imported(result, last.block, last.receipts, head, event, block_hash=last.block.hash, source=source)
+
+    def _adopt_into(self, batch: object, writings: Sequence[_Writing]) -> ChainEvent:
+        """
+        Make the last of C{writings} the head in C{batch}: the canonical
+        index, transaction lookup and log index from the common ancestor.
+        """
+        tip = self.tip
+        first = writings[0].block
+        if first.header.parent_hash == tip.header.hash:
+            adopted = tuple(writing.block for writing in writings)
+            write_canonical_changes(batch, tip.header, (), adopted)  # type: ignore[arg-type]
+            return ChainEvent(adopted, (), tuple(writing.receipts for writing in writings), ())
+        pending = {writing.block.hash: writing for writing in writings}
+        reorganisation = find_reorganisation(
+            lambda wanted: pending[wanted].block.header if wanted in pending else self._read_header(wanted),
+            tip.header,
+            writings[-1].block.header,
+        )
+
+        def block_of(header: Header) -> Block:
+            return pending[header.hash].block if header.hash in pending else self.stored_block(header.hash)
+
+        def receipts_of(header: Header) -> tuple[Receipt, ...]:
+            return pending[header.hash].receipts if header.hash in pending else self.stored_receipts(header.hash)
+
+        abandoned = tuple(self.stored_block(old.hash) for old in reorganisation.abandoned)
+        adopted = tuple(block_of(new) for new in reorganisation.adopted)
+        write_canonical_changes(batch, reorganisation.ancestor, abandoned, adopted)  # type: ignore[arg-type]
+        return ChainEvent(
+            adopted,
+            abandoned,
+            tuple(receipts_of(new) for new in reorganisation.adopted),
+            tuple(self.stored_receipts(old.hash) for old in abandoned),
+        )
+
+    def _rewind_into(self, batch: object, target: ChainHead) -> ChainEvent:
+        """
+        Make C{target} the head in C{batch}, deleting the canonical blocks above it.
+        """
         abandoned = []
         abandoned_receipts = []
-        batch = self.store.batch()
-        for height in range(number + 1, tip.header.number + 1):
+        for height in range(target.header.number + 1, self.tip.header.number + 1):
             block_hash = read_canonical_hash(self.store, height)
             if block_hash is None:
                 continue
-            block = self.stored_block(block_hash)
-            abandoned.append(block)
+            abandoned.append(self.stored_block(block_hash))
             abandoned_receipts.append(self.stored_receipts(block_hash))
-            for transaction in block.transactions:
-                delete_tx_lookup(batch, transaction.hash)
-            delete_canonical_hash(batch, height)
-            unindex_block(batch, block.header)
-            delete_header_rlp(batch, block_hash)
-            delete_body_rlp(batch, block_hash)
-            delete_receipts_rlp(batch, block_hash)
-            delete_total_difficulty(batch, block_hash)
-        write_head_hash(batch, target.hash)
-        self.store.write(batch)
-        head = ChainHead(target, total_difficulty)
-        self.tip = head
-        self._tip_state = None
-        self.index_logs(force=True)
-        event = ChainEvent((), tuple(abandoned), (), tuple(abandoned_receipts), rewound=True)
-        return Imported(None, head=head, event=event)
-
-    @property
-    def orphan_count(self) -> int:
-        """
-        How many blocks wait for their parent.
-        """
-        return len(self._orphans)
-
-    # The steps
-
-    def _import_one(self, block: Block, now: int | None, built_here: bool = False) -> Imported:
-        """
-        Import one block (no kept-aside blocks).
-        """
-        header = block.header
-        block_hash = header.hash
-        if read_header_rlp(self.store, block_hash) is not None:
-            return Imported(ImportResult.EXIST, block_hash=block_hash)
-        tip = self.tip
-        if header.parent_hash == tip.header.hash:
-            parent: Header | None = tip.header
-            parent_total_difficulty: int | None = tip.total_difficulty
-        else:
-            parent = self._read_header(header.parent_hash)
-            parent_total_difficulty = None if parent is None else read_total_difficulty(self.store, parent.hash)
-        if parent is None or parent_total_difficulty is None:
-            self._keep_orphan(block)
-            return Imported(ImportResult.NO_PARENT, block_hash=block_hash)
-        on_tip = parent.hash == tip.header.hash
-        try:
-            validate_header(parent, header, self.rules, now=now)
-            validate_uncles(block, self.ancestry(parent) if block.uncles else [], self.rules)
-            state = self._state_for(parent)
-            self._tip_state = None
-            outcome = apply_block(
-                block, state, self.rules.chain_id, self.block_hashes(parent), self.rules.forks,
-                impersonation=built_here and self.rules.impersonation,
-            )
-            validate_block(block, outcome)
-        except (InvalidBlockError, StateError) as exc:
-            return Imported(ImportResult.INVALID_BLOCK, reason=str(exc), block_hash=block_hash)
-        return self._store_block(block, outcome, parent_total_difficulty, state if on_tip else None)
-
-    def _keep_orphan(self, block: Block) -> None:
-        """
-        Keep a block whose parent is unknown until the parent arrives.
-        """
-        self._orphans[block.hash] = block
-        self._orphans.move_to_end(block.hash)
-        while len(self._orphans) > self._max_orphans:
-            self._orphans.popitem(last=False)
-
-    def _adopt_orphans(self, parent_hash: bytes, now: int | None) -> list[Imported]:
-        """
-        Import the kept blocks that descend from a block just stored.
-        """
-        steps: list[Imported] = []
-        waiting = [parent_hash]
-        while waiting:
-            parent = waiting.pop()
-            children = [block for block in self._orphans.values() if block.header.parent_hash == parent]
-            for child in children:
-                del self._orphans[child.hash]
-                step = self._import_one(child, now)
-                steps.append(step)
-                if step.result in (ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_NOT_BEST):
-                    waiting.append(child.hash)
-        return steps
-
-    def _store_block(
-        self, block: Block, outcome: BlockOutcome, parent_total_difficulty: int, state: State | None
-    ) -> Imported:
-        """
-        Write a validated block in one batch, adopting it if it is the heaviest.
-
-        @param state: the block's state, if it was executed on the tip's
-            state and may be kept for the next block.
-        """
-        header = block.header
-        block_hash = header.hash
-        total_difficulty = parent_total_difficulty + cumulative_difficulty(block)
-        batch = self.store.batch()
-        write_header_rlp(batch, block_hash, header.encode())
-        write_body_rlp(batch, block_hash, block.encode_body())
-        write_receipts_rlp(batch, block_hash, encode_receipts(outcome.receipts))
-        write_total_difficulty(batch, block_hash, total_difficulty)
-        write_trie_nodes(batch, outcome.nodes)
-        for code_hash, code in outcome.code.items():
-            write_code(batch, code_hash, code)
-        tip = self.tip
-        if not is_heavier(total_difficulty, tip.total_difficulty):
-            self.store.write(batch)
-            return Imported(ImportResult.IMPORTED_NOT_BEST, block, outcome.receipts, block_hash=block_hash)
-        if header.parent_hash == tip.header.hash:
-            abandoned: tuple[Block, ...] = ()
-            adopted: tuple[Block, ...] = (block,)
-            write_canonical_changes(batch, tip.header, abandoned, adopted)
-            abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
-            adopted_receipts: tuple[tuple[Receipt, ...], ...] = (outcome.receipts,)
-        else:
-            pending = {block_hash: header}
-            reorganisation = find_reorganisation(
-                lambda wanted: pending.get(wanted) or self._read_header(wanted), tip.header, header
-            )
-            abandoned = tuple(self.stored_block(old.hash) for old in reorganisation.abandoned)
-            adopted = tuple(self.stored_block(new.hash) for new in reorganisation.adopted[:-1]) + (block,)
-            write_canonical_changes(batch, reorganisation.ancestor, abandoned, adopted)
-            abandoned_receipts = tuple(self.stored_receipts(old.hash) for old in abandoned)
-            adopted_receipts = tuple(self.stored_receipts(new.hash) for new in adopted[:-1]) + (outcome.receipts,)
-            state = None
-        self.store.write(batch)
-        head = ChainHead(header, total_difficulty)
-        self.tip = head
-        self._keep_tip_state(state)
-        self.index_logs(force=bool(abandoned))
-        event = ChainEvent(adopted, abandoned, adopted_receipts, abandoned_receipts)
-        return Imported(ImportResult.IMPORTED_BEST, block, outcome.receipts, head, event, block_hash=block_hash)
-
-    def _keep_tip_state(self, state: State | None) -> None:
-        """
-        Keep the state of the new tip for the next block built on it, for a while.
-        """
-        if state is None or self._tip_state_age >= TIP_STATE_BLOCKS:
-            self._tip_state = None
-            self._tip_state_age = 0
-            return
-        self._tip_state = state
-        self._tip_state_age += 1
-
-    def keep_tip_state(self, header: Header, state: State) -> None:
-        """
-        Hand back the state of L{tip_state} after a block built on it was
-        stored as the new tip (L{import_built}), so that the next block
-        starts from it; ignored when the tip is another block.
-        """
-        if header.hash == self.tip.header.hash:
-            self._keep_tip_state(state)
-
-    # Reads the writer needs
-
-    def index_logs(self, force: bool = False) -> int:
-        """
-        Extend the log index's bitmaps to the tip once they trail it by
-        L{INDEX_LAG} blocks (at once with C{force}: after a reorganisation
-        or a rewind, whose sections need rebuilding).  A store failure
-        leaves the bitmaps behind (searches then read the blooms).
-
-        @return: how many blocks are still to index.
-        @raise StoreError: the store failed (the caller logs it).
-        """
-        tip = self.tip.header.number
-        if not force and tip - self._logs_indexed < INDEX_LAG:
-            return 0
-        remaining = self._log_indexer.catch_up(tip)
-        self._logs_indexed = tip - remaining
-        return remaining
-
-    @property
-    def logs_indexed(self) -> int:
-        """
-        The highest block whose logs the bitmaps hold.
-        """
-        return self._logs_indexed
-
-    def _state_for(self, parent: Header) -> State:
-        """
-        A state at C{parent}'s state root: the kept tip state when it is the tip's.
-        """
-        if self._tip_state is not None and parent.hash == self.tip.header.hash:
-            return self._tip_state
-        return State.from_store(self.store, parent.state_root)
-
-    def ancestry(self, parent: Header) -> list[Ancestor]:
-        """
-        C{parent} and its ancestors, as many as an uncle check needs.
-        """
-        ancestry = []
-        header: Header | None = parent
-        while header is not None and len(ancestry) < MAX_UNCLE_DEPTH:
-            block = self.stored_block(header.hash)
-            ancestry.append(Ancestor(header, frozenset(uncle.hash for uncle in block.uncles)))
-            header = None if header.number == 0 else self._read_header(header.parent_hash)
-        return ancestry
-
-    def block_hashes(self, parent: Header) -> BlockHashes:
-        """
-        The BLOCKHASH lookup of a child of C{parent}: the canonical index when
-        C{parent} is the tip, else a walk up C{parent}'s own ancestry.
-        """
-        store = self.store
-        if parent.hash == self.tip.header.hash:
-            top = parent.number
-
-            def canonical(number: int) -> Hash32 | None:
-                if not 0 <= number <= top:
-                    return None
-                found = read_canonical_hash(store, number)
-                return None if found is None else Hash32(found)
-
-            return canonical
-        return ancestry_hashes(parent, self._read_header)
-
-    def stored_block(self, block_hash: bytes) -> Block:
-        """
-        A block that must be stored.
-
-        @raise ChainError: it is not.
-        """
-        block = self._read_block(block_hash)
-        if block is None:
-            raise ChainError(f"the store has no block 0x{block_hash.hex()}")
-        return block
-
-    def stored_receipts(self, block_hash: bytes) -> tuple[Receipt, ...]:
-        """
-        The receipts of a block that must be stored.
-
-        @raise ChainError: they are not.
-        """
-        receipts = self._read_receipts(block_hash)
-        if receipts is None:
-            raise ChainError(f"the store has no receipts for block 0x{block_hash.hex()}")
-        return receipts
-
-    def _stored_header(self, block_hash: bytes) -> Header | None:
-        raw = read_header_rlp(self.store, block_hash)
-        return None if raw is None else Header.decode(raw)
-
-    def _stored_block(self, block_hash: bytes) -> Block | None:
-        header = self._stored_header(block_hash)
-        body = None if header is None else read_body_rlp(self.store, block_hash)
-        return None if header is None or body is None else Block.from_body(header, body)
-
-    def _stored_receipts(self, block_hash: bytes) -> tuple[Receipt, ...] | None:
-        raw = read_receipts_rlp(self.store, block_hash)
-        return None if raw is None else decode_receipts(raw)
-
-
-def ancestry_hashes(parent: Header, read_header: HeaderReader) -> BlockHashes:
-    """
-    The BLOCKHASH lookup of a child of C{parent} that walks C{parent}'s own
-    ancestry (right for a block off the canonical chain), reading each
-    header once, lazily.
-    """
-    walked: dict[int, Hash32] = {parent.number: parent.hash}
-    cursor = [parent]
-
-    def walk(number: int) -> Hash32 | None:
-        if not 0 <= number <= parent.number:
-            return None
-        while number not in walked:
-            header = read_header(cursor[0].parent_hash)
-            if header is None:
-                return None
-            walked[header.number] = header.hash
-            cursor[0] = header
-        return walked[number]
-
-    return walk
-
-
-def read_head(store: KeyValueStore, read_header: HeaderReader) -> ChainHead:
-    """
-    The head the store records.
-
-    @raise ChainNotInitializedError: there is none.
-    """
-    head_hash = read_head_hash(store)
-    header = None if head_hash is None else read_header(head_hash)
-    if header is None:
-        raise ChainNotInitializedError("the store holds no chain: write its genesis first")
-    total_difficulty = read_total_difficulty(store, header.hash)
-    if total_difficulty is None:
-        raise ChainNotInitializedError(f"the store has no total difficulty for its head 0x{header.hash.hex()}")
-    return ChainHead(header, total_difficulty)
-
-
-def outcomes(steps: Sequence[Imported]) -> list[ImportOutcome]:
-    """
-    The edge's view of import steps.
-    """
-    return [step.outcome() for step in steps]
+        write_canonical_changes(batch, target.header, abandoned, ())  # type: ignore[arg-type]
+        for block in abandoned:
+            block_hash = block.hash
+            delete_header_rlp(batch, block_hash)  # type: ignore[arg-type]
+            delete_body_rlp(batch, block_hash)  # type: ignore[arg-type]
+            delete_receipts_rlp(batch, block_hash)  # type: ignore[arg-type]
+            delete_total_difficulty(batch, block_hash)  # type: ignore[arg-type]
+        return ChainEvent((), tuple(abandoned), (), tuple(abandoned_receipts), rewound=True)
 
 
 __all__ = [
+    "EMPTY_RUN_BATCH",
+    "HOLD_SECONDS",
+    "MAX_NONCES",
+    "TIP_STATE_BLOCKS",
     "BlockImporter",
-    "BlockProducer",
     "ChainEvent",
     "ChainHead",
     "ChainNotInitializedError",
     "ImportOutcome",
     "ImportResult",
     "Imported",
-    "MAX_ORPHANS",
-    "TIP_STATE_BLOCKS",
+    "Unused",
     "ancestry_hashes",
     "outcomes",
     "read_head",

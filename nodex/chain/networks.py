@@ -56,8 +56,13 @@ def chain_rules(network: str, chain_id: int, forks: ForkSchedule = DEFAULT_FORK_
         ) from None
     dev_chain = network in DEV_NETWORKS
     if network == "regtest":
+        # A dev chain whose clock the developer moves (evm_increaseTime,
+        # evm_setNextBlockTimestamp, hardhat_mine with intervals): like the
+        # reference's regtest (newBlockMaxSecondsInTheFuture 0), no drift
+        # limit, so that its followers accept whatever time it reaches.
         return ChainRules(
-            chain_id, difficulty, REGTEST_GAS_LIMIT, fixed_gas_limit=True, forks=forks, impersonation=dev_chain
+            chain_id, difficulty, REGTEST_GAS_LIMIT, fixed_gas_limit=True, max_seconds_in_future=None,
+            forks=forks, impersonation=dev_chain,
         )
     return ChainRules(
         chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False, forks=forks, impersonation=dev_chain

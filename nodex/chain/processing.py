@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nodex.chain.difficulty import next_difficulty
-from nodex.chain.errors import InvalidBlockError, InvalidSealError
+from nodex.chain.errors import FutureBlockError, InvalidBlockError, InvalidSealError
 from nodex.chain.execution import apply_transaction
 from nodex.chain.pow import Seal, check_seal
 from nodex.chain.rules import (
@@ -297,10 +297,9 @@ def validate_header(parent: Header, header: Header, rules: ChainRules, now: int 
     if header.timestamp >= UINT64_CEILING:
         # Only a block built here can get so far (decoding refuses it).
         raise InvalidBlockError(f"timestamp {header.timestamp} does not fit in 64 bits")
-    if now is not None and header.timestamp > now + rules.max_seconds_in_future:
-        raise InvalidBlockError(
-            f"timestamp {header.timestamp} is more than {rules.max_seconds_in_future} seconds in the future"
-        )
+    limit = rules.max_seconds_in_future
+    if now is not None and limit is not None and header.timestamp > now + limit:
+        raise FutureBlockError(f"timestamp {header.timestamp} is more than {limit} seconds in the future")
     expected = next_difficulty(
         rules.difficulty, parent.difficulty, parent.timestamp, header.timestamp, header.uncle_count
     )

@@ -19,6 +19,16 @@ GAS_LIMIT_ADJUSTMENT_DIVISOR = 1024
 MIN_GAS_LIMIT = 3_000_000
 """No block's gas limit may fall below this (reference §13.2)."""
 
+DRIFT_LIMIT_SECONDS = 15
+"""
+How far ahead of the local clock a block may be stamped and still be
+imported at once, on the networks with real clocks (devnet, testnet, main);
+a block further ahead waits until it is due (geth's allowed future block
+time, 15 s; the reference refuses blocks beyond 60 s instead, a rule that
+punished honest peers whose clocks ran a little fast: C{docs/chain-service.md}).
+No node of nodex stamps its own blocks beyond it.
+"""
+
 MAX_EXTRA_DATA_SIZE = 32
 MAX_UNCLES = 10
 MAX_UNCLE_DEPTH = 7
@@ -88,8 +98,11 @@ class ChainRules:
     @ivar target_gas_limit: the gas limit templates move towards.
     @ivar fixed_gas_limit: whether every block must have exactly
         C{target_gas_limit} (regtest, DESIGN §2) rather than moving towards it.
-    @ivar max_seconds_in_future: how far ahead of the local clock a block's
-        timestamp may be when it is imported.
+    @ivar max_seconds_in_future: the network's drift limit: how far ahead of
+        the local clock a block's timestamp may be when it is imported (a
+        block further ahead waits until it is due), and so the furthest
+        ahead a node stamps its own blocks; L{None} for no limit (regtest, a
+        dev chain whose clock the developer moves: C{docs/chain-service.md}).
     @ivar forks: which EVM rule set applies from which block.
     @ivar impersonation: whether the node's own blocks may carry
         transactions of impersonated senders (the dev chains, regtest and
@@ -101,7 +114,7 @@ class ChainRules:
     difficulty: DifficultyRules
     target_gas_limit: int
     fixed_gas_limit: bool
-    max_seconds_in_future: int = 60
+    max_seconds_in_future: int | None = DRIFT_LIMIT_SECONDS
     forks: ForkSchedule = field(default=DEFAULT_FORK_SCHEDULE)
     impersonation: bool = False
 

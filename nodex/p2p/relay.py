@@ -18,6 +18,7 @@ from nodex.interfaces import (
     ChainEvent,
     IReputation,
     ImportResult,
+    from_peer,
     InvalidTransactionRejectedError,
     ITransactionPool,
     PeerEvent,
@@ -143,14 +144,20 @@ class ChainRelay:
         Import one block a peer sent or announced; an invalid one costs the
         peer its connection, an orphan starts a sync with it.
         """
-        result, reason = await self.chain.import_block_explained(block)
-        if result == ImportResult.INVALID_BLOCK:
-            peer.offence(PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {reason}")
-        elif result == ImportResult.NO_PARENT:
+        outcome = (await self.chain.import_blocks([block], from_peer(peer.node_id or b"")))[0]
+        result = outcome.result
+        if result is ImportResult.INVALID_BLOCK:
+            peer.offence(
+                PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {outcome.reason}"
+            )
+        elif result is ImportResult.NO_PARENT:
             # The chain keeps the orphan aside; a sync brings its parents.
             self.sync.maybe_sync(peer)
-        elif result != ImportResult.EXIST:
+        elif result.stored:
             self.reputation.record_event(PeerEvent.VALID_BLOCK, peer.node_id, peer.address)
+        # A block ahead of the clock (held until due, or dropped when hours
+        # ahead) costs its sender nothing: its clock may be wrong, or ours
+        # (docs/chain-service.md, "Time").
 
     async def announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
         """

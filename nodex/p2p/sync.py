@@ -16,7 +16,7 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
-from nodex.interfaces import IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus
+from nodex.interfaces import IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus, from_peer
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.protocol import PeerProtocol
 from nodex.structures.blocks import Block
@@ -338,10 +338,10 @@ class Synchroniser:
         """
         self.importing += len(blocks)
         try:
-            outcomes = await self._chain.import_blocks([block for block, _ in blocks])
+            outcomes = await self._chain.import_blocks([block for block, _ in blocks], from_peer(sync_peer.node_id or b""))
         finally:
             self.importing -= len(blocks)
-        invalid = [outcome for outcome in outcomes if outcome.result == ImportResult.INVALID_BLOCK]
+        invalid = [outcome for outcome in outcomes if outcome.result is ImportResult.INVALID_BLOCK]
         if not invalid:
             return
         index = next((i for i, (block, _) in enumerate(blocks) if block.hash == invalid[0].block_hash), None)

@@ -6,10 +6,11 @@ through L{resolve_block}, so that tags, unknown blocks and the C{pending}
 policy of DESIGN §1 behave the same everywhere.
 """
 
-from nodex.interfaces import BlockNotFoundError, IChainService
+from nodex.interfaces import BlockNotFoundError, IChainService, IPendingBlock
 from nodex.rpc.decoders import BlockHashSelector, BlockSelector, BlockTag
 from nodex.rpc.errors import RPCError
 from nodex.structures.blocks import Block
+from nodex.structures.headers import Header
 
 PENDING_UNSUPPORTED = -32201
 
@@ -43,9 +44,9 @@ async def resolve_block(
     The block a parameter names.
 
     C{latest} is the head, C{earliest} the genesis block; C{pending} is the
-    head too (blocks are mined as soon as transactions arrive on a dev chain,
-    and a non-mining node has no block of its own in preparation), except for
-    the methods that refuse it.
+    head here (the methods that read a block's stored contents), except for
+    the methods that refuse it; the methods that run code or read state at
+    C{pending} use the pending block instead (L{header_at}).
 
     @param pending_supported: L{False} for the five methods of the
         specification that refuse C{pending}.
@@ -83,3 +84,20 @@ async def require_block(
     if block is None:
         raise BlockNotFoundError(f"Block {describe(selector)} not found")
     return block
+
+
+async def header_at(
+    chain: IChainService, selector: BlockSelector, pending: IPendingBlock | None = None
+) -> Header:
+    """
+    The header whose state and environment a call, an estimate, a trace or
+    a state read at a block parameter runs in: for C{pending}, the block
+    the miner would build now (DESIGN §6), when the node has one.
+
+    @raise BlockNotFoundError: an unknown block.
+    """
+    if selector is BlockTag.PENDING and pending is not None:
+        return await pending.header()
+    if selector is BlockTag.LATEST or selector is BlockTag.PENDING:
+        return chain.head.header
+    return (await require_block(chain, selector)).header

@@ -112,7 +112,7 @@ def submitted_block(submitted: SubmittedBlock) -> dict[str, Any]:
     The SubmittedBlockInfo object of the C{mnr_submit*} methods.
     """
     return {
-        "blockImportedResult": encoders.data(submitted.result.encode("ascii")),
+        "blockImportedResult": encoders.data(submitted.result.value.encode("ascii")),
         "blockHash": encoders.hash32(submitted.block_hash),
         "blockIncludedHeight": encoders.quantity(submitted.number),
     }

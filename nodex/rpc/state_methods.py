@@ -23,13 +23,14 @@ from nodex.interfaces import (
     CallRequest,
     ExecutionRevertedError,
     IChainService,
+    IPendingBlock,
     IStateService,
     ITransactionPool,
     StateOverrides,
 )
 from nodex.primitives import ZERO_ADDRESS, Address
 from nodex.rpc import decoders, encoders
-from nodex.rpc.blockref import require_block, resolve_block
+from nodex.rpc.blockref import header_at, resolve_block
 from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.errors import RPCError
 from nodex.rpc.objects import access_list_object
@@ -198,6 +199,7 @@ class StateMethods:
         state: IStateService,
         pool: ITransactionPool | None = None,
         revert_error_code: int = REVERTED,
+        pending: IPendingBlock | None = None,
     ) -> None:
         """
         @param chain: resolves block parameters and knows the head.
@@ -207,7 +209,10 @@ class StateMethods:
             is the head).
         @param revert_error_code: the code of a revert's answer, -32015 or
             geth's 3 (C{rpc.revert_error_code}).
+        @param pending: the block the miner would build now, where reads
+            and calls at C{pending} run (without it, C{pending} is the head).
         """
+        self._pending = pending
         self._chain = chain
         self._state = state
         self._pool = pool
@@ -240,21 +245,19 @@ class StateMethods:
 
     async def _header(self, selector: BlockSelector) -> Header:
         """
-        The header a block parameter names; C{latest} and C{pending} are the
-        head, known without a read.
+        The header a block parameter names; C{latest} is the head, known
+        without a read, and C{pending} the block the miner would build now.
 
         @raise nodex.interfaces.BlockNotFoundError: an unknown block.
         """
-        if selector is BlockTag.LATEST or selector is BlockTag.PENDING:
-            return self._chain.head.header
-        return (await require_block(self._chain, selector)).header
+        return await header_at(self._chain, selector, self._pending)
 
     def _at(self, selector: BlockSelector, read: Callable[[Header], "Deferred[T]"]) -> "Deferred[T]":
         """
         Apply C{read} to the header a block parameter names; for the head,
         at once (the hot path of wallets and dapps: no coroutine, no read).
         """
-        if selector is BlockTag.LATEST or selector is BlockTag.PENDING:
+        if selector is BlockTag.LATEST or (selector is BlockTag.PENDING and self._pending is None):
             return read(self._chain.head.header)
 
         async def resolved() -> T:

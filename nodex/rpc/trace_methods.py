@@ -19,12 +19,13 @@ from nodex.interfaces import (
     STRUCT_LOGGER,
     TRACER_NAMES,
     IChainService,
+    IPendingBlock,
     ITracingService,
     TraceConfig,
     TraceFilter,
 )
 from nodex.rpc import decoders
-from nodex.rpc.blockref import require_block, resolve_block
+from nodex.rpc.blockref import header_at, require_block, resolve_block
 from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.registry import Method, Param
 from nodex.rpc.state_methods import call_request, state_overrides
@@ -191,9 +192,15 @@ class TraceMethods:
     The C{debug_trace*} and C{trace_*} methods over a tracing service.
     """
 
-    def __init__(self, chain: IChainService, tracing: ITracingService) -> None:
+    def __init__(self, chain: IChainService, tracing: ITracingService, pending: IPendingBlock | None = None) -> None:
+        """
+        @param chain: resolves block parameters.
+        @param tracing: runs the traces.
+        @param pending: the block C{debug_traceCall} at C{pending} runs in.
+        """
         self._chain = chain
         self._tracing = tracing
+        self._pending = pending
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -245,8 +252,8 @@ class TraceMethods:
         """
         C{debug_traceCall}: a call on the state after C{block}.
         """
-        found = await require_block(self._chain, block)
-        return await self._tracing.trace_call(found.header, request, config)
+        header = await header_at(self._chain, block, self._pending)
+        return await self._tracing.trace_call(header, request, config)
 
     async def trace_transaction(self, tx_hash: bytes) -> Any:
         """

@@ -3,43 +3,40 @@ The dev-chain controls of regtest and devnet (L5): what the Hardhat and
 Anvil methods (C{hardhat_*}, C{anvil_*}, C{evm_set*}) do to the node.
 
 Every state change is a new block (L{nodex.chain.devblocks}): the head's
-state with the change, written through the chain service's writer like any
-produced block, so that each RPC answer stays consistent with a block's
-state root.  Such a block is stamped with the clock (at least its parent's
-time plus one) and leaves an C{evm_increaseTime} offset or an
-C{evm_setNextBlockTimestamp} time to the next mined block.  C{hardhat_mine}
-builds and stores its whole run of empty blocks in one writer job.
+state with the change, asked of the chain's writer as a request
+(L{nodex.chain.making.EditsBlock}, L{nodex.chain.making.SnapshotBlock}) and
+made by the importer like any block of this node, so that each RPC answer
+stays consistent with a block's state root.  Such a block is stamped with
+the clock (at least its parent's time plus one) and leaves an
+C{evm_increaseTime} offset or an C{evm_setNextBlockTimestamp} time to the
+next mined block.  C{hardhat_mine} asks for its whole run of empty blocks
+in one writer job (L{nodex.chain.making.EmptyRun}).
 """
 
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.interfaces import IReactorTime
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.chain.devblocks import DevBlockSettings, StateChange, build_dev_block, empty_blocks
-from nodex.chain.devstate import SnapshotError, dump_state, load_state
-from nodex.chain.errors import ChainError
+from nodex.chain.devblocks import SetBalance, SetCode, SetNonce, SetStorage, StateEdit
+from nodex.chain.devstate import SnapshotError, dump_state
+from nodex.chain.making import EditsBlock, EmptyRun, SnapshotBlock
 from nodex.chain.rules import MIN_GAS_LIMIT
-from nodex.interfaces import IDevChain, IImpersonation, ImportResult, ITransactionPool
+from nodex.interfaces import IChainService, IChainWriter, IDevChain, IImpersonation, IMiner, ITransactionPool
 from nodex.primitives import Address
-from nodex.services.chain import ChainService
+from nodex.services.blocktime import BlockClock
 from nodex.services.errors import DevChainInputError
-from nodex.services.miner import CHEAP_SEAL_DIFFICULTY, Miner
+from nodex.services.miner import CHEAP_SEAL_DIFFICULTY
 from nodex.state.state import State
 from nodex.structures.blocks import Block
-from nodex.structures.headers import Header
 from nodex.structures.transaction_rules import TX_BASE_COST
 
 MAX_MINED_BLOCKS = 200_000
 """The most blocks one C{hardhat_mine} writes: the run's blocks are held
 until the chain event that adopts them is published (about 1 KiB each once
 written, a node peak of some 600 MiB at this bound); a longer run is several calls."""
-
-_LOAD_ATTEMPTS = 3
-"""How often a snapshot's block is built again when another block took the head meanwhile."""
 
 
 @implementer(IImpersonation)
@@ -94,69 +91,62 @@ class DevChain:
 
     def __init__(
         self,
-        chain: ChainService,
-        miner: Miner,
+        chain: IChainService,
+        writer: IChainWriter,
+        miner: IMiner,
         pool: ITransactionPool,
-        clock: IReactorTime,
+        block_clock: BlockClock,
         impersonation: Impersonation | None = None,
     ) -> None:
         """
-        @param chain: writes the blocks.
-        @param miner: its coinbase, time and mode are changed.
+        @param chain: the chain's reads (transactions, the head's state).
+        @param writer: makes the dev chain's blocks.
+        @param miner: its coinbase and mode are changed.
         @param pool: where dropped transactions are removed.
-        @param clock: the time of the state setters' blocks.
+        @param block_clock: the time of the node's blocks (the offset and
+            set time the dev methods move).
         @param impersonation: the impersonated accounts the pool and
             C{eth_sendTransaction} consult (a set of its own by default).
         """
         self._chain = chain
+        self._writer = writer
         self._miner = miner
         self._pool = pool
-        self._clock = clock
+        self._block_clock = block_clock
         self._impersonation = Impersonation() if impersonation is None else impersonation
-
-    def _settings(self) -> DevBlockSettings:
-        """
-        How blocks are built now: the miner's coinbase, the chain's rules.
-        """
-        return DevBlockSettings(coinbase=self._miner.coinbase, rules=self._chain.rules)
 
     # State setters
 
-    def _write_change(self, change: StateChange) -> "Deferred[Block]":
+    def _write_edits(self, *edits: StateEdit) -> "Deferred[Block]":
         """
-        Write a block whose state is the head's with C{change} applied.
+        Write a block whose state is the head's with C{edits} applied.
         """
-        settings = self._settings()
-        timestamp = int(self._clock.seconds())
-
-        def producer(parent: Header, state: State, block_hashes: Any) -> tuple[Block, Any]:
-            return build_dev_block(parent, state, block_hashes, settings, timestamp, change)
-
-        return self._chain.produce_block(producer)
+        request = EditsBlock(self._miner.coinbase, self._block_clock.plain_time(), edits)
+        return self._writer.make(request).addCallback(lambda step: step.block)
 
     def set_balance(self, address: bytes, balance: int) -> "Deferred[Block]":
         """
         Write a block in which C{address} holds C{balance} wei.
         """
-        return self._write_change(lambda state: state.set_balance(Address(address), balance))
+        return self._write_edits(SetBalance(Address(address), balance))
 
     def set_code(self, address: bytes, code: bytes) -> "Deferred[Block]":
         """
         Write a block in which C{address} has C{code} (empty: no code).
         """
-        return self._write_change(lambda state: state.set_code(Address(address), code))
+        return self._write_edits(SetCode(Address(address), code))
 
     def set_nonce(self, address: bytes, nonce: int) -> "Deferred[Block]":
         """
         Write a block in which C{address} has C{nonce}.
         """
-        return self._write_change(lambda state: state.set_nonce(Address(address), nonce))
+        return self._write_edits(SetNonce(Address(address), nonce))
 
     def set_storage_at(self, address: bytes, slot: int, value: int) -> "Deferred[Block]":
         """
         Write a block in which slot C{slot} of C{address} holds C{value}.
         """
-        return self._write_change(lambda state: state.set_storage(Address(address), slot, value))
+        return self._write_edits(SetStorage(Address(address), slot, value))
 
     # Blocks and time
 
@@ -170,7 +160,7 @@ class DevChain:
         @raise DevChainInputError: C{blocks} above L{MAX_MINED_BLOCKS},
             C{interval} below 1, or a network whose seals are dear.
         """
-        difficulty = self._chain.head.header.difficulty
+        difficulty = self._writer.head.header.difficulty
         if difficulty > CHEAP_SEAL_DIFFICULTY:
             # Each seal would be searched on the writer thread, holding
             # every other block for seconds (devnet's difficulty).
@@ -186,13 +176,13 @@ class DevChain:
             raise DevChainInputError(f"interval {interval} is below 1 second: block timestamps must increase")
         if blocks == 0:
             return succeed(None)
-        settings = self._settings()
-        first = self._miner.take_block_time()
+        request = EmptyRun(self._miner.coinbase, self._block_clock.time(), blocks, interval)
 
-        def build(parent: Header) -> Iterable[Block]:
-            return empty_blocks(parent, blocks, first, interval, settings)
+        def made(step: Any) -> Block | None:
+            self._block_clock.consume()
+            return step.block
 
-        return self._chain.store_empty_blocks(build)
+        return self._writer.make(request).addCallback(made)
 
     def set_next_block_timestamp(self, timestamp: int) -> None:
         """
@@ -205,7 +195,7 @@ class DevChain:
             raise DevChainInputError(
                 f"timestamp {timestamp} is not after the latest block's timestamp {head}"
             )
-        self._miner.set_next_timestamp(timestamp)
+        self._block_clock.set_next(timestamp)
 
     def set_automine(self, enabled: bool) -> None:
         """
@@ -241,11 +231,11 @@ class DevChain:
         @raise DevChainInputError: below 21,000 (a fixed limit) or below the
             network minimum of 3,000,000 (a moving one).
         """
-        rules = self._chain.rules
+        rules = self._writer.rules
         least = TX_BASE_COST if rules.fixed_gas_limit else MIN_GAS_LIMIT
         if gas_limit < least:
             raise DevChainInputError(f"block gas limit {gas_limit} is below {least}")
-        return self._chain.set_rules(replace(rules, target_gas_limit=gas_limit))
+        return self._writer.set_rules(replace(rules, target_gas_limit=gas_limit))
 
     def set_coinbase(self, address: bytes) -> None:
         """
@@ -303,7 +293,7 @@ class DevChain:
         Every account of the head's state (the format of L{nodex.chain.devstate}).
         """
         header = self._chain.head.header
-        chain_id = self._chain.rules.chain_id
+        chain_id = self._chain.chain_id
 
         def dump(state: State) -> dict[str, Any]:
             return dump_state(state.read_node, state.read_code, header.state_root, chain_id, header.number)
@@ -317,38 +307,13 @@ class DevChain:
         @return: a Deferred firing with the block, or failing with
             L{DevChainInputError} when the snapshot is malformed.
         """
-        return Deferred.fromCoroutine(self._load(snapshot))
+        request = SnapshotBlock(self._miner.coinbase, self._block_clock.plain_time(), snapshot)
 
-    async def _load(self, snapshot: Any) -> Block:
-        """
-        Build the snapshot's block on the tip (the writer's tip state is
-        handed over, not kept: the block's state is another root), then
-        store it; again if another block took the head in between.
-        """
-        settings = self._settings()
-        timestamp = int(self._clock.seconds())
+        def malformed(failure: Failure) -> None:
+            failure.trap(SnapshotError)
+            raise DevChainInputError(failure.getErrorMessage())
 
-        def build(parent: Header, state: State, block_hashes: Any) -> tuple[Block, Any]:
-            try:
-                root, nodes, codes = load_state(state.read_node, parent.state_root, snapshot)
-            except SnapshotError as exc:
-                raise DevChainInputError(str(exc)) from None
-            loaded = State(
-                lambda node_hash: nodes.get(node_hash) or state.read_node(node_hash),
-                lambda code_hash: codes.get(code_hash) or state.read_code(code_hash),
-                root,
-            )
-            block, outcome = build_dev_block(parent, loaded, block_hashes, settings, timestamp)
-            return block, replace(outcome, nodes={**nodes, **outcome.nodes}, code={**codes, **outcome.code})
-
-        for _ in range(_LOAD_ATTEMPTS):
-            (block, outcome), _state = await self._chain.build_on_tip(build)
-            result = await self._chain.import_built_block(block, outcome)
-            if result == ImportResult.IMPORTED_BEST:
-                return block
-            if result == ImportResult.INVALID_BLOCK:
-                raise ChainError(f"the snapshot's block {block.number} was refused")
-        raise ChainError("the head kept moving while the snapshot was loaded; try again")
+        return self._writer.make(request).addCallbacks(lambda step: step.block, malformed)
 
 
 __all__ = ["Impersonation", "MAX_MINED_BLOCKS", "DevChain"]

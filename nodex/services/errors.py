@@ -2,27 +2,16 @@
 Errors of the services (L5); the RPC edge maps each class to a code in one table.
 """
 
+# The pool's refusals are raised by the admission rules of L4
+# (nodex.chain.admission) and named here too, beside the other errors the
+# RPC edge maps.
+from nodex.chain.errors import InvalidTransactionRejectedError, TransactionRejectedError  # noqa: F401
 from nodex.errors import NodexError
 
 
 class ServiceError(NodexError):
     """
     Base class of the errors the services raise deliberately.
-    """
-
-
-class TransactionRejectedError(ServiceError):
-    """
-    The transaction pool refused a transaction; the message is the
-    reference's (§5.3) and the RPC code -32010.
-    """
-
-
-class InvalidTransactionRejectedError(TransactionRejectedError):
-    """
-    A refused transaction that can never be valid on this chain: its size,
-    nonce, signature, chain id or intrinsic gas break a rule that no state
-    changes (a peer that sends one misbehaves; C{docs/reputation.md}).
     """
 
 

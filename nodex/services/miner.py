@@ -1,47 +1,58 @@
 """
-The miner (L5): builds blocks of pending transactions on the head, seals
-them with the built-in merged-mining solver and stores them through the
-chain service's writer (C{docs/chain-service.md}, DESIGN §2).
+The miner (L5): asks the chain's writer for blocks of the pool's pending
+transactions, sealed with the built-in merged-mining solver
+(C{docs/chain-service.md}, DESIGN §2).
 
-Modes (C{mining.mode}): C{auto} (the pool asks for a block after each
-accepted transaction, and waits for it), C{interval:N} (a block every N
-seconds on the injected clock), C{manual} (only when asked: C{evm_mine}) and
-C{off}.  L{Miner.start} and L{Miner.stop} (C{evm_startMining},
-C{evm_stopMining}) switch the automatic modes on and off.
+The path is one way, top to bottom: the miner reads the pool and makes a
+request (L{nodex.chain.making.TransactionsBlock}: the candidates, the
+coinbase, the time, the uncle candidates); the writer
+(L{nodex.interfaces.IChainWriter}) has the importer build it on the tip,
+seal it and store it; nothing below calls back up.
+
+Modes (C{mining.mode}): C{auto} (L{nodex.services.automine}: the miner
+watches the pool and mines a block for each transaction of this node's
+clients before the RPC answer), C{interval:N} (a block every N seconds on
+the injected clock), C{manual} (only when asked: C{evm_mine}) and C{off}.
+L{Miner.start} and L{Miner.stop} (C{evm_startMining}, C{evm_stopMining})
+switch the automatic modes on and off.  No block is stamped beyond the
+network's drift limit (L{nodex.services.blocktime}): when the head is that
+far ahead, the next block waits until it is due, and every transaction
+that arrives meanwhile joins it.
 """
 
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, DeferredLock, maybeDeferred
-from twisted.internet.interfaces import IReactorTime
-from twisted.internet.task import LoopingCall
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.chain.builder import BuiltBlock, SkippedTransaction, build_block, seal_block
+from nodex.chain.builder import BuiltBlock, SkippedTransaction, seal_block
+from nodex.chain.devblocks import SealSearchError
 from nodex.chain.errors import InvalidBlockError
+from nodex.chain.importer import MAX_NONCES
+from nodex.chain.making import LoneAdmission, NotDueError, TransactionsBlock
 from nodex.chain.pow import Seal, solve
-from nodex.chain.processing import BlockHashes, BlockOutcome, effective_gas_price
-from nodex.interfaces import IMiner, ImportResult, ITransactionPool
-from nodex.primitives import UINT64_CEILING, Address
-from nodex.services.chain import ChainService
-from nodex.services.errors import DevChainInputError, ServiceError
+from nodex.chain.processing import effective_gas_price
+from nodex.interfaces import IChainWriter, IMiner, ImportResult, ITransactionPool
+from nodex.primitives import Address
+from nodex.services.automine import AutoMining
+from nodex.services.blocktime import BlockClock
+from nodex.services.errors import ServiceError
+from nodex.services.sideblocks import SideBlocks
 from nodex.services.threads import RunInThread, SerialThread
-from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.errors import InvalidTransactionError
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
 
 MODES = ("auto", "interval", "manual", "off")
-
-MAX_NONCES = 2**22
-"""The most template nonces the built-in solver tries for one block (a few
-seconds of hashing): enough for regtest and devnet difficulties, not for
-main, whose blocks come from merged miners."""
 
 SMALL_BLOCK_GAS = 100_000
 """
@@ -158,12 +169,6 @@ class Miner(Service):
     @ivar coinbase: the address credited with the fees.
     @ivar mode: C{auto}, C{interval}, C{manual} or C{off}.
     @ivar interval: the seconds between blocks in C{interval} mode.
-    @ivar pool: where pending transactions come from (may be set after
-        construction, since the pool also needs the miner).
-    @ivar uncles: given the parent on the writer thread, the side-chain
-        headers a new block may include as uncles (set by the composition
-        root to the work service's L{nodex.services.work.WorkService.thd_uncles});
-        L{None}: no uncles.
     @ivar blocks_mined: how many blocks this miner has produced (the metrics).
     """
 
@@ -171,18 +176,25 @@ class Miner(Service):
 
     def __init__(
         self,
-        chain: ChainService,
+        writer: IChainWriter,
+        pool: ITransactionPool,
         coinbase: Address,
         mode: str,
         clock: IReactorTime,
-        pool: ITransactionPool | None = None,
+        block_clock: BlockClock,
+        side_blocks: SideBlocks | None = None,
         extra_data: bytes = b"",
         max_nonces: int = MAX_NONCES,
         run_seal_search: RunInThread = maybeDeferred,
         seal_thread: SerialThread | None = None,
     ) -> None:
         """
+        @param writer: builds, seals and stores the blocks.
+        @param pool: where pending transactions come from; the miner watches
+            it for automining.
         @param mode: a C{mining.mode} value (C{interval:N} included).
+        @param block_clock: the time policy of the node's blocks.
+        @param side_blocks: the uncle candidates (L{None}: no uncles).
         @param extra_data: the extra data of every block (at most 32 bytes).
         @param max_nonces: how many template nonces the solver tries per block.
         @param run_seal_search: runs a batch of the seal search off the
@@ -193,16 +205,16 @@ class Miner(Service):
             C{run_seal_search}).
         @raise MiningModeError: C{mode} is not a mode.
         """
-        self.chain = chain
+        self._writer = writer
+        self.pool = pool
         self.coinbase = coinbase
         self.mode, self.interval = parse_mining_mode(mode)
-        self.pool = pool
         self._clock = clock
+        self.block_clock = block_clock
+        self._side_blocks = side_blocks
         self._extra_data = extra_data
         self._max_nonces = max_nonces
         self._enabled = self.mode in ("auto", "interval")
-        self._offset = 0
-        self._next_timestamp: int | None = None
         self._loop: LoopingCall | None = None
         self._logged_at: float | None = None
         self._unlogged = 0
@@ -210,8 +222,12 @@ class Miner(Service):
         self._run_seal_search = run_seal_search if seal_thread is None else seal_thread.run
         self._sealing = DeferredLock()
         self._stopped = False
-        self.uncles: Callable[[Header], Sequence[Header]] | None = None
+        self._due_call: IDelayedCall | None = None
+        self._due_waiters: list[Deferred[Block | None]] = []
+        self._due_empty = False
         self.blocks_mined = 0
+        self.automining = AutoMining(self, pool, clock)
+        pool.watch_for_miner(self.automining)
 
     @property
     def is_mining(self) -> bool:
@@ -232,11 +248,19 @@ class Miner(Service):
 
     def stopService(self) -> None:
         """
-        Stop the interval loop, and any seal search at its next batch.
+        Stop the interval loop, any wait for a due block, and any seal
+        search at its next batch.
         """
         self._stopped = True
         super().stopService()
         self._update_loop()
+        self.automining.stop()
+        if self._due_call is not None and self._due_call.active():
+            self._due_call.cancel()
+        self._due_call = None
+        waiters, self._due_waiters = self._due_waiters, []
+        for waiter in waiters:
+            waiter.errback(MiningStoppedError("the node stopped while a block waited for its time"))
         if self._seal_thread is not None:
             self._seal_thread.stop()
 
@@ -282,64 +306,17 @@ class Miner(Service):
         """
         Add C{seconds} (when positive) to the offset of the next block's
         timestamp and return the accumulated offset (C{evm_increaseTime}).
+
+        @raise DevChainInputError: beyond 64 bits, or beyond the network's drift limit.
         """
-        if seconds > 0:
-            self._check_block_time(self._base_time(), self._offset + seconds)
-            self._offset += seconds
-        return self._offset
+        return self.block_clock.increase(seconds)
 
     @property
     def time_offset(self) -> int:
         """
         The offset the next block's timestamp gets.
         """
-        return self._offset
-
-    # Dev-chain controls (evm_setNextBlockTimestamp, evm_setAutomine,
-    # evm_setIntervalMining, hardhat_mine): see nodex.services.devchain.
-
-    def set_next_timestamp(self, timestamp: int) -> None:
-        """
-        Give the next block exactly C{timestamp} (the C{increase_time}
-        offset is then added to it); later blocks follow the clock again.
-
-        @raise DevChainInputError: the timestamp with the offset does not fit in 64 bits.
-        """
-        self._check_block_time(timestamp, self._offset)
-        self._next_timestamp = timestamp
-
-    @staticmethod
-    def _check_block_time(base: int, offset: int) -> None:
-        """
-        Refuse a time offset or set timestamp that would stamp the next
-        block past the 64 bits a header's timestamp has.
-
-        @raise DevChainInputError: C{base + offset} does not fit.
-        """
-        if base + offset >= UINT64_CEILING:
-            raise DevChainInputError(
-                f"the next block's timestamp {base} + {offset} seconds would not fit in 64 bits"
-            )
-
-    def _base_time(self) -> int:
-        """
-        The time the next block's timestamp starts from: the one set by
-        L{set_next_timestamp}, else the clock's.
-        """
-        if self._next_timestamp is not None:
-            return self._next_timestamp
-        return int(self._clock.seconds())
-
-    def take_block_time(self) -> int:
-        """
-        The wanted timestamp of the next block (before the parent-plus-one
-        rule) for a block produced elsewhere (C{hardhat_mine}), consuming
-        the offset and the set timestamp as a mined block does.
-        """
-        wanted = self._base_time() + self._offset
-        self._offset = 0
-        self._next_timestamp = None
-        return wanted
+        return self.block_clock.offset
 
     def set_mode(self, mode: str) -> None:
         """
@@ -355,14 +332,19 @@ class Miner(Service):
         self._loop = None
         self._update_loop()
 
+    # Blocks
+
     def mine(self, empty: bool = True) -> Deferred[Block | None]:
         """
         Build, seal and store one block of the pool's pending transactions
         on the head, after any block already being produced.
 
-        The timestamp is max(now + the C{increase_time} offset, parent + 1);
-        the offset is consumed.  Candidates that turn out invalid on the
-        head state are removed from the pool.
+        The timestamp follows the node's L{BlockClock} (the clock, moved by
+        the dev chain's controls, after the parent's, within the drift
+        limit); when the head is already at the limit, the block waits
+        until it is due and then takes every transaction pending by then,
+        and the other calls made meanwhile share it.  Candidates that turn
+        out invalid on the head state are removed from the pool.
 
         @param empty: store the block even when it includes none of the
             candidates; C{False} (automining) stores nothing then: a block
@@ -371,147 +353,159 @@ class Miner(Service):
             empty one was not wanted), or failing with
             L{SealNotFoundError} when the difficulty is beyond the built-in solver.
         """
-        candidates = order_candidates(self.pool.pending()) if self.pool is not None else []
-        return self._produce(lambda state: candidates, empty=empty)
+        wait = self.block_clock.wait_before(self._writer.head.header.timestamp)
+        if wait > 0 or self._due_call is not None:
+            return self._mine_when_due(wait, empty)
+        return self._produce(self._request(empty)).addErrback(self._not_due, empty)
 
-    def mine_alone(self, transaction: Transaction, check: Callable[[State], bool]) -> Deferred[Block | None]:
+    def _request(self, empty: bool) -> TransactionsBlock:
         """
-        Mine a block of C{transaction} alone if C{check}, run on the writer
-        thread with the head's state just before the block is built, says
-        so: the pool's admission and its block in one writer job, the path
-        of a transaction sent to an idle pool in C{auto} mode.
-
-        @param check: reads the state (it must not change it) and returns
-            whether to mine now; an exception it raises fails the returned
-            Deferred and nothing is mined.
-        @return: a Deferred firing with the new block, or L{None} when
-            C{check} said not to mine (the C{increase_time} offset is then
-            kept for the next block).
+        The request of a block of the pool's pending transactions now.
         """
-        refusal: list[BaseException] = []
+        return TransactionsBlock(
+            self.coinbase,
+            self.block_clock.time(),
+            tuple(order_candidates(self.pool.pending())),
+            self._extra_data,
+            self._uncle_candidates(),
+            empty,
+        )
 
-        def candidates(state: State) -> list[Transaction] | None:
-            try:
-                wanted = check(state)
-            except Exception as exc:
-                refusal.append(exc)
-                return None
-            return [transaction] if wanted else None
-
-        return self._produce(candidates, refusal, small=transaction.gas <= SMALL_BLOCK_GAS)
-
-    def _produce(
-        self,
-        take: Callable[[State], list[Transaction] | None],
-        refusal: Sequence[BaseException] = (),
-        small: bool = False,
-        empty: bool = True,
-    ) -> Deferred[Block | None]:
+    def _uncle_candidates(self) -> tuple[Header, ...]:
         """
-        Build, seal and store a block of the transactions C{take} chooses
-        given the head's state (on the writer thread); L{None} stores
-        nothing and keeps the timestamp offset.
+        The side blocks a new block may name.
+        """
+        return () if self._side_blocks is None else self._side_blocks.candidates()
+
+    def _mine_when_due(self, wait: float, empty: bool) -> Deferred[Block | None]:
+        """
+        Mine once the next block can be stamped within the drift limit; the
+        calls made until then share that block.
+        """
+        waiter: Deferred[Block | None] = Deferred()
+        self._due_waiters.append(waiter)
+        self._due_empty = self._due_empty or empty
+        if self._due_call is None:
+            self.log.info(
+                "the head is {limit} s ahead of the clock: the next block waits {wait:.1f} s",
+                limit=self.block_clock.limit, wait=wait,
+            )
+            self._due_call = self._clock.callLater(wait, self._due)
+        return waiter
+
+    def _due(self) -> None:
+        """
+        The next block is due: mine it for every call that waited.
+        """
+        self._due_call = None
+        waiters, self._due_waiters = self._due_waiters, []
+        empty, self._due_empty = self._due_empty, False
+
+        def deliver(result: object) -> None:
+            for waiter in waiters:
+                if isinstance(result, Failure):
+                    waiter.errback(result)
+                else:
+                    waiter.callback(result)
+
+        self.mine(empty).addBoth(deliver)
+
+    def _not_due(self, failure: Failure, empty: bool) -> Deferred[Block | None]:
+        """
+        Another block took the tip meanwhile and the next is not due yet: wait.
+        """
+        failure.trap(NotDueError)
+        return self._mine_when_due(max(0.0, failure.value.due - self._clock.seconds()), empty)
+
+    def mine_alone(self, transaction: Transaction, admission: LoneAdmission) -> Deferred[tuple[int, int] | None]:
+        """
+        Admit C{transaction} with the pool's rules for a sender with nothing
+        pooled and mine it in a block of its own, in one writer job: the
+        path of a transaction sent to an idle pool in C{auto} mode.
+
+        @return: a Deferred firing with L{None} once the block holding it
+            is stored, or with its sender's nonce and balance when it is not
+            executable yet (its nonce is ahead: the pool queues it), or
+            failing with L{TransactionRejectedError} (an admission rule).
+        """
+        request = TransactionsBlock(
+            self.coinbase, self.block_clock.time(), (transaction,), self._extra_data, self._uncle_candidates(),
+            admit=admission,
+        )
+
+        def not_due(failure: Failure) -> Deferred[tuple[int, int] | None]:
+            # Another block took the tip since the automining checked the
+            # time: try again once the next block is due.
+            failure.trap(NotDueError)
+            wait = max(0.0, failure.value.due - self._clock.seconds())
+            return deferLater(self._clock, wait, self.mine_alone, transaction, admission)
+
+        def account(result: object) -> tuple[int, int] | None:
+            # A tuple: the sender's account, the transaction was not mined.
+            return result if isinstance(result, tuple) else None
+
+        lone = self._produce(request, small=transaction.gas <= SMALL_BLOCK_GAS, lone=True)
+        return lone.addCallback(account).addErrback(not_due)
+
+    @property
+    def due_now(self) -> bool:
+        """
+        Whether a block can be stamped on the head now (within the drift limit).
+        """
+        return self.block_clock.wait_before(self._writer.head.header.timestamp) <= 0
+
+    def _produce(self, request: TransactionsBlock, small: bool = False, lone: bool = False) -> Deferred:
+        """
+        Have the writer build, seal and store the requested block.
 
         A seal at most L{CHEAP_SEAL_DIFFICULTY} is searched in the job that
         builds the block; a dearer one on the miner's seal thread, one
         block at a time (L{_produce_sealed}).
 
-        @param refusal: where C{take} leaves the exception that made it
-            decline, if any: the returned Deferred then fails with it.
         @param small: the block is small enough to be built at once on the
             reactor thread when the writer is idle (L{SMALL_BLOCK_GAS}),
             which only a cheap seal allows.
-        @param empty: store a block that includes none of the transactions C{take} chose.
+        @param lone: the request admits one transaction: a Deferred firing
+            with the sender's account (a tuple) when none was mined.
+        @return: a Deferred firing with the block stored, L{None} when the
+            request made none (or the lone candidate's account).
         """
-        if self.chain.head.header.difficulty > CHEAP_SEAL_DIFFICULTY:
-            return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(take, refusal, empty)))
-        now = self._base_time()
-        offset, self._offset = self._offset, 0
-        skipped: list[SkippedTransaction] = []
+        if self._writer.head.header.difficulty > CHEAP_SEAL_DIFFICULTY:
+            return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(request, lone)))
 
-        def produce(parent: Header, state: State, block_hashes: BlockHashes) -> tuple[Block, BlockOutcome] | None:
-            built = self._build(take, parent, state, block_hashes, now + offset, empty)
-            if built is None:
-                return None
-            header = built.block.header
-            seal = solve(header.hash_for_merged_mining, header.difficulty, range(self._max_nonces))
-            if seal is None:
-                raise self._no_seal(header)
-            skipped.extend(built.skipped)
-            return seal_block(built.block, seal), built.outcome
+        def made(step: Any) -> Any:
+            if step.block is None:
+                return step.built.account if lone and step.built is not None else None
+            self.block_clock.consume()
+            return self._mined(step.block, step.built.skipped)
 
-        def produced(block: Block | None) -> Block | None:
-            if block is None:
-                self._offset += offset
-                if refusal:
-                    raise refusal[0]
-                return None
-            return self._mined(block, skipped)
+        return self._writer.make(request, small=small).addCallback(made).addErrback(self._no_seal)
 
-        return self.chain.produce_block(produce, small=small).addCallback(produced)
-
-    def _build(
-        self,
-        take: Callable[[State], list[Transaction] | None],
-        parent: Header,
-        state: State,
-        block_hashes: BlockHashes,
-        wanted_time: int,
-        empty: bool = True,
-    ) -> BuiltBlock | None:
-        """
-        Build an unsealed block on C{parent} of what C{take} chooses
-        (writer thread); L{None} when C{take} declines, or when the block
-        would include none of its transactions and C{empty} is false.
-        """
-        candidates = take(state)
-        if candidates is None:
-            return None
-        timestamp = max(wanted_time, parent.timestamp + 1)
-        uncles = self.uncles(parent) if self.uncles is not None else ()
-        built = build_block(
-            parent, state, candidates, self.coinbase, timestamp, self.chain.rules, block_hashes, self._extra_data, uncles
-        )
-        if not empty and not built.block.transactions:
-            return None
-        return built
-
-    async def _produce_sealed(
-        self, take: Callable[[State], list[Transaction] | None], refusal: Sequence[BaseException], empty: bool = True
-    ) -> Block | None:
+    async def _produce_sealed(self, request: TransactionsBlock, lone: bool) -> Any:
         """
         Build on the writer, search the seal on the seal thread, store the
         sealed block through the importer; build again when the head moved
         during the search.
         """
-        now = self._base_time()
-        offset, self._offset = self._offset, 0
         while True:
-            built, state = await self.chain.build_on_tip(
-                lambda parent, state, block_hashes: self._build(take, parent, state, block_hashes, now + offset, empty)
-            )
-            if built is None:
-                self._offset += offset
-                if refusal:
-                    raise refusal[0]
-                return None
+            built, state = await self._writer.build(request)
+            if not isinstance(built, BuiltBlock):
+                return built.account if lone else None
             try:
                 seal = await self._search_seal(built.block.header)
             except _TipMoved:
                 continue
-            except BaseException:
-                self._offset += offset
-                raise
             block = seal_block(built.block, seal)
-            result = await self.chain.import_built_block(block, built.outcome, state)
-            if result == ImportResult.INVALID_BLOCK:
+            outcome = await self._writer.store_built(block, built.outcome, state)
+            if outcome.result is ImportResult.INVALID_BLOCK:
                 raise InvalidBlockError(f"the miner's block {block.number} 0x{block.hash.hex()} was refused")
-            if result != ImportResult.IMPORTED_BEST:
+            if outcome.result is not ImportResult.IMPORTED_BEST:
                 self.log.info(
                     "mined block {number} 0x{hash} lost to another block at its height",
                     number=block.number,
                     hash=block.hash.hex(),
                 )
+            self.block_clock.consume()
             return self._mined(block, built.skipped)
 
     async def _search_seal(self, header: Header) -> Seal:
@@ -528,30 +522,32 @@ class Miner(Service):
         while start < self._max_nonces:
             if self._stopped:
                 raise MiningStoppedError("the node stopped while a seal was searched")
-            if self.chain.head.header.hash != header.parent_hash:
+            if self._writer.head.header.hash != header.parent_hash:
                 raise _TipMoved()
             nonces = range(start, min(start + SEAL_BATCH_NONCES, self._max_nonces))
             seal = await self._run_seal_search(solve, header.hash_for_merged_mining, header.difficulty, nonces)
             if seal is not None:
                 return seal
             start = nonces.stop
-        raise self._no_seal(header)
-
-    def _no_seal(self, header: Header) -> SealNotFoundError:
-        """
-        The error of a block whose seal is beyond the nonce budget.
-        """
-        return SealNotFoundError(
+        raise SealNotFoundError(
             f"no seal for block {header.number} at difficulty {header.difficulty}"
             f" in {self._max_nonces} nonces: this network needs a merged miner"
         )
+
+    @staticmethod
+    def _no_seal(failure: Failure) -> Failure:
+        """
+        The importer's solver found no seal: the miner's error for it.
+        """
+        if failure.check(SealSearchError):
+            raise SealNotFoundError(failure.getErrorMessage())
+        return failure
 
     def _mined(self, block: Block, skipped: Sequence[SkippedTransaction]) -> Block:
         """
         After a block is stored: drop the transactions the builder found
         invalid from the pool, and log the block.
         """
-        self._next_timestamp = None
         invalid = [entry for entry in skipped if entry.invalid]
         for entry in invalid:
             self.log.info(
@@ -559,7 +555,7 @@ class Miner(Service):
                 hash=entry.transaction.hash.hex(),
                 reason=entry.reason,
             )
-        if invalid and self.pool is not None:
+        if invalid:
             self.pool.remove([entry.transaction.hash for entry in invalid])
         self.blocks_mined += 1
         self._log_mined(block)

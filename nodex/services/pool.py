@@ -27,49 +27,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, gatherResults, maybeDeferred, succeed
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.defer import Deferred, fail, gatherResults, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from nodex.chain.admission import ACCOUNT_SLOTS, PRICE_BUMP_PERCENT, AdmissionRules, check_admission, check_transaction
+from nodex.chain.making import LoneAdmission
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import METADATA, trie_node_reader
-from nodex.interfaces import ChainEvent, IChainService, IMiner, ITransactionPool
-from nodex.primitives import UINT64_CEILING, Address, Hash32
+from nodex.interfaces import ChainEvent, IAutoMining, IChainService, ITransactionPool
+from nodex.primitives import Address, Hash32
 from nodex.services.threads import SerialThread
 from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.structures.accounts import Account
-from nodex.structures.errors import (
-    IntrinsicGasTooLowError,
-    InvalidSignatureError,
-    InvalidTransactionError,
-    RLPError,
-    WrongChainIdError,
-)
+from nodex.structures.errors import InvalidSignatureError, InvalidTransactionError, RLPError
 from nodex.structures.headers import Header
-from nodex.structures.transaction_rules import MAX_INIT_CODE_SIZE, validate_transaction
 from nodex.structures.transactions import Transaction, decode_transaction
 from nodex.trie import SecureTrie
 
-ACCOUNT_SLOTS = 16
-"""Transactions one sender may have in the pool (reference C{transaction.accountSlots})."""
-
 GLOBAL_SLOTS = 4096
 """Transactions the whole pool holds before it evicts."""
-
-PRICE_BUMP_PERCENT = 40
-"""How much more a replacement must pay per gas (reference C{transaction.gasPriceBump})."""
-
-MAX_TRANSACTION_SIZE = 128 * 1024
-"""The largest raw transaction accepted, in bytes."""
-
-RELAYED_GRACE_SECONDS = 2.0
-"""
-How long a transaction relayed by a peer waits in an automining node's pool
-for the block of the node its sender gave it to (a peer's block arrives
-within milliseconds on a dev network) before this node mines it itself.
-"""
 
 POOL_KEY_PREFIX = b"pool:"
 """The prefix of the pool's keys in the C{METADATA} column."""
@@ -102,13 +80,6 @@ def pool_key(tx_hash: bytes) -> bytes:
     The C{METADATA} key under which the pool keeps a transaction.
     """
     return POOL_KEY_PREFIX + tx_hash
-
-
-def _cost(transaction: Transaction) -> int:
-    """
-    The most a transaction can take from its sender: gas at the highest price plus value.
-    """
-    return transaction.gas * transaction.max_fee_per_gas + transaction.value
 
 
 @dataclass
@@ -200,13 +171,12 @@ class TransactionPool(Service):
         self._store = store
         self._run_in_thread = run_in_thread
         self._read_account = read_account or store_account_reader(store)
-        self._account_slots = account_slots
+        self._rules = AdmissionRules(chain.chain_id, account_slots, price_bump_percent)
         self._global_slots = global_slots
-        self._price_bump = price_bump_percent
         self._senders: dict[Address, _Sender] = {}
         self._by_hash: dict[Hash32, Transaction] = {}
         self._observers: list[PoolObserver] = []
-        self._automining: AutoMining | None = None
+        self._automining: IAutoMining | None = None
         self._in_flight: dict[Hash32, Transaction] = {}
         self._persisted: set[Hash32] = set()
         self._store_thread = store_thread
@@ -238,8 +208,6 @@ class TransactionPool(Service):
         """
         super().stopService()
         self._stopped = True
-        if self._automining is not None:
-            self._automining.stop()
         if self._store_thread is not None:
             self._store_thread.stop()
 
@@ -337,12 +305,15 @@ class TransactionPool(Service):
         """
         self._observers.append(observer)
 
-    def use_automining(self, automining: "AutoMining") -> None:
+    def watch_for_miner(self, automining: IAutoMining) -> None:
         """
-        Mine in C{auto} mode through C{automining}: it is told first of each
-        transaction that becomes pending, like an observer, and a
-        transaction sent to an empty pool is admitted and mined in one
-        writer job (L{IMiner.mine_alone}).
+        Let an automining miner watch the pool (it registers itself: the
+        pool knows nothing of miners).  It is told first of each transaction
+        that becomes pending, before the observers, and may ask for the
+        block the L{add} then waits for; and a transaction from this node's
+        clients that arrives while the pool holds nothing is first offered
+        to it alone (L{IAutoMining.include_alone}): admitted and mined in
+        one writer job, it never enters the pool.
         """
         self._automining = automining
 
@@ -353,16 +324,22 @@ class TransactionPool(Service):
         Validate a signed transaction against the head state and keep it.
 
         @param relayed: the transaction came from a peer, not from this
-            node's clients: in C{auto} mode it asks for no block of its own
-            (L{AutoMining.relayed}, C{docs/p2p.md}).
+            node's clients: it is never mined alone, and an automining
+            miner hears of it as relayed (C{docs/p2p.md}).
         @return: a Deferred firing with its hash once the observers of the
             transactions it made pending are done, or failing with
             L{TransactionRejectedError}.
         """
         header = self._chain.head.header
         automining = self._automining
-        if not relayed and automining is not None and not self._by_hash and automining.idle:
-            return self._add_and_mine(automining, transaction, header)
+        if not relayed and automining is not None and not self._by_hash:
+            try:
+                admission = LoneAdmission(self._rules, self._may_impersonate(transaction))
+            except InvalidSignatureError as exc:
+                return fail(InvalidTransactionRejectedError(str(exc)))
+            offered = automining.include_alone(transaction, admission)
+            if offered is not None:
+                return self._included_alone(offered, transaction)
         checking = self._run_in_thread(self._thd_validate, transaction, header)
         return checking.addCallback(self._admit_unless_mined, transaction, relayed, header)
 
@@ -385,85 +362,39 @@ class TransactionPool(Service):
 
         return self._chain.get_transaction(transaction.hash).addCallback(located)
 
-    def _add_and_mine(self, automining: "AutoMining", transaction: Transaction, header: Header) -> Deferred[Hash32]:
+    def _included_alone(self, offered: "Deferred[tuple[int, int] | None]", transaction: Transaction) -> Deferred[Hash32]:
         """
-        The path of a transaction sent to an empty pool in C{auto} mode:
-        validated and, if executable, mined in one writer job, without
-        entering the pool (its block keeps it).  The sender has nothing
-        pooled, so of L{_admit}'s rules only the nonce and funds ones apply;
-        a transaction whose nonce is ahead is admitted (queued) as usual.
+        Follow a transaction the miner took to mine alone: once its block
+        is stored, tell the observers of it as pending (its block holds
+        it: the pool keeps nothing); if it was not executable yet (its nonce
+        is ahead), admit it with the account the miner read.
         """
-        found: list[tuple[int, int]] = []
 
-        def check(state: Any) -> bool:
-            self._thd_check(transaction, header)
-            sender = transaction.sender
-            nonce, balance = state.get_nonce(sender), state.get_balance(sender)
-            found.append((nonce, balance))
-            if transaction.nonce < nonce:
-                raise TransactionRejectedError("transaction nonce too low")
-            if transaction.nonce >= nonce + self._account_slots:
-                raise TransactionRejectedError("transaction nonce too high")
-            if _cost(transaction) > balance:
-                raise TransactionRejectedError("insufficient funds")
-            return transaction.nonce == nonce
-
-        def mined(block: Any) -> Any:
+        def done(result: "tuple[int, int] | None | Failure") -> Any:
             self._in_flight.pop(transaction.hash, None)
-            if isinstance(block, Failure):
-                return block
-            if block is None:
-                return self._admit(found[0], transaction)
+            if isinstance(result, Failure):
+                return result
+            if result is not None:
+                return self._admit(result, transaction)
             notified = self._notify_observers([transaction])
             if notified.called:
                 return transaction.hash
             return notified.addCallback(lambda _: transaction.hash)
 
         self._in_flight[transaction.hash] = transaction
-        return automining.mine_alone(transaction, check).addBoth(mined)
+        return offered.addBoth(done)
 
     def _thd_validate(self, transaction: Transaction, header: Header) -> tuple[int, int]:
         """
-        The checks that need no pool (L{_thd_check}), then the sender's
-        nonce and balance in the head state (in a thread).
+        The admission rules that need no pool and no state
+        (L{check_transaction}), then the sender's nonce and balance in the
+        head state (in a thread).
         """
-        self._thd_check(transaction, header)
+        check_transaction(
+            transaction, self._rules, header.gas_limit, header.minimum_gas_price, self._may_impersonate(transaction)
+        )
         account = self._read_account(header.state_root, transaction.sender)
         return (0, 0) if account is None else (account.nonce, account.balance)
-
-    def _thd_check(self, transaction: Transaction, header: Header) -> None:
-        """
-        The checks that need neither pool nor state: the transaction's own
-        rules (L{InvalidTransactionRejectedError}: it can never be valid)
-        and the head's limits (in a thread: they recover the sender).
-        """
-        size = len(transaction.encode())
-        if size > MAX_TRANSACTION_SIZE:
-            raise InvalidTransactionRejectedError(
-                f"transaction's size is higher than defined maximum: {size} > {MAX_TRANSACTION_SIZE}"
-            )
-        if transaction.is_create and len(transaction.data) > MAX_INIT_CODE_SIZE:
-            raise InvalidTransactionRejectedError("transaction's init code size is invalid")
-        if transaction.nonce >= UINT64_CEILING - 1:
-            raise InvalidTransactionRejectedError("transaction nonce too high")
-        try:
-            validate_transaction(transaction, self._chain.chain_id, self._may_impersonate(transaction))
-        except WrongChainIdError:
-            raise InvalidTransactionRejectedError(f"Invalid chainId: {transaction.chain_id}") from None
-        except IntrinsicGasTooLowError:
-            raise InvalidTransactionRejectedError("transaction's basic cost is above the gas limit") from None
-        except InvalidSignatureError as exc:
-            raise InvalidTransactionRejectedError(str(exc)) from None
-        except InvalidTransactionError as exc:
-            if transaction.gas * transaction.max_fee_per_gas >= 1 << 256:
-                raise InvalidTransactionRejectedError("transaction's gas price exceeds cap") from None
-            raise InvalidTransactionRejectedError(str(exc)) from None
-        if transaction.gas > header.gas_limit:
-            raise TransactionRejectedError(
-                f"transaction's gas limit of {transaction.gas} exceeds the block's gas limit of {header.gas_limit}"
-            )
-        if transaction.effective_gas_price < header.minimum_gas_price:
-            raise TransactionRejectedError("transaction's gas price lower than block's minimum")
 
     def _may_impersonate(self, transaction: Transaction) -> bool:
         """
@@ -479,8 +410,9 @@ class TransactionPool(Service):
 
     def _admit(self, found: tuple[int, int], transaction: Transaction, relayed: bool = False) -> Deferred[Hash32]:
         """
-        The rules that depend on the pool, then keep the transaction (on the
-        reactor thread, so that two arrivals cannot interleave).
+        The rules that depend on the pool (L{check_admission}), then keep
+        the transaction (on the reactor thread, so that two arrivals cannot
+        interleave).
 
         @param relayed: the transaction came from a peer (see L{add}).
         """
@@ -496,29 +428,14 @@ class TransactionPool(Service):
         elif sender.state_nonce is None or sender.state_nonce < state_nonce:
             sender.state_nonce = state_nonce
             self._prune(address, sender)
-        nonce = transaction.nonce
-        first = sender.first_nonce()
-        if nonce < first:
-            raise TransactionRejectedError("transaction nonce too low")
-        replaced = sender.transactions.get(nonce)
-        if replaced is None and len(sender.transactions) >= self._account_slots:
-            raise TransactionRejectedError("account exceeds quota")
-        if nonce >= first + self._account_slots:
-            raise TransactionRejectedError("transaction nonce too high")
-        if replaced is not None:
-            self._check_bump(replaced, transaction)
-        cost = _cost(transaction)
-        if cost > balance:
-            raise TransactionRejectedError("insufficient funds")
-        others = sum(_cost(tx) for n, tx in sender.transactions.items() if n != nonce)
-        if others + cost > balance:
-            raise TransactionRejectedError("insufficient funds to pay for pending and new transactions")
+        replaced = check_admission(transaction, sender.first_nonce(), balance, sender.transactions, self._rules)
         removed: list[Transaction] = []
         if replaced is None and len(self._by_hash) >= self._global_slots:
             removed.append(self._evict(transaction))
         if replaced is not None:
             removed.append(replaced)
             del self._by_hash[replaced.hash]
+        nonce = transaction.nonce
         was_pending = {tx.nonce for tx in sender.pending_run()}
         self._senders[address] = sender
         sender.transactions[nonce] = transaction
@@ -538,18 +455,6 @@ class TransactionPool(Service):
         if self._by_hash.get(transaction.hash) is transaction:
             return self._persist([transaction], []).addCallback(lambda _: transaction.hash)
         return transaction.hash
-
-    def _check_bump(self, old: Transaction, new: Transaction) -> None:
-        """
-        Refuse a replacement that does not pay enough more per gas.
-        """
-        factor = 100 + self._price_bump
-        for old_price, new_price in (
-            (old.max_fee_per_gas, new.max_fee_per_gas),
-            (old.max_priority_fee_per_gas, new.max_priority_fee_per_gas),
-        ):
-            if new_price * 100 < old_price * factor:
-                raise TransactionRejectedError("gas price not enough to bump transaction")
 
     def _evict(self, incoming: Transaction) -> Transaction:
         """
@@ -580,11 +485,15 @@ class TransactionPool(Service):
         fire when every Deferred they returned has fired (failures are logged).
 
         @param relayed: a peer's transaction made them pending: automining
-            hears of them as relayed (L{AutoMining.relayed}).
+            hears of them as relayed.
         """
-        if self._automining is None:
+        automining = self._automining
+        if automining is None:
             return self._notify_observers(transactions)
-        first = self._automining.relayed if relayed else self._automining
+
+        def first(transaction: Transaction) -> "Deferred[Any] | None":
+            return automining.transaction_pending(transaction, relayed)
+
         return self._notify_observers(transactions, [first, *self._observers])
 
     def _notify_observers(
@@ -798,138 +707,9 @@ class TransactionPool(Service):
         return Deferred.fromCoroutine(self._readmit_all(transactions))
 
 
-class AutoMining:
-    """
-    The pool observer of the miner's C{auto} mode: for a transaction that
-    becomes pending, mine a block and make the L{TransactionPool.add} that
-    accepted it wait for that block.
-
-    Transactions that become pending together (a nonce gap closed) share one
-    block: a transaction that was already among the candidates of a block
-    being mined waits for that block rather than asking for another.
-    """
-
-    def __init__(self, miner: IMiner, pool: ITransactionPool, clock: IReactorTime | None = None) -> None:
-        """
-        @param miner: mines, when it is in C{auto} mode and mining.
-        @param pool: whose pending transactions the miner takes.
-        @param clock: times the wait of peers' transactions
-            (L{RELAYED_GRACE_SECONDS}); L{None}: they wait for the next
-            block whatever its cause.
-        """
-        self._miner = miner
-        self._pool = pool
-        self._clock = clock
-        self._candidates: set[Hash32] = set()
-        self._waiters: list[Deferred[None]] | None = None
-        self._relayed: set[Hash32] = set()
-        self._relayed_call: IDelayedCall | None = None
-
-    @property
-    def _automining(self) -> bool:
-        """
-        Whether the miner is in C{auto} mode and mining.
-        """
-        return self._miner.is_mining and self._miner.mode == "auto"
-
-    def relayed(self, transaction: Transaction) -> None:
-        """
-        A transaction from a peer became pending: no block of its own.  The
-        node its sender gave it to mines it, if that node automines, and
-        this node imports that block; if it is still pending
-        L{RELAYED_GRACE_SECONDS} later (its first node does not mine), this
-        node mines it then.  So two automining peers do not both mine every
-        transaction (C{docs/p2p.md}, "Automining with peers").
-        """
-        if not self._automining or self._clock is None:
-            return
-        self._relayed.add(transaction.hash)
-        if self._relayed_call is None:
-            self._relayed_call = self._clock.callLater(RELAYED_GRACE_SECONDS, self._mine_relayed)
-
-    def _mine_relayed(self) -> None:
-        """
-        The grace of peers' transactions is over: mine those still pending.
-        """
-        self._relayed_call = None
-        waiting, self._relayed = self._relayed, set()
-        if not self._automining:
-            return
-        still = [transaction for transaction in self._pool.pending() if transaction.hash in waiting]
-        if still:
-            TransactionPool.log.info(
-                "mining {count} peers' transactions that no block brought within {seconds} s",
-                count=len(still), seconds=RELAYED_GRACE_SECONDS,
-            )
-            self(still[0])
-
-    def stop(self) -> None:
-        """
-        Forget the peers' transactions waiting for their grace to end (the node stops).
-        """
-        if self._relayed_call is not None and self._relayed_call.active():
-            self._relayed_call.cancel()
-        self._relayed_call = None
-        self._relayed = set()
-
-    def __call__(self, transaction: Transaction) -> Deferred[None] | None:
-        """
-        Mine (or join the block being mined) for C{transaction}.
-
-        @return: a Deferred firing once the block is stored, or L{None}
-            when the miner is not automining.
-        """
-        if not self._automining:
-            return None
-        if self._waiters is None or transaction.hash not in self._candidates:
-            self._candidates = {tx.hash for tx in self._pool.pending()}
-            self._waiters = waiters = []
-            # No empty block: the transactions may have come meanwhile in a
-            # block from a peer (a relayed one after its grace, say).
-            self._miner.mine(empty=False).addBoth(self._mined, waiters)
-            if self._waiters is not waiters:
-                # The block was stored at once (a synchronous miner).
-                return succeed(None)
-        waiter: Deferred[None] = Deferred()
-        self._waiters.append(waiter)
-        return waiter
-
-    def _mined(self, result: object, waiters: list[Deferred[None]]) -> None:
-        """
-        Release the transactions that waited for a block (a failed block is
-        logged by the pool: the transactions stay pending).
-        """
-        if self._waiters is waiters:
-            self._waiters = None
-            self._candidates = set()
-        for waiter in waiters:
-            waiter.callback(None)
-        if isinstance(result, Failure):
-            TransactionPool.log.failure("automatic mining failed", result)
-
-    @property
-    def idle(self) -> bool:
-        """
-        Whether the miner automines and no block of this automining is being produced.
-        """
-        return self._waiters is None and self._automining
-
-    def mine_alone(self, transaction: Transaction, check: Callable[[Any], bool]) -> Deferred[Any]:
-        """
-        Have the miner admit (C{check}) and mine C{transaction} in one job
-        (L{IMiner.mine_alone}).
-        """
-        return self._miner.mine_alone(transaction, check)
-
-
 __all__ = [
-    "ACCOUNT_SLOTS",
-    "AutoMining",
     "GLOBAL_SLOTS",
-    "MAX_TRANSACTION_SIZE",
     "POOL_KEY_PREFIX",
-    "PRICE_BUMP_PERCENT",
-    "RELAYED_GRACE_SECONDS",
     "AccountReader",
     "PoolObserver",
     "TransactionPool",

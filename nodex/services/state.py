@@ -152,8 +152,29 @@ class StateService(Service):
         self._codes: dict[bytes, bytes] = {}
         self._code_bytes = 0
         self._codes_lock = Lock()
+        # The trie nodes and code of the pending block's state, which the
+        # store does not hold (L{hold_state}): read by the reader threads,
+        # replaced whole on the reactor thread.
+        self._held: tuple[dict[bytes, bytes], dict[bytes, bytes]] = ({}, {})
+        self._last_held: tuple[dict[bytes, bytes], dict[bytes, bytes]] = ({}, {})
         store = self._store
-        self._read_node: Callable[[bytes], bytes | None] = lambda node_hash: store.get(TRIE_NODES, node_hash)
+
+        def read_node(node_hash: bytes) -> bytes | None:
+            found = store.get(TRIE_NODES, node_hash)
+            return self._held[0].get(node_hash) if found is None else found
+
+        self._read_node: Callable[[bytes], bytes | None] = read_node
+
+    def hold_state(self, nodes: dict[bytes, bytes], codes: dict[bytes, bytes]) -> None:
+        """
+        Make the trie nodes and code of a state the store does not hold
+        readable (the pending block's, L{nodex.services.pending}): the last
+        two states held stay readable, so that a call still running on the
+        previous pending block finds its nodes.
+        """
+        previous_nodes, previous_codes = self._last_held
+        self._last_held = (nodes, codes)
+        self._held = ({**previous_nodes, **nodes}, {**previous_codes, **codes})
 
     def startService(self) -> None:
         """
@@ -558,7 +579,7 @@ class StateService(Service):
         codes = self._codes
         code = codes.get(code_hash)
         if code is None:
-            code = self._store.get(CODE, code_hash)
+            code = self._store.get(CODE, code_hash) or self._held[1].get(code_hash)
             if code is not None and len(code) <= CODE_CACHE_BYTES:
                 # Reader threads miss at once; the byte count needs the lock.
                 with self._codes_lock:

@@ -8,7 +8,7 @@ on a reader thread (C{thd_}) and reads only what the store holds.
 from collections.abc import Sequence
 
 from nodex.chain.importer import ancestry_hashes
-from nodex.chain.builder import build_block
+from nodex.chain.builder import BuiltBlock, build_block
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
 from nodex.chain.uncles import select_uncles, still_useful
@@ -40,16 +40,25 @@ class ChainReads:
         @param extra_data: the extra data of every template.
         """
         self._store = store
-        self._rules = rules
+        self.rules = rules
         self._coinbase = coinbase
         self._extra_data = extra_data
 
     def thd_build(
-        self, parent: Header, candidates: list[Transaction], timestamp: int, side: list[Header]
-    ) -> Block:
+        self,
+        parent: Header,
+        candidates: Sequence[Transaction],
+        timestamp: int,
+        side: Sequence[Header],
+        coinbase: Address | None = None,
+        rules: ChainRules | None = None,
+    ) -> BuiltBlock:
         """
         Build an unsealed block on C{parent} from C{candidates}, including
         the qualifying headers of C{side} as uncles.
+
+        @param coinbase: the block's coinbase (the one given at construction by default).
+        @param rules: the rules to build by (likewise; a dev chain changes its gas limit).
         """
         ancestry = self.thd_ancestry(parent)
         uncles = select_uncles(side, ancestry)
@@ -58,14 +67,14 @@ class ChainReads:
             parent,
             state,
             candidates,
-            self._coinbase,
+            self._coinbase if coinbase is None else coinbase,
             timestamp,
-            self._rules,
+            self.rules if rules is None else rules,
             self.thd_block_hashes(parent),
             self._extra_data,
             uncles,
         )
-        return built.block
+        return built
 
     def thd_uncles(self, parent: Header, side: Sequence[Header]) -> list[Header]:
         """

@@ -35,6 +35,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from nodex.chain.aside import SUBMITTED
 from nodex.chain.builder import seal_block
 from nodex.chain.errors import InvalidSealError
 from nodex.chain.mergedmining import (
@@ -51,6 +52,7 @@ from nodex.db.kv import KeyValueStore
 from nodex.interfaces import (
     ChainEvent,
     IChainService,
+    IChainWriter,
     ImportOutcome,
     ImportResult,
     ITransactionPool,
@@ -59,12 +61,13 @@ from nodex.interfaces import (
     SubmittedBlock,
 )
 from nodex.primitives import Address, Hash32
+from nodex.services.blocktime import BlockClock
 from nodex.services.errors import WorkSubmissionError
 from nodex.services.miner import order_candidates
+from nodex.services.sideblocks import SideBlocks
 from nodex.services.templates import HASHRATE_SECONDS, ChainReads
 from nodex.services.threads import RunInThread
 from nodex.structures.blocks import Block
-from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
 
 KEPT_TEMPLATES = 20
@@ -75,10 +78,6 @@ REFRESH_SECONDS = 60.0
 
 SUBMITTED_RATE_SECONDS = 10.0
 """A rate given through C{eth_submitHashrate} counts this long without being renewed."""
-
-MAX_SIDE_BLOCKS = 64
-"""The most side-chain headers kept as uncle candidates."""
-
 
 @dataclass
 class Template:
@@ -167,29 +166,38 @@ class WorkService(Service):
     def __init__(
         self,
         chain: IChainService,
+        writer: IChainWriter,
         store: KeyValueStore,
         rules: ChainRules,
         coinbase: Address,
         clock: IReactorTime,
         run_in_thread: RunInThread,
-        pool: ITransactionPool | None = None,
+        pool: ITransactionPool,
+        block_clock: BlockClock,
+        side_blocks: SideBlocks,
         update_on_transactions: bool = False,
         extra_data: bytes = b"",
     ) -> None:
         """
-        @param chain: where sealed blocks are imported and the head is read.
+        @param chain: the head, and the changes that make work stale.
+        @param writer: where sealed blocks are imported.
         @param store: the chain's key-value store (the head's state, the ancestry).
         @param rules: the network's L{nodex.chain.rules.ChainRules}.
         @param run_in_thread: runs template builds and seal checks (a reader pool).
         @param pool: where pending transactions come from.
+        @param block_clock: the time policy of the node's blocks.
+        @param side_blocks: the uncle candidates.
         @param update_on_transactions: build new work on every new pending transaction.
         """
         self._chain = chain
+        self._writer = writer
         self._reads = ChainReads(store, rules, coinbase, extra_data)
         self.coinbase = coinbase
         self._clock = clock
         self._run_in_thread = run_in_thread
-        self._pool: ITransactionPool | None = None
+        self._pool = pool
+        self._block_clock = block_clock
+        self._side_blocks = side_blocks
         self._templates: OrderedDict[bytes, Template] = OrderedDict()
         self._current: Template | None = None
         self._building: list[Deferred[Template]] | None = None
@@ -198,28 +206,12 @@ class WorkService(Service):
         self._last_request: float | None = None
         self._notified_parent: bytes | None = None
         self._notified_fees = 0
-        self._side: OrderedDict[bytes, Header] = OrderedDict()
-        # What other threads read (the miner's builds on the writer): a
-        # tuple replaced whole on the reactor thread, never a dict changing
-        # under their iteration.
-        self._side_headers: tuple[Header, ...] = ()
         self._rates: dict[bytes, tuple[int, float]] = {}
         self._loop: LoopingCall | None = None
         self.local_hashrate: Callable[[], int] = lambda: 0
         self.cpu_mining: Callable[[], bool] = lambda: False
         chain.add_observer(self._chain_changed)
         chain.add_side_observer(self._side_block)
-        if pool is not None:
-            self.use_pool(pool, update_on_transactions)
-
-    def use_pool(self, pool: ITransactionPool, update_on_transactions: bool = False) -> None:
-        """
-        Take candidate transactions from C{pool} (set after construction when
-        the pool is composed later).
-
-        @param update_on_transactions: build new work on every new pending transaction.
-        """
-        self._pool = pool
         if update_on_transactions:
             pool.add_observer(self._transaction_pending)
 
@@ -254,11 +246,9 @@ class WorkService(Service):
 
     def _chain_changed(self, event: ChainEvent) -> None:
         """
-        A new head: the current work is stale; abandoned blocks become uncle candidates.
+        A new head: the current work is stale (abandoned blocks became
+        uncle candidates, L{SideBlocks}).
         """
-        for block in event.abandoned:
-            if not event.rewound:
-                self._remember_side(block.header)
         self._current = None
         if event.rewound:
             self._templates.clear()
@@ -267,10 +257,9 @@ class WorkService(Service):
     def _side_block(self, block: Block) -> None:
         """
         A valid block stored off the canonical chain (from a peer, a merged
-        miner or this node's miner): an uncle candidate, so new work that
-        includes it.
+        miner or this node's miner): an uncle candidate (L{SideBlocks}), so
+        new work that includes it.
         """
-        self._remember_side(block.header)
         self._current = None
         self._build_if_active()
 
@@ -294,15 +283,6 @@ class WorkService(Service):
         """
         if self.running and self.active:
             self._build(trigger=True).addErrback(lambda failure: self.log.failure("building mining work failed", failure))
-
-    def _remember_side(self, header: Header) -> None:
-        """
-        Keep a side-chain header as an uncle candidate.
-        """
-        self._side[header.hash] = header
-        while len(self._side) > MAX_SIDE_BLOCKS:
-            self._side.popitem(last=False)
-        self._side_headers = tuple(self._side.values())
 
     # Templates
 
@@ -339,12 +319,11 @@ class WorkService(Service):
         self._building = [waiter]
         self._dirty = False
         head = self._chain.head.header
-        candidates = order_candidates(self._pool.pending()) if self._pool is not None else []
-        head_number = head.number
-        side = [header for header in self._side.values() if still_useful(header, head_number)]
-        timestamp = max(int(self._clock.seconds()), head.timestamp + 1)
+        candidates = order_candidates(self._pool.pending())
+        side = [header for header in self._side_blocks.candidates() if still_useful(header, head.number)]
+        timestamp = self._block_clock.next_stamp(head.timestamp)
         built = self._run_in_thread(self._reads.thd_build, head, candidates, timestamp, side)
-        built.addBoth(self._built)
+        built.addCallback(lambda template: template.block).addBoth(self._built)
         return waiter
 
     def _built(self, result: Any) -> None:
@@ -398,13 +377,6 @@ class WorkService(Service):
         self._templates.move_to_end(template.hash_for_merged_mining)
         while len(self._templates) > KEPT_TEMPLATES:
             self._templates.popitem(last=False)
-
-    def thd_uncles(self, parent: Header) -> list[Header]:
-        """
-        The side-chain headers a child of C{parent} may include as uncles
-        (any thread but the reactor's: it reads the ancestry from the store).
-        """
-        return self._reads.thd_uncles(parent, self._side_headers)
 
     # Handing out work
 
@@ -507,7 +479,7 @@ class WorkService(Service):
         except InvalidSealError:
             return False
         submitted = await self._import(seal_block(template.block, seal))
-        return submitted.result in (ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_NOT_BEST, ImportResult.EXIST)
+        return submitted.result in ACCEPTED
 
     def submit_work(self, nonce: bytes, pow_hash: bytes) -> Deferred[bool]:
         """
@@ -525,24 +497,28 @@ class WorkService(Service):
         """
         result, reason = await self._import_block(block)
         header = block.header
-        if result == ImportResult.IMPORTED_NOT_BEST:
+        if result is ImportResult.IMPORTED_BEST:
+            # The template took the dev chain's time offset, if any.
+            self._block_clock.consume()
+        if result is ImportResult.IMPORTED_NOT_BEST:
             # The chain told _side_block: an uncle candidate already.
             self.log.info("mined block {number} 0x{hash} is a side block", number=header.number, hash=header.hash.hex())
-        elif result == ImportResult.INVALID_BLOCK:
+        elif result is ImportResult.INVALID_BLOCK:
             self.log.warn("mined block {number} refused: {reason}", number=header.number, reason=reason)
         else:
             self.log.info(
-                "mined block {number} 0x{hash}: {result}", number=header.number, hash=header.hash.hex(), result=result
+                "mined block {number} 0x{hash}: {result}", number=header.number, hash=header.hash.hex(),
+                result=result.value,
             )
         return SubmittedBlock(result, Hash32(header.hash), header.number)
 
-    def _import_block(self, block: Block) -> "Deferred[tuple[str, str | None]]":
+    def _import_block(self, block: Block) -> "Deferred[tuple[ImportResult, str | None]]":
         """
-        Hand one sealed block to the chain service's importer (the one door
-        for blocks): its outcome and, for an invalid block, the reason.
+        Hand one sealed block to the chain's importer (the one door for
+        blocks): its outcome and, for an invalid block, the reason.
         """
 
-        def outcome(outcomes: list[ImportOutcome]) -> tuple[str, str | None]:
+        def outcome(outcomes: list[ImportOutcome]) -> tuple[ImportResult, str | None]:
             for entry in outcomes:
                 if entry.block_hash == block.hash:
                     return entry.result, entry.reason
@@ -550,7 +526,7 @@ class WorkService(Service):
 
         # The template was built here: its transactions came through this
         # node's pool, impersonated senders' included (a dev chain).
-        return self._chain.import_blocks([block], built_here=True).addCallback(outcome)
+        return self._writer.import_blocks([block], SUBMITTED).addCallback(outcome)
 
     # Hash rates
 
@@ -586,6 +562,13 @@ class WorkService(Service):
         head = self._chain.head
         since = int(self._clock.seconds()) - HASHRATE_SECONDS
         return self._run_in_thread(self._reads.thd_network_hashrate, head.header, head.total_difficulty, since)
+
+
+ACCEPTED = frozenset(
+    {ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_NOT_BEST, ImportResult.EXIST, ImportResult.FUTURE_BLOCK}
+)
+"""The outcomes of a submission that C{eth_submitWork} answers C{true} (a
+block a second ahead of a slow clock is held until it is due)."""
 
 
 def random_nonce_start() -> int:

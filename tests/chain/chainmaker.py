@@ -1,21 +1,27 @@
 """
 Chains made for tests and benchmarks: runs of regtest blocks with native
 transfers from the development accounts, built and sealed through the
-importer (L{BlockImporter.produce}) as the miner builds them.
+importer (L{BlockImporter.make}) as the miner makes them.
 """
 
-from nodex.chain.builder import build_block, seal_block
+from typing import TYPE_CHECKING, Any
+
+from nodex.chain.aside import FILE
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
-from nodex.chain.importer import BlockImporter
+from nodex.chain.importer import BlockImporter, ImportResult
+from nodex.chain.making import BlockTime, TransactionsBlock
 from nodex.chain.networks import chain_rules
-from nodex.chain.pow import solve
 from nodex.config import load_config
 from nodex.crypto import private_key_to_address
 from nodex.db.kv import KeyValueStore
 from nodex.primitives import Address
 from nodex.services.accounts import regtest_keys
+from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
 
 REGTEST_CHAIN_ID = 33
 RECIPIENT = Address(b"\x77" * 20)
@@ -42,22 +48,35 @@ def make_blocks(importer: BlockImporter, count: int, transfers: int = 0) -> list
     senders = [private_key_to_address(key) for key in keys]
     blocks = []
     for _ in range(count):
-
-        def produce(parent, state, block_hashes):  # type: ignore[no-untyped-def]
-            transactions = [
-                sign_transaction(
-                    LegacyTransaction(state.get_nonce(sender), 0, 21_000, RECIPIENT, 1, b""), key, REGTEST_CHAIN_ID
-                )
-                for key, sender in zip(keys, senders)
-            ]
-            built = build_block(
-                parent, state, transactions, RECIPIENT, parent.timestamp + 1, importer.rules, block_hashes
+        tip = importer.tip.header
+        state = State.from_store(importer.store, tip.state_root)
+        transactions = tuple(
+            sign_transaction(
+                LegacyTransaction(state.get_nonce(sender), 0, 21_000, RECIPIENT, 1, b""), key, REGTEST_CHAIN_ID
             )
-            header = built.block.header
-            seal = solve(header.hash_for_merged_mining, header.difficulty, range(1 << 20))
-            assert seal is not None
-            return seal_block(built.block, seal), built.outcome
-
-        step = importer.produce(produce)
+            for key, sender in zip(keys, senders)
+        )
+        step = importer.make(TransactionsBlock(RECIPIENT, BlockTime(tip.timestamp + 1, tip.timestamp), transactions))
         blocks.append(step.block)
     return blocks
+
+
+def import_one(chain: Any, block: Block) -> "Deferred[ImportResult]":
+    """
+    Import C{block} from a chain file through a chain service; fire with its result.
+    """
+    return chain.import_blocks([block], FILE).addCallback(lambda found: found[0].result)
+
+
+def import_explained(chain: Any, block: Block) -> "Deferred[tuple[ImportResult, str | None]]":
+    """
+    Like L{import_one}, with the reason of a refusal.
+    """
+    return chain.import_blocks([block], FILE).addCallback(lambda found: (found[0].result, found[0].reason))
+
+
+def store_block(importer: BlockImporter, block: Block) -> ImportResult | None:
+    """
+    Import C{block} through an importer (no check of the clock).
+    """
+    return importer.import_blocks([block], None, FILE)[0].result

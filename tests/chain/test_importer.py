@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.importer import MAX_ORPHANS, BlockImporter, ImportResult
+from nodex.chain.aside import FILE, SUBMITTED, Bounds, from_peer
+from nodex.chain.importer import HOLD_SECONDS, BlockImporter, ImportResult
 from nodex.chain.processing import validate_header
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import read_canonical_hash, read_header_rlp
@@ -52,16 +53,16 @@ class ImporterFixture:
         for index in range(count):
             txs = [transfer(0, parent.number)] if transactions else []
             block = build_on(self.builder_store, parent, txs).block
-            self.builder.import_block(block)
+            self.builder.import_blocks([block], None, FILE)
             blocks.append(block)
             parent = block.header
         return blocks
 
-    def result(self, block: Block, now: int | None = None) -> tuple[str, str | None]:
+    def result(self, block: Block, now: int | None = None, source=FILE) -> tuple[ImportResult | None, str | None]:
         """
         Import C{block}; its result and reason.
         """
-        step = self.importer.import_block(block, now)[0]
+        step = self.importer.import_blocks([block], now, source)[0]
         return step.result, step.reason
 
 
@@ -148,14 +149,6 @@ class ImporterRefusalTests(ImporterFixture, SynchronousTestCase):
         block = self.chain_of(1)[0]
         self.refused(Block(reseal(replace(block.header, timestamp=self.genesis.timestamp))), "timestamp")
 
-    def test_timestamp_in_the_future(self) -> None:
-        """
-        A block more than a minute ahead of the importer's clock is refused;
-        the same block imports once the time has come.
-        """
-        block = build_on(self.builder_store, self.genesis, timestamp=1000).block
-        self.refused(block, "in the future", now=900)
-        self.assertEqual(self.result(block, now=1000), (ImportResult.IMPORTED_BEST, None))
 
     def test_too_many_uncles(self) -> None:
         """
@@ -235,7 +228,7 @@ class ImporterImpersonationTests(ImporterFixture, SynchronousTestCase):
         The node's own sealed template is accepted, and its sender is the
         impersonated address.
         """
-        step = self.importer.import_block(self.block, None, built_here=True)[0]
+        step = self.importer.import_blocks([self.block], None, SUBMITTED)[0]
         self.assertEqual(step.result, ImportResult.IMPORTED_BEST)
         self.assertEqual(self.importer.tip.header.hash, self.block.hash)
 
@@ -245,7 +238,7 @@ class ImporterImpersonationTests(ImporterFixture, SynchronousTestCase):
         even the node's own block is refused.
         """
         strict = BlockImporter(self.store, sample_rules())
-        step = strict.import_block(self.block, None, built_here=True)[0]
+        step = strict.import_blocks([self.block], None, SUBMITTED)[0]
         self.assertEqual(step.result, ImportResult.INVALID_BLOCK)
 
 
@@ -260,7 +253,7 @@ class ImporterRunTests(ImporterFixture, SynchronousTestCase):
         one event each.
         """
         blocks = self.chain_of(5, transactions=True)
-        steps = self.importer.import_run(blocks)
+        steps = self.importer.import_blocks(blocks, None, FILE)
         self.assertEqual([step.result for step in steps], [ImportResult.IMPORTED_BEST] * 5)
         self.assertEqual(self.importer.tip.header, blocks[-1].header)
         self.assertEqual([step.event.adopted for step in steps], [(block,) for block in blocks])
@@ -275,14 +268,14 @@ class ImporterRunTests(ImporterFixture, SynchronousTestCase):
         blocks = self.chain_of(5)
         bad = Block(reseal(replace(blocks[2].header, state_root=Hash32(b"\x03" * 32))))
         run = blocks[:2] + [bad] + blocks[3:]
-        steps = self.importer.import_run(run)
+        steps = self.importer.import_blocks(run, None, FILE)
         self.assertEqual(
             [step.result for step in steps],
             [ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_BEST, ImportResult.INVALID_BLOCK],
         )
         self.assertEqual(self.importer.tip.header, blocks[1].header)
         self.assertIsNone(read_header_rlp(self.store, blocks[3].hash))
-        steps = self.importer.import_run(blocks[2:])
+        steps = self.importer.import_blocks(blocks[2:], None, FILE)
         self.assertEqual([step.result for step in steps], [ImportResult.IMPORTED_BEST] * 3)
 
     def test_kept_aside_until_parent(self) -> None:
@@ -293,23 +286,68 @@ class ImporterRunTests(ImporterFixture, SynchronousTestCase):
         first, second, third = self.chain_of(3)
         self.assertEqual(self.result(third)[0], ImportResult.NO_PARENT)
         self.assertEqual(self.result(second)[0], ImportResult.NO_PARENT)
-        steps = self.importer.import_block(first)
+        steps = self.importer.import_blocks([first], None, FILE)
         self.assertEqual([step.block_hash for step in steps], [first.hash, second.hash, third.hash])
         self.assertEqual(self.importer.tip.header, third.header)
         self.assertEqual(self.importer.orphan_count, 0)
 
     def test_kept_aside_bounded(self) -> None:
         """
-        At most L{MAX_ORPHANS} blocks are kept aside; the oldest go first.
+        At most as many blocks as the bounds allow are kept aside; the
+        oldest go first, and are handed back as unused with their source.
         """
-        importer = BlockImporter(self.store, sample_rules(), max_orphans=2)
+        importer = BlockImporter(self.store, sample_rules(), orphan_bounds=Bounds(2, 1 << 20, 2, 1 << 20))
         blocks = self.chain_of(4)
         for block in blocks[1:]:
-            importer.import_block(block)
+            importer.import_blocks([block], 0, FILE)
         self.assertEqual(importer.orphan_count, 2)
-        steps = importer.import_block(blocks[0])
+        self.assertEqual([(unused.block_hash, unused.source) for unused in importer.take_unused()], [(blocks[1].hash, FILE)])
+        steps = importer.import_blocks([blocks[0]], 0, FILE)
         self.assertEqual([step.block_hash for step in steps], [blocks[0].hash])
-        self.assertGreater(MAX_ORPHANS, 2)
+
+    def test_kept_aside_per_source(self) -> None:
+        """
+        One source's orphans push out only its own: another source's stay.
+        """
+        importer = BlockImporter(self.store, sample_rules(), orphan_bounds=Bounds(8, 1 << 20, 2, 1 << 20))
+        blocks = self.chain_of(6)
+        honest, attacker = from_peer(b"\x01" * 64), from_peer(b"\x02" * 64)
+        importer.import_blocks([blocks[1]], 0, honest)
+        for block in blocks[2:]:
+            importer.import_blocks([block], 0, attacker)
+        self.assertEqual(importer.orphans.held_by(attacker)[0], 2)
+        self.assertIn(blocks[1].hash, importer.orphans)
+        self.assertEqual({unused.source for unused in importer.take_unused()}, {attacker})
+
+    def test_orphans_expire(self) -> None:
+        """
+        An orphan whose parent does not come within the bound's time is
+        forgotten, and handed back as unused ("its parent never came").
+        """
+        second = self.chain_of(2)[1]
+        self.importer.import_blocks([second], 1000, FILE)
+        self.importer.import_blocks([], 1000 + 599, FILE)
+        self.assertEqual(self.importer.orphan_count, 1)
+        self.importer.import_blocks([], 1000 + 600, FILE)
+        self.assertEqual(self.importer.orphan_count, 0)
+        self.assertEqual([unused.reason for unused in self.importer.take_unused()], ["its parent never came"])
+
+    def test_orphan_checked_before_kept(self) -> None:
+        """
+        A block with an unknown parent is kept only once its seal holds and
+        its difficulty reaches the network's minimum: nothing is kept unchecked.
+        """
+        second = self.chain_of(2)[1]
+        header = second.header
+        broken = bytearray(header.bitcoin_merged_mining_header)
+        broken[40] ^= 0xFF
+        result, reason = self.result(Block(replace(header, bitcoin_merged_mining_header=bytes(broken))))
+        self.assertEqual(result, ImportResult.INVALID_BLOCK)
+        self.assertIn("seal", reason or "")
+        rules = replace(sample_rules(), difficulty=replace(sample_rules().difficulty, minimum=1 << 40))
+        strict = BlockImporter(self.store, rules)
+        self.assertEqual(strict.import_blocks([second], 0, FILE)[0].result, ImportResult.INVALID_BLOCK)
+        self.assertEqual(self.importer.orphan_count + strict.orphan_count, 0)
 
     def test_side_chain_overtakes(self) -> None:
         """
@@ -318,17 +356,17 @@ class ImporterRunTests(ImporterFixture, SynchronousTestCase):
         their receipts (so filters can report removed logs).
         """
         main = self.chain_of(2, transactions=True)
-        self.importer.import_run(main)
+        self.importer.import_blocks(main, None, FILE)
         side_store, _ = sample_store()
         side_builder = BlockImporter(side_store, sample_rules())
         parent = self.genesis
         side = []
         for index in range(3):
             block = build_on(side_store, parent, extra_data=b"side").block
-            side_builder.import_block(block)
+            side_builder.import_blocks([block], None, FILE)
             side.append(block)
             parent = block.header
-        steps = self.importer.import_run(side)
+        steps = self.importer.import_blocks(side, None, FILE)
         self.assertEqual(
             [step.result for step in steps],
             [ImportResult.IMPORTED_NOT_BEST, ImportResult.IMPORTED_NOT_BEST, ImportResult.IMPORTED_BEST],
@@ -346,9 +384,101 @@ class ImporterRunTests(ImporterFixture, SynchronousTestCase):
         """
         built = build_on(self.builder_store, self.genesis)
         bad = Block(replace(built.block.header, timestamp=0))
-        self.assertEqual(self.importer.import_built(bad, built.outcome).result, ImportResult.INVALID_BLOCK)
-        self.assertEqual(self.importer.import_built(built.block, built.outcome).result, ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.importer.store_built(bad, built.outcome).result, ImportResult.INVALID_BLOCK)
+        self.assertEqual(self.importer.store_built(built.block, built.outcome).result, ImportResult.IMPORTED_BEST)
         validate_header(self.genesis, built.block.header, sample_rules())
+
+
+class ImporterTimeTests(ImporterFixture, SynchronousTestCase):
+    """
+    Blocks ahead of the local clock: held until due within the hold, dropped
+    beyond it, refused only when invalid for another reason.
+    """
+
+    def test_held_until_due(self) -> None:
+        """
+        A block more than the drift limit ahead of the clock is held (not
+        refused) and imported once it is due.
+        """
+        block = build_on(self.builder_store, self.genesis, timestamp=1000).block
+        self.assertEqual(self.result(block, now=900)[0], ImportResult.FUTURE_BLOCK)
+        self.assertIsNone(read_header_rlp(self.store, block.hash))
+        self.assertEqual(self.importer.next_due(), 1000 - 60)
+        self.assertEqual(self.importer.release_due(939), [])
+        steps = self.importer.release_due(940)
+        self.assertEqual([step.result for step in steps], [ImportResult.IMPORTED_BEST])
+        self.assertEqual(self.importer.tip.header, block.header)
+        self.assertIsNone(self.importer.next_due())
+
+    def test_held_again_is_known(self) -> None:
+        """
+        A held block sent again answers EXIST and is held once.
+        """
+        block = build_on(self.builder_store, self.genesis, timestamp=1000).block
+        self.result(block, now=900)
+        self.assertEqual(self.result(block, now=900)[0], ImportResult.EXIST)
+        self.assertEqual(len(self.importer.future), 1)
+
+    def test_children_of_held_follow(self) -> None:
+        """
+        The blocks that arrive on a held block are held too, and follow it
+        in, in order, once due.
+        """
+        first = build_on(self.builder_store, self.genesis, timestamp=1000).block
+        self.builder.import_blocks([first], None, FILE)
+        second = build_on(self.builder_store, first.header, timestamp=1001).block
+        self.result(first, now=900)
+        self.assertEqual(self.result(second, now=900)[0], ImportResult.FUTURE_BLOCK)
+        steps = self.importer.release_due(941)
+        self.assertEqual([step.block_hash for step in steps], [first.hash, second.hash])
+
+    def test_dropped_beyond_the_hold(self) -> None:
+        """
+        A block stamped more than L{HOLD_SECONDS} ahead is dropped: not
+        kept, not refused (its sender's clock may be wrong, not its block).
+        """
+        block = build_on(self.builder_store, self.genesis, timestamp=HOLD_SECONDS + 1000).block
+        result, reason = self.result(block, now=999)
+        self.assertEqual(result, ImportResult.DROPPED)
+        self.assertIn("ahead of the local clock", reason or "")
+        self.assertEqual(len(self.importer.future), 0)
+
+    def test_held_block_checked_first(self) -> None:
+        """
+        A block ahead of the clock that breaks another rule is refused at
+        once, not held.
+        """
+        block = build_on(self.builder_store, self.genesis, timestamp=1000).block
+        bad = Block(reseal(replace(block.header, gas_limit=block.header.gas_limit - 1)))
+        self.assertEqual(self.result(bad, now=900)[0], ImportResult.INVALID_BLOCK)
+        self.assertEqual(len(self.importer.future), 0)
+
+    def test_held_bounded_per_source(self) -> None:
+        """
+        A source holds at most its share of the future-block queue; its
+        oldest go first, and another source's blocks stay.
+        """
+        importer = BlockImporter(self.store, sample_rules(), future_bounds=Bounds(8, 1 << 20, 2, 1 << 20))
+        fast, other = from_peer(b"\x03" * 64), from_peer(b"\x04" * 64)
+        blocks = [
+            build_on(self.builder_store, self.genesis, timestamp=1000 + index, extra_data=bytes([index])).block
+            for index in range(4)
+        ]
+        importer.import_blocks([blocks[0]], 900, other)
+        for block in blocks[1:]:
+            importer.import_blocks([block], 900, fast)
+        self.assertEqual(importer.future.held_by(fast)[0], 2)
+        self.assertIn(blocks[0].hash, importer.future)
+        self.assertEqual([unused.block_hash for unused in importer.take_unused()], [blocks[1].hash])
+
+    def test_no_limit_on_regtest(self) -> None:
+        """
+        A network without a drift limit (regtest) imports a block however
+        far ahead of the clock it is stamped.
+        """
+        importer = BlockImporter(self.store, replace(sample_rules(), max_seconds_in_future=None))
+        block = build_on(self.builder_store, self.genesis, timestamp=10**9).block
+        self.assertEqual(importer.import_blocks([block], 0, FILE)[0].result, ImportResult.IMPORTED_BEST)
 
 
 class ImporterLayerTests(SynchronousTestCase):

@@ -26,6 +26,7 @@ import json, sys
 from twisted.internet import reactor
 import nodex.tap as tap
 from nodex.config import load_config
+from nodex.chain.aside import FILE
 from nodex.chain.chainfile import read_blocks
 config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1", "ws": "none"}})
 node = tap.compose(config, reactor)
@@ -35,7 +36,7 @@ with open(sys.argv[2], "rb") as source:
 
 def listening(port):
     print("PORT", port.getHost().port, flush=True)
-    done = node.chain.import_blocks(blocks)
+    done = node.chain.import_blocks(blocks, FILE)
     done.addCallback(lambda found: print("IMPORTED", len(found), {o.result for o in found}, flush=True))
 
 node.getServiceNamed("rpc").when_listening().addCallback(listening)

@@ -28,6 +28,8 @@ except ImportError:  # pragma: no cover - the test extra is missing
 
 from nodex.crypto import keccak256
 from nodex.tap import NodeService, Options, makeService
+from nodex.interfaces import ImportResult
+from tests.chain.chainmaker import import_one
 
 T = TypeVar("T")
 
@@ -403,9 +405,9 @@ class MiningModesTests(Web3NodeTestCase):
         chain = self.node.getServiceNamed("chain")
         genesis = (await chain.get_block_by_number(0)).header
         side = build_on(chain.store, genesis, [decode_transaction(bytes(kept_signed.raw_transaction))], chain.rules, extra_data=b"side")
-        self.assertEqual(await chain.import_block(side.block), "IMPORTED_NOT_BEST")
+        self.assertEqual(await import_one(chain, side.block), ImportResult.IMPORTED_NOT_BEST)
         heavier = build_on(chain.store, side.block.header, [], chain.rules, block_hashes={0: genesis.hash, 1: side.block.hash}.get)
-        self.assertEqual(await chain.import_block(heavier.block), "IMPORTED_BEST")
+        self.assertEqual(await import_one(chain, heavier.block), ImportResult.IMPORTED_BEST)
 
         self.assertEqual(await self.blocking(lambda: w3.eth.block_number), 2)
         self.assertEqual(bytes((await self.blocking(w3.eth.get_block, 1))["hash"]), side.block.hash)

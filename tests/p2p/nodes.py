@@ -4,7 +4,6 @@ with RocksDB under a temporary directory and its P2P server on 127.0.0.1
 port 0, plus helpers to grow a chain quickly and to wait for a condition.
 """
 
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,15 +11,10 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 from twisted.trial.unittest import TestCase
 
-from nodex.chain.builder import build_block, seal_block
-from nodex.chain.pow import solve
-from nodex.chain.processing import BlockHashes
+from nodex.chain.making import BlockTime, TransactionsBlock
 from nodex.p2p.network import PeerNetwork
 from nodex.primitives import Address
-from nodex.services.chain import ChainService
-from nodex.state.state import State
 from nodex.structures.blocks import Block
-from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
 from nodex.tap import NodeService, Options, compose
 
@@ -90,9 +84,9 @@ class NodesTestCase(TestCase):
         assert chain is not None
         blocks = []
         for index in range(count):
-            block = await chain.produce_block(producer(chain, transactions(index), extra_data))
-            assert block is not None
-            blocks.append(block)
+            step = await chain.make(next_block(transactions(index), extra_data))
+            assert step.block is not None
+            blocks.append(step.block)
         return blocks
 
     async def wait_for(self, condition: Callable[[], bool], timeout: float = 60.0, what: str = "a condition") -> None:
@@ -107,20 +101,12 @@ class NodesTestCase(TestCase):
             waited += 0.02
 
 
-def producer(chain: ChainService, transactions: Sequence[Transaction], extra_data: bytes = b"") -> Any:
+def next_block(transactions: Sequence[Transaction], extra_data: bytes = b"") -> TransactionsBlock:
     """
-    A block producer for L{ChainService.produce_block}: C{transactions} on
-    the tip, timestamped one second after it, sealed at regtest difficulty.
+    A request for a block of C{transactions} on the tip, one second after it
+    (at regtest difficulty the importer seals it at once).
     """
-
-    def produce(parent: Header, state: State, hashes: BlockHashes) -> Any:
-        built = build_block(parent, state, transactions, COINBASE, parent.timestamp + 1, chain.rules, hashes, extra_data)
-        header = built.block.header
-        seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
-        assert seal is not None
-        return seal_block(built.block, seal), built.outcome
-
-    return produce
+    return TransactionsBlock(COINBASE, BlockTime(0, 0), tuple(transactions), extra_data)
 
 
 def event_counts(node: NodeService, record: str) -> dict[str, int]:
@@ -143,7 +129,7 @@ def head_number(node: NodeService) -> int:
     return int(node.chain.head.header.number)
 
 
-__all__ = ["NodesTestCase", "event_counts", "head_number", "producer"]
+__all__ = ["NodesTestCase", "event_counts", "head_number", "next_block"]
 
 
 async def rpc_port(node: NodeService) -> int:

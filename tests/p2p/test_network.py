@@ -17,7 +17,7 @@ from nodex.p2p.errors import DisconnectReason, MessageError
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import BlockHeaders, Disconnect, Hello, Message, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
-from nodex.services.pool import RELAYED_GRACE_SECONDS
+from nodex.services.automine import RELAYED_GRACE_SECONDS
 from nodex.services.threads import WorkerThread
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction

@@ -7,7 +7,6 @@ service and chain on a memory store.
 import json
 from typing import Any
 
-from twisted.internet.defer import maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -19,11 +18,10 @@ from nodex.rpc.mining_methods import MiningMethods
 from nodex.rpc.registry import MethodRegistry, ModuleSettings
 from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.services.chain import ChainService
-from nodex.services.work import WorkService
 from tests.chain import bitcoin_blocks as bb
 from tests.chain.test_processing import sample_rules, sample_store
 from tests.services.test_miner import FakePool
-from tests.services.test_work import COINBASE
+from tests.services.test_work import COINBASE, work_service
 
 
 class ModeMiner:
@@ -51,7 +49,7 @@ class MiningMethodsTests(SynchronousTestCase):
         self.clock.advance(1000)
         store, self.genesis = sample_store()
         self.chain = ChainService(store, sample_rules(), self.clock)
-        self.work = WorkService(self.chain, store, self.chain.rules, COINBASE, self.clock, maybeDeferred, FakePool())
+        self.work = work_service(self.chain)
         self.miner = ModeMiner("off")
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(MiningMethods(self.work))
@@ -115,7 +113,7 @@ class MiningMethodsTests(SynchronousTestCase):
         self.assertEqual(answer["blockHash"], "0x" + self.chain.head.header.hash.hex())
         self.assertEqual(answer["blockIncludedHeight"], "0x1")
         again = self.call("mnr_submitBitcoinBlock", raw.hex())
-        self.assertEqual(bytes.fromhex(again["blockImportedResult"][2:]).decode(), ImportResult.EXIST)
+        self.assertEqual(bytes.fromhex(again["blockImportedResult"][2:]).decode(), ImportResult.EXIST.value)
 
     def test_submit_transactions(self) -> None:
         """

@@ -27,6 +27,7 @@ from nodex.rpc.transaction_methods import TransactionMethods
 from nodex.rpc.txpool import TxPoolMethods
 from nodex.services.accounts import Wallet
 from nodex.services.chain import ChainService
+from nodex.services.blocktime import BlockClock
 from nodex.services.miner import Miner
 from nodex.services.pool import TransactionPool
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
@@ -67,9 +68,8 @@ class RealServicesTests(SynchronousTestCase):
         clock = Clock()
         clock.advance(1_700_000_000)
         self.chain = ChainService(store, chain_rules("regtest", 33), clock)
-        self.miner = Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", clock)
         self.pool = TransactionPool(self.chain, store, maybeDeferred)
-        self.miner.pool = self.pool
+        self.miner = Miner(self.chain, self.pool, REGTEST_MINER_ADDRESS, "manual", clock, BlockClock(clock, self.chain.rules))
         accounts = Wallet.regtest(33, Clock(), announce=False)
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(ChainMethods(self.chain, self.pool))

@@ -12,11 +12,12 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
+from nodex.chain.aside import FILE, Bounds, from_peer
 from nodex.chain.builder import BuiltBlock
+from nodex.chain.importer import Unused
+from nodex.chain.making import BlockTime, Declined, NotDueError, TransactionsBlock
 from nodex.chain.difficulty import DifficultyRules
-from nodex.chain.errors import InvalidBlockError
 from nodex.chain.genesis import GenesisAllocation, initialize_chain
-from nodex.chain.processing import BlockHashes, BlockOutcome
 from nodex.db.kv import KeyValueStore
 from nodex.db.memory import MemoryStore
 from nodex.db.rocks import RocksStore
@@ -29,7 +30,7 @@ from nodex.db.schema import (
 )
 from nodex.interfaces import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
-import nodex.chain.importer as importer_module
+import nodex.chain.tip as tip_module
 from nodex.chain.importer import BlockImporter
 import nodex.services.chain as chain_module
 from nodex.chain.logindex import LogIndexer, indexed_through, stale_sections
@@ -42,11 +43,12 @@ from nodex.services.chain import (
 )
 from nodex.services.pool import TransactionPool
 from nodex.services.threads import ChainThreads, SerialThread
-from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
+from tests.chain.chainmaker import import_explained, import_one, store_block
 from tests.chain.test_processing import (
+    COINBASE,
     KEYS,
     RECIPIENT,
     build_on,
@@ -104,7 +106,7 @@ class ChainServiceMixin:
         """
         Import C{block} and return the result name.
         """
-        return self.successResultOf(self.chain.import_block(block))  # type: ignore[attr-defined,no-any-return]
+        return self.successResultOf(import_one(self.chain, block))  # type: ignore[attr-defined,no-any-return]
 
     def test_interface(self) -> None:
         """
@@ -170,14 +172,14 @@ class ChainServiceMixin:
 
     def test_import_explained(self) -> None:
         """
-        The explained import gives the broken rule of an invalid block, and no reason otherwise.
+        An import's outcome gives the broken rule of an invalid block, and no reason otherwise.
         """
         built = self.build(self.genesis)
         bad = Block(reseal(replace(built.block.header, gas_used=7)))
-        result, reason = self.successResultOf(self.chain.import_block_explained(bad))  # type: ignore[attr-defined]
+        result, reason = self.successResultOf(import_explained(self.chain, bad))
         self.assertEqual(result, ImportResult.INVALID_BLOCK)
         self.assertIn("gas used 7", reason)
-        explained = self.successResultOf(self.chain.import_block_explained(built.block))  # type: ignore[attr-defined]
+        explained = self.successResultOf(import_explained(self.chain, built.block))
         self.assertEqual(explained, (ImportResult.IMPORTED_BEST, None))
         self.assertEqual(len(self.events), 1)
 
@@ -199,12 +201,15 @@ class ChainServiceMixin:
 
     def test_import_future_block(self) -> None:
         """
-        A block more than a minute ahead of the clock is invalid.
+        A block more than a minute ahead of the clock is held, not refused
+        (and not stored before it is due); one within the minute imports.
         """
         block = self.build(self.genesis, timestamp=1061).block
-        self.assertEqual(self.imported(block), ImportResult.INVALID_BLOCK)
-        self.clock.advance(1)
-        self.assertEqual(self.imported(block), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.imported(block), ImportResult.FUTURE_BLOCK)
+        self.assertIsNone(read_header_rlp(self.store, block.hash))
+        self.assertEqual(self.chain.bad_blocks(), [])  # type: ignore[attr-defined]
+        other = self.build(self.genesis, timestamp=1060, extra_data=b"o").block
+        self.assertEqual(self.imported(other), ImportResult.IMPORTED_BEST)
 
     def test_side_chain_tie(self) -> None:
         """
@@ -298,8 +303,8 @@ class ChainServiceMixin:
         slow = build_on(store, genesis, [transfer(0, 0)], rules=rules, timestamp=20).block
         quick = build_on(store, genesis, rules=rules, timestamp=1).block
         self.assertEqual((slow.header.difficulty, quick.header.difficulty), (1000, 1500))
-        self.assertEqual(self.successResultOf(chain.import_block(slow)), ImportResult.IMPORTED_BEST)
-        self.assertEqual(self.successResultOf(chain.import_block(quick)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, slow)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, quick)), ImportResult.IMPORTED_BEST)
         self.assertEqual((chain.head.header, chain.head.total_difficulty), (quick.header, 2500))
         self.assertEqual((events[-1].abandoned, events[-1].adopted), ((slow,), (quick,)))
         self.assertIsNone(read_tx_lookup(store, slow.transactions[0].hash))
@@ -346,46 +351,90 @@ class ChainServiceMixin:
         account = self.successResultOf(chain.get_account(RECIPIENT))  # type: ignore[attr-defined]
         self.assertEqual(account.balance, 2)
 
-    def test_produce_block(self) -> None:
+    def request(self, transactions: tuple[Transaction, ...] = (), **keywords: Any) -> TransactionsBlock:
         """
-        Produced blocks build on the tip one after another, and are stored like imports.
+        A request for a block of C{transactions} on whatever the tip is, stamped by the test clock.
         """
-        produced = []
+        now = int(self.clock.seconds())
+        return TransactionsBlock(COINBASE, BlockTime(now, now, None), transactions, **keywords)
 
-        def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
-            built = build_on(self.store, parent, [transfer(0, parent.number)])
-            produced.append(parent.number)
-            return built.block, built.outcome
-
-        first = self.successResultOf(self.chain.produce_block(producer))  # type: ignore[attr-defined]
-        second = self.successResultOf(self.chain.produce_block(producer))  # type: ignore[attr-defined]
-        self.assertEqual((first.number, second.number, produced), (1, 2, [0, 1]))
+    def test_make(self) -> None:
+        """
+        Made blocks build on the tip one after another, and are stored like imports.
+        """
+        first = self.successResultOf(self.chain.make(self.request((transfer(0, 0),)))).block  # type: ignore[attr-defined]
+        second = self.successResultOf(self.chain.make(self.request((transfer(0, 1),)))).block  # type: ignore[attr-defined]
+        self.assertEqual((first.number, second.number), (1, 2))
+        self.assertEqual((len(first.transactions), len(second.transactions)), (1, 1))
         self.assertEqual(self.chain.head.header, second.header)  # type: ignore[attr-defined]
         self.assertEqual(len(self.events), 2)
 
-    def test_produce_invalid(self) -> None:
+    def test_make_declined(self) -> None:
         """
-        A producer whose block breaks a rule fails the Deferred and stores nothing.
+        A request that may not make an empty block, whose candidates cannot
+        be included, stores nothing and says so.
         """
-
-        def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
-            built = build_on(self.store, parent)
-            return Block(replace(built.block.header, gas_used=5)), built.outcome
-
-        self.failureResultOf(self.chain.produce_block(producer), InvalidBlockError)  # type: ignore[attr-defined]
+        step = self.successResultOf(
+            self.chain.make(self.request((transfer(0, 5),), empty=False))  # type: ignore[attr-defined]
+        )
+        self.assertIsNone(step.block)
+        self.assertIsInstance(step.built, Declined)
         self.assertEqual(self.chain.head.header, self.genesis)  # type: ignore[attr-defined]
 
-    def test_import_built_block(self) -> None:
+    def test_make_not_due(self) -> None:
+        """
+        A request whose block would be stamped beyond the drift limit fails
+        with the time it is due, and stores nothing.
+        """
+        now = int(self.clock.seconds())
+        request = TransactionsBlock(COINBASE, BlockTime(now, self.genesis.timestamp - 100, 60), ())
+        failure = self.failureResultOf(self.chain.make(request), NotDueError)  # type: ignore[attr-defined]
+        self.assertEqual(failure.value.due, self.genesis.timestamp + 1 - 60)
+        self.assertEqual(self.chain.head.header, self.genesis)  # type: ignore[attr-defined]
+
+    def test_store_built(self) -> None:
         """
         A block with its known outcome is stored without executing it again.
         """
         built = self.build(self.genesis, [transfer(0, 0)])
-        importing = self.chain.import_built_block(built.block, built.outcome)  # type: ignore[attr-defined]
-        self.assertEqual(self.successResultOf(importing), ImportResult.IMPORTED_BEST)
+        storing = self.chain.store_built(built.block, built.outcome)  # type: ignore[attr-defined]
+        self.assertEqual(self.successResultOf(storing).result, ImportResult.IMPORTED_BEST)
         wrong = replace(built.outcome, gas_used=1)
         other = self.build(self.genesis, extra_data=b"x")
-        result = self.successResultOf(self.chain.import_built_block(other.block, wrong))  # type: ignore[attr-defined]
-        self.assertEqual(result, ImportResult.INVALID_BLOCK)
+        outcome = self.successResultOf(self.chain.store_built(other.block, wrong))  # type: ignore[attr-defined]
+        self.assertEqual(outcome.result, ImportResult.INVALID_BLOCK)
+
+    def test_held_block_imported_when_due(self) -> None:
+        """
+        A block a peer stamps beyond the drift limit is held, then imported
+        by the service when its time comes on the clock; nothing about it
+        counts against the peer.
+        """
+        chain = ChainService(self.store, replace(sample_rules(), max_seconds_in_future=60), self.clock)
+        chain.startService()
+        self.addCleanup(chain.stopService)
+        block = self.build(self.genesis, timestamp=int(self.clock.seconds()) + 90).block
+        found = self.successResultOf(chain.import_blocks([block], from_peer(b"\x09" * 64)))
+        self.assertEqual([outcome.result for outcome in found], [ImportResult.FUTURE_BLOCK])
+        self.clock.advance(29)
+        self.assertEqual(chain.head.header, self.genesis)
+        self.clock.advance(1)
+        self.assertEqual(chain.head.header, block.header)
+
+    def test_unused_reported(self) -> None:
+        """
+        A kept-aside block pushed out for room reaches the unused-block observers with its source.
+        """
+        self.chain.importer.orphans.bounds = Bounds(1, 1 << 20, 1, 1 << 20)  # type: ignore[attr-defined]
+        first = self.build(self.genesis).block
+        second = build_on(self.store, first.header).block
+        third = build_on(self.store, first.header, extra_data=b"3").block
+        unused: list[Unused] = []
+        self.chain.add_unused_observer(unused.append)  # type: ignore[attr-defined]
+        peer = from_peer(b"\x07" * 64)
+        self.successResultOf(self.chain.import_blocks([second], peer))  # type: ignore[attr-defined]
+        self.successResultOf(self.chain.import_blocks([third], peer))  # type: ignore[attr-defined]
+        self.assertEqual([(entry.block_hash, entry.source) for entry in unused], [(second.hash, peer)])
 
     def test_rewind(self) -> None:
         """
@@ -417,7 +466,7 @@ class ChainServiceMixin:
         L{INDEX_LAG} blocks, and rebuilt at once after a reorganisation and
         after a rewind.
         """
-        self.patch(importer_module, "INDEX_LAG", 3)
+        self.patch(tip_module, "INDEX_LAG", 3)
         self.import_chain(self.genesis, 5)
         # genesis (-1 -> 2 at block 2), then every third block
         self.assertEqual(indexed_through(self.store), 5)
@@ -440,7 +489,7 @@ class ChainServiceMixin:
         version 1, or blocks imported just before a stop) is caught up when
         the service starts, in steps.
         """
-        self.patch(importer_module, "INDEX_LAG", 1000)
+        self.patch(tip_module, "INDEX_LAG", 1000)
         self.import_chain(self.genesis, 5)
         self.assertEqual(indexed_through(self.store), -1)
         self.patch(LogIndexer, "catch_up", lambda indexer, head, limit=2: original(indexer, head, limit))
@@ -517,13 +566,13 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         chain = ChainService(store, sample_rules(), self.clock)
         a1 = build_on(store, genesis, extra_data=b"a").block
         b1 = build_on(store, genesis, extra_data=b"b").block
-        self.successResultOf(chain.import_block(a1))
-        self.successResultOf(chain.import_block(b1))
+        self.successResultOf(import_one(chain, a1))
+        self.successResultOf(import_one(chain, b1))
         a2 = build_on(store, a1.header, [call(0, 0)]).block
         side = {0: genesis.hash, 1: b1.hash}
         b2 = build_on(store, b1.header, [call(0, 0)], block_hashes=side.get).block
-        self.assertEqual(self.successResultOf(chain.import_block(a2)), ImportResult.IMPORTED_BEST)
-        self.assertEqual(self.successResultOf(chain.import_block(b2)), ImportResult.IMPORTED_NOT_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, a2)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, b2)), ImportResult.IMPORTED_NOT_BEST)
 
         def slot(state_root: bytes) -> int:
             return self.successResultOf(
@@ -545,11 +594,11 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         lost = transfer(0, 0)
         kept = transfer(1, 0)
         a1 = build_on(store, genesis, [lost, kept], extra_data=b"a").block
-        self.assertEqual(self.successResultOf(chain.import_block(a1)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, a1)), ImportResult.IMPORTED_BEST)
         b1 = build_on(store, genesis, [kept], extra_data=b"b").block
-        self.successResultOf(chain.import_block(b1))
+        self.successResultOf(import_one(chain, b1))
         b2 = build_on(store, b1.header, block_hashes={0: genesis.hash, 1: b1.hash}.get).block
-        self.assertEqual(self.successResultOf(chain.import_block(b2)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, b2)), ImportResult.IMPORTED_BEST)
         self.assertEqual([tx.hash for tx in pool.pending()], [lost.hash])
         self.assertIsNone(pool.get(kept.hash))
 
@@ -567,7 +616,7 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         parent = self.genesis
         for _ in range(RUN_JOB_BLOCKS * 2 + 5):
             block = build_on(builder_store, parent).block
-            builder.import_block(block)
+            store_block(builder, block)
             blocks.append(block)
             parent = block.header
         jobs: list[int] = []
@@ -576,7 +625,7 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         lines: list[dict] = []
         globalLogPublisher.addObserver(lines.append)
         self.addCleanup(globalLogPublisher.removeObserver, lines.append)
-        found = self.successResultOf(self.chain.import_blocks(blocks))
+        found = self.successResultOf(self.chain.import_blocks(blocks, FILE))
         self.assertEqual(jobs, [RUN_JOB_BLOCKS, RUN_JOB_BLOCKS, 5])
         self.assertEqual([outcome.block_hash for outcome in found], [block.hash for block in blocks])
         self.assertEqual({outcome.result for outcome in found}, {ImportResult.IMPORTED_BEST})
@@ -596,11 +645,11 @@ class MemoryChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         parent = self.genesis
         for _ in range(4):
             block = build_on(builder_store, parent).block
-            builder.import_block(block)
+            store_block(builder, block)
             blocks.append(block)
             parent = block.header
         bad = Block(reseal(replace(blocks[1].header, state_root=Hash32(b"\x05" * 32))))
-        found = self.successResultOf(self.chain.import_blocks([blocks[0], bad, blocks[2], blocks[3]]))
+        found = self.successResultOf(self.chain.import_blocks([blocks[0], bad, blocks[2], blocks[3]], FILE))
         self.assertEqual([outcome.result for outcome in found], [ImportResult.IMPORTED_BEST, ImportResult.INVALID_BLOCK])
         self.assertIn("state root", found[1].reason)
         self.assertEqual(self.chain.head.header, blocks[0].header)
@@ -638,7 +687,7 @@ class RocksChainServiceTests(ChainServiceMixin, SynchronousTestCase):
         chain = ChainService(store, sample_rules(), self.clock, close_store=True)
         chain.startService()
         block = build_on(store, genesis, [transfer(0, 0)]).block
-        self.successResultOf(chain.import_block(block))
+        self.successResultOf(import_one(chain, block))
         chain.stopService()
         reopened = RocksStore.open(path)
         self.addCleanup(reopened.close)
@@ -718,7 +767,7 @@ class RecentReadsTests(SynchronousTestCase):
         """
         tx = transfer(0, 0, gas_price=5)
         block = build_on(self.store, self.genesis, [tx]).block
-        self.successResultOf(self.chain.import_block(block))
+        self.successResultOf(import_one(self.chain, block))
         location = self.successResultOf(self.chain.get_transaction(tx.hash))
         self.assertEqual((location.block_hash, location.index, location.transaction), (block.hash, 0, tx))
         receipt = self.successResultOf(self.chain.get_receipt(tx.hash))
@@ -736,10 +785,10 @@ class RecentReadsTests(SynchronousTestCase):
         pool, which answers L{None} for both.
         """
         first = build_on(self.store, self.genesis, extra_data=b"a").block
-        self.successResultOf(self.chain.import_block(first))
+        self.successResultOf(import_one(self.chain, first))
         side_tx = transfer(1, 0)
         side = build_on(self.store, self.genesis, [side_tx], extra_data=b"b").block
-        self.successResultOf(self.chain.import_block(side))
+        self.successResultOf(import_one(self.chain, side))
         unknown = self.chain.get_receipt(b"\x07" * 32)
         on_side = self.chain.get_transaction(side_tx.hash)
         below_head = self.chain.get_block_by_number(0)
@@ -758,15 +807,18 @@ class RecentReadsTests(SynchronousTestCase):
         """
         tx = transfer(0, 0)
         parent = build_on(self.store, self.genesis, [tx]).block
-        self.successResultOf(self.chain.import_block(parent))
+        self.successResultOf(import_one(self.chain, parent))
         for _ in range(RECENT_BLOCKS):
             child = build_on(self.store, parent.header).block
-            self.assertEqual(self.successResultOf(self.chain.import_block(child)), ImportResult.IMPORTED_BEST)
+            self.assertEqual(self.successResultOf(import_one(self.chain, child)), ImportResult.IMPORTED_BEST)
             parent = child
         receipt = self.chain.get_receipt(tx.hash)
         self.assertNoResult(receipt)
         self.threads.release()
         self.assertEqual(self.successResultOf(receipt).location.block_number, 1)
+
+
+original_make = chain_module.ChainService._thd_make
 
 
 class ChainThreadsTests(TestCase):
@@ -785,17 +837,16 @@ class ChainThreadsTests(TestCase):
         chain = ChainService(store, sample_rules(), reactor, threads=threads)
         chain.startService()
         self.addCleanup(chain.stopService)
-        names = []
-
-        def producer(parent: Header, state: State, hashes: BlockHashes) -> tuple[Block, BlockOutcome]:
-            names.append(threading.current_thread().name)
-            built = build_on(store, parent, [transfer(0, parent.number)])
-            return built.block, built.outcome
-
-        pending = [chain.produce_block(producer) for _ in range(3)]
+        names: list[str] = []
+        self.patch(
+            chain_module.ChainService, "_thd_make",
+            lambda service, request: (names.append(threading.current_thread().name), original_make(service, request))[1],
+        )
+        requests = [TransactionsBlock(COINBASE, BlockTime(0, 0, None), (transfer(0, nonce),)) for nonce in range(3)]
+        pending = [chain.make(request) for request in requests]
         blocks = []
         for deferred in pending:
-            blocks.append((yield deferred))
+            blocks.append((yield deferred).block)
         self.assertEqual([block.number for block in blocks], [1, 2, 3])
         self.assertEqual(chain.head.header, blocks[-1].header)
         self.assertEqual(len(set(names)), 1)
@@ -815,7 +866,7 @@ class ChainThreadsTests(TestCase):
         blocks, parent = [], genesis
         for index in range(4):
             block = build_on(other, parent, [transfer(0, 0)] if index == 1 else []).block
-            BlockImporter(other, sample_rules()).import_block(block)
+            store_block(BlockImporter(other, sample_rules()), block)
             blocks.append(block)
             parent = block.header
         yielded: list[str] = []
@@ -824,7 +875,7 @@ class ChainThreadsTests(TestCase):
         chain = ChainService(store, sample_rules(), reactor, threads=threads)
         chain.startService()
         self.addCleanup(chain.stopService)
-        outcomes = yield chain.import_blocks(blocks)
+        outcomes = yield chain.import_blocks(blocks, FILE)
         self.assertEqual([outcome.result for outcome in outcomes], [ImportResult.IMPORTED_BEST] * 4)
         self.assertEqual(len(yielded), 3)
         self.assertIn("writer", yielded[0])
@@ -905,6 +956,7 @@ _MINING_CHILD = """
 import sys
 from twisted.internet.task import Clock
 from nodex.db.rocks import RocksStore
+from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
 from nodex.services.miner import Miner
 from tests.chain.test_processing import COINBASE, sample_rules, sample_store, transfer
@@ -917,12 +969,14 @@ class Pool:
         return pending
     def remove(self, hashes):
         pass
+    def watch_for_miner(self, automining):
+        pass
 
 store, genesis = sample_store(store=RocksStore.open(sys.argv[1]))
 clock = Clock()
 chain = ChainService(store, sample_rules(), clock)
 pool = Pool()
-miner = Miner(chain, COINBASE, "manual", clock, pool)
+miner = Miner(chain, pool, COINBASE, "manual", clock, BlockClock(clock, chain.rules))
 for nonce in range(100000):
     tx = transfer(0, nonce)
     pool.next = [tx]

@@ -10,9 +10,10 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from nodex.chain.devblocks import DevBlockSettings, empty_blocks
+from nodex.chain.aside import FILE
+from nodex.chain.devblocks import empty_blocks
+from nodex.chain.making import BlockTime, EmptyRun, NotDueError
 from nodex.chain.devstate import SNAPSHOT_FORMAT, SnapshotError, dump_state, load_state
-from nodex.chain.errors import InvalidBlockError
 from nodex.chain.importer import BlockImporter
 from nodex.db.schema import trie_node_reader
 from nodex.interfaces import IDevChain
@@ -22,11 +23,18 @@ from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.errors import DevChainInputError
 from nodex.services.miner import Miner
 from nodex.state.state import State
-from nodex.structures.blocks import Block
 from tests.chain.test_processing import COINBASE, sample_rules, sample_store, transfer
-from tests.services.test_miner import FakePool
+from nodex.interfaces import ImportResult
+from tests.services.test_miner import FakePool, make_miner
 
 TARGET = Address(b"\x42" * 20)
+
+
+def dev_chain(chain: ChainService, miner: Miner, pool: FakePool, impersonation: Impersonation | None = None) -> DevChain:
+    """
+    The dev chain of C{chain}, writing through it, with C{miner}'s block clock.
+    """
+    return DevChain(chain, chain, miner, pool, miner.block_clock, impersonation)
 
 
 class EmptyRunTests(SynchronousTestCase):
@@ -36,35 +44,37 @@ class EmptyRunTests(SynchronousTestCase):
 
     def setUp(self) -> None:
         """
-        An importer over a sample chain at genesis.
+        An importer over a sample chain at genesis (regtest's time rules).
         """
         self.store, self.genesis = sample_store()
-        self.importer = BlockImporter(self.store, sample_rules())
-        self.settings = DevBlockSettings(COINBASE, sample_rules())
+        self.rules = replace(sample_rules(), max_seconds_in_future=None)
+        self.importer = BlockImporter(self.store, self.rules)
 
     def test_run(self) -> None:
         """
-        A run extends the chain; each block keeps the state root, follows its
-        parent by the interval, and the event adopts the whole run.
+        A run extends the chain in batches; each block keeps the state root,
+        follows its parent by the interval, and the event adopts the whole run.
         """
-        blocks = list(empty_blocks(self.genesis, 2500, 100, 7, self.settings))
-        step = self.importer.store_empty_run(blocks, batch_blocks=1000)
+        step = self.importer.make(EmptyRun(COINBASE, BlockTime(100, 0), 2500, 7))
+        blocks = step.event.adopted
         self.assertEqual(self.importer.tip.header.number, 2500)
         self.assertEqual(step.head, self.importer.tip)
-        self.assertEqual(len(step.event.adopted), 2500)
+        self.assertEqual(len(blocks), 2500)
         self.assertEqual([b.header.timestamp for b in blocks[:3]], [100, 107, 114])
         self.assertEqual({b.header.state_root for b in blocks}, {self.genesis.state_root})
         # A block built by the ordinary importer path on top still validates.
-        self.assertEqual(self.importer.import_block(next(empty_blocks(blocks[-1].header, 1, 0, 1, self.settings)))[0].result, "IMPORTED_BEST")
+        following = next(empty_blocks(blocks[-1].header, 1, 0, 1, COINBASE, self.rules))
+        self.assertEqual(self.importer.import_blocks([following], None, FILE)[0].result, ImportResult.IMPORTED_BEST)
 
-    def test_not_empty_refused(self) -> None:
+    def test_run_imports_elsewhere(self) -> None:
         """
-        A block whose state root differs from its parent's is refused.
+        The blocks of a run are valid blocks: another node imports them.
         """
-        block = next(empty_blocks(self.genesis, 1, 10, 1, self.settings))
-        forged = Block(replace(block.header, state_root=b"\x01" * 32), (), ())
-        self.assertRaises(InvalidBlockError, self.importer.store_empty_run, [forged])
-        self.assertEqual(self.importer.tip.header.number, 0)
+        blocks = self.importer.make(EmptyRun(COINBASE, BlockTime(100, 0), 3, 1)).event.adopted
+        other_store, _ = sample_store()
+        other = BlockImporter(other_store, self.rules)
+        steps = other.import_blocks(blocks, None, FILE)
+        self.assertEqual([step.result for step in steps], [ImportResult.IMPORTED_BEST] * 3)
 
 
 class SnapshotTests(SynchronousTestCase):
@@ -123,10 +133,10 @@ class DevChainTests(SynchronousTestCase):
         self.clock = Clock()
         self.clock.advance(1000)
         self.store, self.genesis = sample_store()
-        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.chain = ChainService(self.store, replace(sample_rules(), max_seconds_in_future=None), self.clock)
         self.pool = FakePool()
-        self.miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool)
-        self.dev = DevChain(self.chain, self.miner, self.pool, self.clock)
+        self.miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool)
+        self.dev = dev_chain(self.chain, self.miner, self.pool)
         self.events: list = []
         self.chain.add_observer(self.events.append)
 
@@ -149,7 +159,7 @@ class DevChainTests(SynchronousTestCase):
         account was impersonated.
         """
         impersonation = Impersonation()
-        dev = DevChain(self.chain, self.miner, self.pool, self.clock, impersonation)
+        dev = dev_chain(self.chain, self.miner, self.pool, impersonation)
         other = Address(b"\x44" * 20)
         self.assertFalse(impersonation.is_impersonated(TARGET))
         dev.impersonate_account(other)
@@ -205,7 +215,7 @@ class DevChainTests(SynchronousTestCase):
         """
         store, _ = sample_store(difficulty=1000)
         chain = ChainService(store, sample_rules(), self.clock)
-        dev = DevChain(chain, Miner(chain, COINBASE, "manual", self.clock, FakePool()), FakePool(), self.clock)
+        dev = dev_chain(chain, make_miner(chain, COINBASE, "manual", self.clock), FakePool())
         exc = self.assertRaises(DevChainInputError, dev.mine, 5, 1)
         self.assertIn("difficulty 1000", str(exc))
 
@@ -260,7 +270,7 @@ class DevChainTests(SynchronousTestCase):
         snapshot = self.successResultOf(self.dev.dump_state())
         store, _ = sample_store()
         other = ChainService(store, sample_rules(), self.clock)
-        other_dev = DevChain(other, Miner(other, COINBASE, "manual", self.clock, FakePool()), FakePool(), self.clock)
+        other_dev = dev_chain(other, make_miner(other, COINBASE, "manual", self.clock), FakePool())
         self.successResultOf(other_dev.load_state(snapshot))
         self.assertEqual(other.head.header.state_root, self.chain.head.header.state_root)
         failure = self.failureResultOf(other_dev.load_state({"format": "x"}), DevChainInputError)
@@ -269,3 +279,39 @@ class DevChainTests(SynchronousTestCase):
         other_dev_block = self.successResultOf(other_dev.set_nonce(TARGET, 1))
         self.assertEqual(State.from_store(store, other_dev_block.header.state_root).get_balance(TARGET), 99)
         self.assertIsNotNone(trie_node_reader(store)(other.head.header.state_root))
+
+
+class DriftLimitDevChainTests(SynchronousTestCase):
+    """
+    The dev controls on a network with a drift limit (devnet): the clock
+    moves only as far as the network's nodes accept.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain whose rules allow 60 s of drift, a clock at 1000.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        store, _ = sample_store()
+        self.chain = ChainService(store, sample_rules(), self.clock)
+        self.miner = make_miner(self.chain, COINBASE, "manual", self.clock)
+        self.dev = dev_chain(self.chain, self.miner, FakePool())
+
+    def test_time_within_the_limit(self) -> None:
+        """
+        A next timestamp beyond the limit is refused, one within it stamps the next block.
+        """
+        self.assertRaises(DevChainInputError, self.dev.set_next_block_timestamp, 1061)
+        self.dev.set_next_block_timestamp(1060)
+        self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 1060)
+
+    def test_setter_blocks_within_the_limit(self) -> None:
+        """
+        State setters' blocks, one on the other within the same second, stop
+        at the limit: the next fails with the time it is due.
+        """
+        for _ in range(61):
+            self.successResultOf(self.dev.set_balance(TARGET, 1))
+        self.assertEqual(self.chain.head.header.timestamp, 1060)
+        self.failureResultOf(self.dev.set_balance(TARGET, 2), NotDueError)

@@ -33,6 +33,8 @@ from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from tests.chain.test_calls import runtime, selector, word
 from tests.chain.test_logsearch import make_block, store_block
 from tests.chain.test_processing import KEYS, build_on, sample_genesis, sample_rules
+from nodex.interfaces import ImportResult
+from tests.chain.chainmaker import import_one
 
 TOPIC = Hash32(b"\x0a" * 32)
 OTHER = Hash32(b"\x0b" * 32)
@@ -385,12 +387,12 @@ class RealChainTests(SynchronousTestCase):
         """
         log_filter = self.service.new_log_filter(None, None, LogFilter(addresses=(EVENTS,)))
         a1 = self.build(self.genesis, [self.emit(0, 0, 7)], b"a")
-        self.assertEqual(self.successResultOf(self.chain.import_block(a1)), "IMPORTED_BEST")
+        self.assertEqual(self.successResultOf(import_one(self.chain, a1)), ImportResult.IMPORTED_BEST)
         self.assertEqual(self.amounts(self.service.get_filter_changes(log_filter)), [(7, False)])
         b1 = self.build(self.genesis, [self.emit(1, 0, 8)], b"b")
-        self.assertEqual(self.successResultOf(self.chain.import_block(b1)), "IMPORTED_NOT_BEST")
+        self.assertEqual(self.successResultOf(import_one(self.chain, b1)), ImportResult.IMPORTED_NOT_BEST)
         b2 = self.build(b1.header, [self.emit(1, 1, 9)], b"b")
-        self.assertEqual(self.successResultOf(self.chain.import_block(b2)), "IMPORTED_BEST")
+        self.assertEqual(self.successResultOf(import_one(self.chain, b2)), ImportResult.IMPORTED_BEST)
         changes = self.service.get_filter_changes(log_filter)
         self.assertEqual(self.amounts(changes), [(7, True), (8, False), (9, False)])
         self.assertEqual(changes[0].block_hash, a1.hash)

@@ -22,6 +22,10 @@ from nodex.chain.processing import validate_header
 from nodex.crypto import keccak256
 from nodex.interfaces import IMiner, ImportResult, ITransactionPool
 from nodex.primitives import Hash32
+from nodex.chain.admission import AdmissionRules
+from nodex.chain.errors import TransactionRejectedError
+from nodex.chain.making import LoneAdmission
+from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
 from nodex.services.errors import DevChainInputError
 from nodex.services.miner import (
@@ -39,6 +43,9 @@ from nodex.services.miner import (
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from nodex.tap import NodeService, Options, makeService
 from tests.chain.test_processing import COINBASE, KEYS, fee_market_transfer, sample_rules, sample_store, transfer
+from tests.chain.chainmaker import import_one
+
+ADMISSION = LoneAdmission(AdmissionRules(sample_rules().chain_id))
 
 
 @implementer(ITransactionPool)
@@ -54,6 +61,7 @@ class FakePool:
         """
         self.transactions = list(transactions)
         self.removed: list[bytes] = []
+        self.watchers: list[Any] = []
 
     def add(self, transaction: Transaction, relayed: bool = False) -> Deferred[Hash32]:
         """
@@ -105,6 +113,23 @@ class FakePool:
         self.removed.extend(hashes)
         self.transactions = [tx for tx in self.transactions if tx.hash not in hashes]
 
+    def watch_for_miner(self, automining: Any) -> None:
+        """
+        Record the automining that watches the pool.
+        """
+        self.watchers.append(automining)
+
+
+def make_miner(
+    chain: ChainService, coinbase: bytes, mode: str, clock: Clock, pool: FakePool | None = None, **keywords: Any
+) -> Miner:
+    """
+    A miner of C{mode} writing to C{chain}, its blocks timed by C{clock}.
+    """
+    return Miner(
+        chain, FakePool() if pool is None else pool, coinbase, mode, clock, BlockClock(clock, chain.rules), **keywords
+    )
+
 
 class MinerTests(SynchronousTestCase):
     """
@@ -118,7 +143,8 @@ class MinerTests(SynchronousTestCase):
         self.clock = Clock()
         self.clock.advance(1000)
         self.store, self.genesis = sample_store()
-        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        # Regtest's time rules: no drift limit (DriftLimitTests has one).
+        self.chain = ChainService(self.store, replace(sample_rules(), max_seconds_in_future=None), self.clock)
         self.pool = FakePool()
         self.blocks: list = []
         self.chain.add_observer(lambda event: self.blocks.extend(event.adopted))
@@ -128,7 +154,7 @@ class MinerTests(SynchronousTestCase):
         """
         A miner of C{mode} on the test chain and pool.
         """
-        return Miner(self.chain, COINBASE, mode, self.clock, self.pool)
+        return make_miner(self.chain, COINBASE, mode, self.clock, self.pool)
 
     def test_interface(self) -> None:
         """
@@ -168,7 +194,7 @@ class MinerTests(SynchronousTestCase):
         """
         pending = transfer(0, 0)
         self.pool.transactions = [pending]
-        rival = self.successResultOf(Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, FakePool([pending])).mine())
+        rival = self.successResultOf(make_miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, FakePool([pending])).mine())
         miner = self.miner()
         miner.increase_time(30)
         self.assertIsNone(self.successResultOf(miner.mine(empty=False)))
@@ -211,7 +237,7 @@ class MinerTests(SynchronousTestCase):
         miner = self.miner()
         miner.increase_time(60)
         self.assertRaises(DevChainInputError, miner.increase_time, 2**80)
-        self.assertRaises(DevChainInputError, miner.set_next_timestamp, 2**64 - 30)
+        self.assertRaises(DevChainInputError, miner.block_clock.set_next, 2**64 - 30)
         self.assertEqual(miner.time_offset, 60)
         self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 1060)
 
@@ -235,22 +261,16 @@ class MinerTests(SynchronousTestCase):
 
     def test_mine_alone(self) -> None:
         """
-        L{Miner.mine_alone} mines a block of its transaction alone, whatever
-        the pool holds, when the check says so; the check sees the head's
-        state before the block.
+        L{Miner.mine_alone} admits its transaction by the pool's rules on
+        the head's state and mines a block of it alone, whatever the pool
+        holds; it fires with nothing once the block is stored.
         """
         miner = self.miner("auto")
         other, tx = transfer(0, 0), transfer(1, 0)
         self.pool.transactions = [other]
-        seen = []
-
-        def check(state: Any) -> bool:
-            seen.append(state.get_nonce(tx.sender))
-            return True
-
-        block = self.successResultOf(miner.mine_alone(tx, check))
-        self.assertEqual((block.transactions, seen), ((tx,), [0]))
-        self.assertEqual(self.chain.head.header, block.header)
+        self.assertIsNone(self.successResultOf(miner.mine_alone(tx, ADMISSION)))
+        self.assertEqual(self.blocks[-1].transactions, (tx,))
+        self.assertEqual(self.chain.head.header, self.blocks[-1].header)
 
     def test_mine_alone_small_blocks(self) -> None:
         """
@@ -273,31 +293,33 @@ class MinerTests(SynchronousTestCase):
                 return maybeDeferred(function, *args)
 
         chain = ChainService(self.store, sample_rules(), self.clock, threads=Writers())  # type: ignore[arg-type]
-        miner = Miner(chain, COINBASE, "auto", self.clock, self.pool)
+        miner = make_miner(chain, COINBASE, "auto", self.clock, self.pool)
         light = transfer(0, 0)
         heavy = sign_transaction(
             LegacyTransaction(1, 1, SMALL_BLOCK_GAS + 1, light.to, 1, b""), KEYS[0], sample_rules().chain_id
         )
-        self.successResultOf(miner.mine_alone(light, lambda state: True))
-        self.successResultOf(miner.mine_alone(heavy, lambda state: True))
+        self.successResultOf(miner.mine_alone(light, ADMISSION))
+        self.successResultOf(miner.mine_alone(heavy, ADMISSION))
         self.assertEqual(runs, ["small", "writer"])
 
     def test_mine_alone_declined(self) -> None:
         """
-        When the check says no, nothing is mined and the time offset stays
-        for the next block; when it raises, the Deferred fails with its
-        exception and nothing is mined.
+        A transaction whose nonce is ahead is not mined: the miner answers
+        its sender's nonce and balance (the pool queues it), and the time
+        offset stays for the next block; one that breaks an admission rule
+        fails with the pool's refusal and nothing is mined.
         """
         miner = self.miner("auto")
-        tx = transfer(0, 0)
         miner.increase_time(100)
-        self.assertIsNone(self.successResultOf(miner.mine_alone(tx, lambda state: False)))
+        nonce, balance = self.successResultOf(miner.mine_alone(transfer(0, 3), ADMISSION))
+        self.assertEqual((nonce, balance > 0), (0, True))
         self.assertEqual(miner.time_offset, 100)
-        self.failureResultOf(miner.mine_alone(tx, lambda state: 1 // 0), ZeroDivisionError)
+        failure = self.failureResultOf(miner.mine_alone(transfer(0, 0, value=10**40), ADMISSION), TransactionRejectedError)
+        self.assertEqual(failure.getErrorMessage(), "insufficient funds")
         self.assertEqual((self.blocks, miner.time_offset), ([], 100))
         parent = self.chain.head.header
-        block = self.successResultOf(miner.mine_alone(tx, lambda state: True))
-        self.assertGreaterEqual(block.header.timestamp, parent.timestamp + 100)
+        self.assertIsNone(self.successResultOf(miner.mine_alone(transfer(0, 0), ADMISSION)))
+        self.assertGreaterEqual(self.blocks[-1].header.timestamp, parent.timestamp + 100)
         self.assertEqual(miner.time_offset, 0)
 
     def test_interval(self) -> None:
@@ -364,17 +386,81 @@ class MinerTests(SynchronousTestCase):
         store, genesis = sample_store(difficulty=2**40)
         rules = replace(sample_rules(), difficulty=DifficultyRules(10, 2048, 2**40, None))
         chain = ChainService(store, rules, self.clock)
-        miner = Miner(chain, COINBASE, "manual", self.clock, self.pool, max_nonces=3)
+        miner = make_miner(chain, COINBASE, "manual", self.clock, self.pool, max_nonces=3)
         failure = self.failureResultOf(miner.mine(), SealNotFoundError)
         self.assertIn("merged miner", failure.getErrorMessage())
         self.assertEqual(chain.head.header, genesis)
 
-    def test_no_pool(self) -> None:
+    def test_watches_the_pool(self) -> None:
         """
-        A miner without a pool mines empty blocks.
+        The miner registers its automining with the pool it is given: the
+        pool knows nothing of miners.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock)
-        self.assertEqual(self.successResultOf(miner.mine()).transactions, ())
+        miner = self.miner("auto")
+        self.assertEqual(self.pool.watchers, [miner.automining])
+
+
+class DriftLimitTests(SynchronousTestCase):
+    """
+    The miner on a network with a drift limit (60 s): no block of its is
+    stamped further ahead of the clock; when the head is that far ahead,
+    the next block waits until it is due.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain whose rules allow 60 s of drift, a clock at 1000, a manual miner.
+        """
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.store, self.genesis = sample_store()
+        self.chain = ChainService(self.store, sample_rules(), self.clock)
+        self.pool = FakePool()
+        self.miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool)
+        self.miner.startService()
+        self.addCleanup(self.miner.stopService)
+
+    def test_burst_waits_at_the_limit(self) -> None:
+        """
+        Blocks made faster than one a second run ahead of the clock up to
+        the limit; then each waits for its second, and the calls made
+        meanwhile share one block, with every transaction pending by then.
+        """
+        for _ in range(61):
+            self.successResultOf(self.miner.mine())
+        self.assertEqual(self.chain.head.header.timestamp, 1060)
+        self.pool.transactions = [transfer(0, 0)]
+        first = self.miner.mine()
+        self.pool.transactions.append(transfer(1, 0))
+        second = self.miner.mine()
+        self.assertNoResult(first)
+        self.clock.advance(0.5)
+        self.assertNoResult(first)
+        self.clock.advance(0.5)
+        block = self.successResultOf(first)
+        self.assertIs(self.successResultOf(second), block)
+        self.assertEqual((block.number, block.header.timestamp, len(block.transactions)), (62, 1061, 2))
+
+    def test_offset_beyond_the_limit_refused(self) -> None:
+        """
+        A time offset or a set time beyond the drift limit is refused: the
+        network's nodes would hold such a block back.
+        """
+        self.assertEqual(self.miner.increase_time(60), 60)
+        error = self.assertRaises(DevChainInputError, self.miner.increase_time, 1)
+        self.assertIn("60 s ahead", str(error))
+        self.assertRaises(DevChainInputError, self.miner.block_clock.set_next, 1000 + 61)
+        self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 1060)
+
+    def test_stop_fails_the_wait(self) -> None:
+        """
+        A block waiting for its time fails with L{MiningStoppedError} when the node stops.
+        """
+        for _ in range(61):
+            self.successResultOf(self.miner.mine())
+        waiting = self.miner.mine()
+        self.miner.stopService()
+        self.failureResultOf(waiting, MiningStoppedError)
 
 
 class SealSearchTests(SynchronousTestCase):
@@ -398,11 +484,11 @@ class SealSearchTests(SynchronousTestCase):
         self.pool = FakePool()
         self.batches: list[tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...]]] = []
         self.produced_small: list[bool] = []
-        produce = self.chain.produce_block
+        make = self.chain.make
         self.patch(
             self.chain,
-            "produce_block",
-            lambda producer, small=False: self.produced_small.append(small) or produce(producer, small),
+            "make",
+            lambda request, small=False: self.produced_small.append(small) or make(request, small),
         )
 
     def search(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
@@ -428,7 +514,7 @@ class SealSearchTests(SynchronousTestCase):
         sealed block stored through the importer: never one job that both
         builds and searches (which could run on the reactor thread).
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
         self.pool.transactions = [transfer(0, 0)]
         mining = miner.mine()
         self.assertNoResult(mining)
@@ -447,8 +533,8 @@ class SealSearchTests(SynchronousTestCase):
         When another block becomes the head while a seal is searched, the
         miner builds again on the new head.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
-        other = Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, self.pool)
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        other = make_miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, self.pool)
         mining = miner.mine()
         self.assertEqual(len(self.batches), 1)
         waiting, function, args = self.batches.pop(0)
@@ -464,12 +550,12 @@ class SealSearchTests(SynchronousTestCase):
         A block without empty blocks whose transactions came in the block
         that became the head during its seal search is not stored.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
         pending = transfer(0, 0)
         self.pool.transactions = [pending]
         mining = miner.mine(empty=False)
         waiting, _function, _args = self.batches.pop(0)
-        rival = self.successResultOf(Miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, FakePool([pending])).mine())
+        rival = self.successResultOf(make_miner(self.chain, REGTEST_MINER_ADDRESS, "manual", self.clock, FakePool([pending])).mine())
         waiting.callback(None)
         self.run_batches()
         self.assertIsNone(self.successResultOf(mining))
@@ -480,7 +566,7 @@ class SealSearchTests(SynchronousTestCase):
         Stopping the miner ends a seal search at its next batch with
         L{MiningStoppedError}; nothing is stored and the time offset is kept.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
         miner.startService()
         miner.increase_time(30)
         mining = miner.mine()
@@ -496,7 +582,7 @@ class SealSearchTests(SynchronousTestCase):
         Two blocks asked for at once are sealed one after the other, the
         second on the first.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, self.pool, run_seal_search=self.search)
         first, second = miner.mine(), miner.mine()
         self.run_batches()
         self.assertEqual(self.successResultOf(second).header.parent_hash, self.successResultOf(first).hash)
@@ -567,7 +653,7 @@ class ConcurrentMiningTests(SynchronousTestCase):
         writer = QueuedWriter()
         chain = ChainService(store, sample_rules(), clock, threads=writer)  # type: ignore[arg-type]
         pool = FakePool([transfer(0, 0)])
-        miner = Miner(chain, COINBASE, "auto", clock, pool)
+        miner = make_miner(chain, COINBASE, "auto", clock, pool)
         first = miner.mine()
         pool.transactions.append(transfer(0, 1))
         second = miner.mine()
@@ -615,7 +701,7 @@ class TwoNodeTests(SynchronousTestCase):
         chain_a = ChainService(store_a, sample_rules(), clock)
         chain_b = ChainService(store_b, sample_rules(), clock)
         pool = FakePool()
-        miner = Miner(chain_a, COINBASE, "manual", clock, pool)
+        miner = make_miner(chain_a, COINBASE, "manual", clock, pool)
         storage_code = bytes.fromhex(json.loads((CONTRACTS / "Storage.json").read_text())["bytecode"][2:])
         events_code = bytes.fromhex(json.loads((CONTRACTS / "Events.json").read_text())["bytecode"][2:])
         deploy_storage = contract_call(0, 0, b"", storage_code + (7).to_bytes(32, "big"))
@@ -636,7 +722,7 @@ class TwoNodeTests(SynchronousTestCase):
         third = self.successResultOf(miner.mine())
         self.assertEqual(len(second.transactions), 3)
         for block in (first, second, third):
-            self.assertEqual(self.successResultOf(chain_b.import_block(block)), ImportResult.IMPORTED_BEST)
+            self.assertEqual(self.successResultOf(import_one(chain_b, block)), ImportResult.IMPORTED_BEST)
         self.assertEqual(chain_b.head, chain_a.head)
         receipts_a = self.successResultOf(chain_a.get_block_receipts(second.hash))
         receipts_b = self.successResultOf(chain_b.get_block_receipts(second.hash))

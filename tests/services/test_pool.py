@@ -21,10 +21,10 @@ from nodex.db.schema import METADATA
 from nodex.interfaces import ChainEvent, ChainHead, IChainService, ITransactionPool, ReceiptView, TransactionLocation
 from nodex.primitives import Address, Hash32
 from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.chain.admission import check_admission, check_transaction
+from nodex.services.automine import RELAYED_GRACE_SECONDS, AutoMining
 from nodex.services.pool import (
     POOL_KEY_PREFIX,
-    RELAYED_GRACE_SECONDS,
-    AutoMining,
     TransactionPool,
     pool_key,
     store_account_reader,
@@ -899,6 +899,7 @@ class RecordingMiner:
         self.blocks: list[tuple[Transaction, ...]] = []
         self.empty_wanted: list[bool] = []
         self.running: list[Deferred[None]] = []
+        self.lone = True
 
     def mine(self, empty: bool = True) -> Deferred[None]:
         """
@@ -921,21 +922,34 @@ class RecordingMiner:
         """
         self.running.pop(0).callback(None)
 
-    def mine_alone(self, transaction: Transaction, check: Any) -> Deferred[Block | None]:
+    @property
+    def due_now(self) -> bool:
         """
-        When L{finish} is called: run C{check} on the head's state, then
-        store a block of C{transaction} if it says so.
+        Whether the miner takes transactions to mine alone.
+        """
+        return self.lone
+
+    def mine_alone(self, transaction: Transaction, admission: Any) -> "Deferred[tuple[int, int] | None]":
+        """
+        When L{finish} is called: admit C{transaction} by C{admission}'s
+        rules on the head's state, then store a block of it if it is
+        executable, else answer its sender's account.
         """
         from nodex.state.state import State
 
-        def decide(_: object) -> Block | None:
-            state = State.from_store(self.store, self.chain.head.header.state_root)
-            if not check(state):
-                return None
+        def decide(_: object) -> tuple[int, int] | None:
+            state = State.from_store(self.chain.store, self.chain.head.header.state_root)
+            head = self.chain.head.header
+            check_transaction(transaction, admission.rules, head.gas_limit, head.minimum_gas_price)
+            sender = transaction.sender
+            nonce, balance = state.get_nonce(sender), state.get_balance(sender)
+            check_admission(transaction, nonce, balance, {}, admission.rules)
+            if transaction.nonce != nonce:
+                return (nonce, balance)
             self.blocks.append((transaction,))
-            return self.chain.adopt((transaction,))
+            self.chain.adopt((transaction,))
+            return None
 
-        self.store = self.chain.store
         done: Deferred[None] = Deferred()
         self.running.append(done)
         return done.addCallback(decide)
@@ -948,13 +962,14 @@ class AutoMiningTests(PoolFixture, SynchronousTestCase):
 
     def setUp(self) -> None:
         """
-        A pool observed by L{AutoMining} over a controllable miner.
+        A pool watched by L{AutoMining} over a controllable miner that
+        mines no transaction alone (so that every transaction goes the
+        pool's way: the fast lane is L{AutoMiningFastLaneTests}').
         """
-        from nodex.services.pool import AutoMining
-
         self.pool = self.make_pool()
         self.miner = RecordingMiner(self.pool, self.chain)
-        self.pool.add_observer(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+        self.miner.lone = False
+        self.pool.watch_for_miner(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
 
     def test_answer_after_block(self) -> None:
         """
@@ -1028,19 +1043,17 @@ class AutoMiningTests(PoolFixture, SynchronousTestCase):
 
 class AutoMiningFastLaneTests(PoolFixture, SynchronousTestCase):
     """
-    Tests for the pool with L{TransactionPool.use_automining}: a transaction
-    sent to an empty pool is admitted and mined in one miner job.
+    Tests for the pool watched by an automining miner: a transaction sent
+    to an empty pool is admitted and mined in one miner job.
     """
 
     def setUp(self) -> None:
         """
         A pool automining through a controllable miner, and an observer.
         """
-        from nodex.services.pool import AutoMining
-
         self.pool = self.make_pool()
         self.miner = RecordingMiner(self.pool, self.chain)
-        self.pool.use_automining(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+        self.pool.watch_for_miner(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
         self.seen: list[Transaction] = []
         self.pool.add_observer(self.seen.append)
 
@@ -1145,7 +1158,7 @@ class RelayedTransactionTests(PoolFixture, SynchronousTestCase):
         self.pool = self.make_pool()
         self.miner = RecordingMiner(self.pool, self.chain)
         self.automining = AutoMining(self.miner, self.pool, self.clock)  # type: ignore[arg-type]
-        self.pool.use_automining(self.automining)
+        self.pool.watch_for_miner(self.automining)
         self.seen: list[Transaction] = []
         self.pool.add_observer(self.seen.append)
 
@@ -1207,12 +1220,11 @@ class RelayedTransactionTests(PoolFixture, SynchronousTestCase):
 
     def test_stop_cancels_the_grace(self) -> None:
         """
-        A stopping pool cancels the grace's timer.
+        Stopping the automining (the miner stops it) cancels the grace's timer.
         """
-        self.pool.startService()
         self.successResultOf(self.pool.add(legacy(0), relayed=True))
         self.assertEqual(len(self.clock.getDelayedCalls()), 1)
-        self.pool.stopService()
+        self.automining.stop()
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
 

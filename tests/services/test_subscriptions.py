@@ -24,6 +24,7 @@ from nodex.structures.receipts import Receipt
 from tests.chain.test_logsearch import make_block
 from tests.chain.test_processing import build_on, sample_rules, sample_store, transfer
 from tests.services.test_filters import EMITTER, OTHER, TOPIC, FakeChain, FakePool, topic_logs
+from tests.chain.chainmaker import import_one
 
 
 class Recorder:
@@ -278,11 +279,11 @@ class SubscriptionServiceChainTests(SynchronousTestCase):
 
         service.subscribe(NEW_HEADS, deliver)
         a1 = build_on(store, genesis, [transfer(0, 0)], extra_data=b"a").block
-        self.assertEqual(self.successResultOf(chain.import_block(a1)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, a1)), ImportResult.IMPORTED_BEST)
         b1 = build_on(store, genesis, extra_data=b"b").block
-        self.assertEqual(self.successResultOf(chain.import_block(b1)), ImportResult.IMPORTED_NOT_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, b1)), ImportResult.IMPORTED_NOT_BEST)
         b2 = build_on(store, b1.header).block
-        self.assertEqual(self.successResultOf(chain.import_block(b2)), ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.successResultOf(import_one(chain, b2)), ImportResult.IMPORTED_BEST)
         self.assertEqual([head.block.hash for head, _, _ in seen], [a1.hash, b1.hash, b2.hash])
         for head, stored, total in seen:
             self.assertEqual(stored, head.block)

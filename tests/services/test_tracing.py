@@ -12,6 +12,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
+from nodex.chain.aside import FILE
 from nodex.chain.calls import CallRequest
 from nodex.chain.tracing.limits import CALL_TRACER, TraceConfig, TraceError, TraceLimitError, TraceLimits, TraceQueryError
 from nodex.interfaces import ITracingService, ImportResult, InsufficientFundsError, TraceFilter
@@ -28,7 +29,7 @@ def import_blocks(chain: ChainService, blocks: Sequence[Block]) -> "Deferred[lis
     """
     Import a run of blocks in one writer job; the result name and reason of each.
     """
-    return chain.import_blocks(blocks).addCallback(
+    return chain.import_blocks(blocks, FILE).addCallback(
         lambda outcomes: [(outcome.result, outcome.reason) for outcome in outcomes]
     )
 

@@ -19,13 +19,28 @@ from nodex.interfaces import ImportResult, IWorkService, MiningWork, WorkSubmiss
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
 from nodex.services.cpuminer import CPUMiner
-from nodex.services.miner import Miner
+from nodex.services.blocktime import BlockClock
+from nodex.services.sideblocks import SideBlocks
 from nodex.services.work import KEPT_TEMPLATES, REFRESH_SECONDS, SUBMITTED_RATE_SECONDS, WorkService
 from tests.chain import bitcoin_blocks as bb
 from tests.chain.test_processing import build_on, sample_rules, sample_store, transfer
-from tests.services.test_miner import FakePool
+from tests.services.test_miner import FakePool, make_miner
+from tests.chain.chainmaker import import_one
 
 COINBASE = Address(b"\xc0" * 20)
+
+
+def work_service(
+    chain: ChainService, run_in_thread: Any = maybeDeferred, pool: FakePool | None = None, **keywords: Any
+) -> WorkService:
+    """
+    A work service writing to C{chain}, with a block clock on the chain's
+    clock and side blocks of its own.
+    """
+    return WorkService(
+        chain, chain, chain.store, chain.rules, COINBASE, chain._clock, run_in_thread,
+        FakePool() if pool is None else pool, BlockClock(chain._clock, chain.rules), SideBlocks(chain), **keywords,
+    )
 
 
 def template_nonce(work: MiningWork) -> bytes:
@@ -51,8 +66,10 @@ class WorkServiceTests(SynchronousTestCase):
         self.store, self.genesis = sample_store()
         self.chain = ChainService(self.store, sample_rules(), self.clock)
         self.pool = FakePool()
+        self.side = SideBlocks(self.chain)
         self.work = WorkService(
-            self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred, self.pool
+            self.chain, self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred, self.pool,
+            BlockClock(self.clock, self.chain.rules), self.side,
         )
         self.work.startService()
         self.addCleanup(self.work.stopService)
@@ -103,8 +120,10 @@ class WorkServiceTests(SynchronousTestCase):
 
         self.store, self.genesis = sample_store()
         self.chain = ChainService(self.store, replace(sample_rules(), impersonation=True), self.clock)
+        self.side = SideBlocks(self.chain)
         self.work = WorkService(
-            self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred, self.pool
+            self.chain, self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred, self.pool,
+            BlockClock(self.clock, self.chain.rules), self.side,
         )
         self.work.startService()
         self.addCleanup(self.work.stopService)
@@ -172,7 +191,9 @@ class WorkServiceTests(SynchronousTestCase):
         pool = FakePool()
         observers = []
         pool.add_observer = observers.append  # type: ignore[method-assign]
-        self.work.use_pool(pool, update_on_transactions=True)
+        self.work = work_service(self.chain, pool=pool, update_on_transactions=True)
+        self.work.startService()
+        self.addCleanup(self.work.stopService)
         first = self.get()
         pool.transactions.append(transfer(0, 0))
         observers[0](pool.transactions[0])
@@ -301,8 +322,7 @@ class WorkServiceTests(SynchronousTestCase):
         second = self.get()
         self.mine(first)
         self.assertEqual(self.mine(second), ImportResult.IMPORTED_NOT_BEST)
-        miner = Miner(self.chain, COINBASE, "manual", self.clock)
-        miner.uncles = self.work.thd_uncles
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, side_blocks=self.side)
         block = self.successResultOf(miner.mine())
         self.assertEqual([uncle.hash_for_merged_mining for uncle in block.uncles], [second.hash_for_merged_mining])
         self.assertEqual(self.chain.head.header.hash, block.hash)
@@ -314,7 +334,7 @@ class WorkServiceTests(SynchronousTestCase):
         """
         blocks = [build_on(self.store, self.genesis, extra_data=bytes([index])).block for index in range(count)]
         for block in blocks:
-            self.assertEqual(self.successResultOf(self.chain.import_block(block)), ImportResult.IMPORTED_NOT_BEST)
+            self.assertEqual(self.successResultOf(import_one(self.chain, block)), ImportResult.IMPORTED_NOT_BEST)
         return blocks
 
     def test_peer_side_block_is_an_uncle(self) -> None:
@@ -323,8 +343,7 @@ class WorkServiceTests(SynchronousTestCase):
         node's work) becomes an uncle of the built-in miner's next block
         and of the next template; once included, of neither.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock)
-        miner.uncles = self.work.thd_uncles
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, side_blocks=self.side)
         self.successResultOf(miner.mine())
         [side] = self.side_blocks(1)
         template = self.successResultOf(self.work.current_template())
@@ -340,8 +359,7 @@ class WorkServiceTests(SynchronousTestCase):
         Of more side blocks than a block may name, the miner includes at
         most the allowed count, and the rest in the next block.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock)
-        miner.uncles = self.work.thd_uncles
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, side_blocks=self.side)
         self.successResultOf(miner.mine())
         sides = self.side_blocks(MAX_UNCLES + 2)
         first = self.successResultOf(miner.mine())
@@ -355,8 +373,7 @@ class WorkServiceTests(SynchronousTestCase):
         A side block whose parent is further back than the uncle depth is
         no longer a candidate.
         """
-        miner = Miner(self.chain, COINBASE, "manual", self.clock)
-        miner.uncles = self.work.thd_uncles
+        miner = make_miner(self.chain, COINBASE, "manual", self.clock, side_blocks=self.side)
         self.successResultOf(miner.mine())
         for _ in range(MAX_UNCLE_DEPTH):
             self.successResultOf(miner.mine())
@@ -421,7 +438,7 @@ class SharedBuildTests(SynchronousTestCase):
         self.store, self.genesis = sample_store()
         self.chain = ChainService(self.store, sample_rules(), self.clock)
         self.thread = QueuedThread()
-        self.work = WorkService(self.chain, self.store, self.chain.rules, COINBASE, self.clock, self.thread)
+        self.work = work_service(self.chain, self.thread)
         self.work.startService()
         self.addCleanup(self.work.stopService)
 
@@ -463,7 +480,7 @@ class CPUMinerTests(SynchronousTestCase):
         self.clock.advance(1000)
         self.store, self.genesis = sample_store()
         self.chain = ChainService(self.store, sample_rules(), self.clock)
-        self.work = WorkService(self.chain, self.store, self.chain.rules, COINBASE, self.clock, maybeDeferred)
+        self.work = work_service(self.chain)
         self.miner = CPUMiner(self.work, self.chain, self.clock, batch=64, nonce_start=lambda: 0, pause=1)
 
     def test_mines_until_stopped(self) -> None:
