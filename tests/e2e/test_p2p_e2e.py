@@ -57,9 +57,10 @@ class _Node(ProcessProtocol):
         self.ended.callback(reason.value.exitCode)
 
 
-class ThreeNodesTests(TestCase):
+class ProcessNodesTestCase(TestCase):
     """
-    Three nodes started as an operator starts them.
+    Nodes started as an operator starts them (C{twistd -n nodex}), and
+    JSON-RPC calls to them.
     """
 
     timeout = 180
@@ -118,6 +119,13 @@ class ThreeNodesTests(TestCase):
                 return
             await deferLater(reactor, 0.1, lambda: None)
         self.fail(f"{method} never answered {expected!r}: {await self.call(node, method, *params)!r}")
+
+
+
+class ThreeNodesTests(ProcessNodesTestCase):
+    """
+    Three nodes started as an operator starts them.
+    """
 
     async def test_line_of_three(self) -> None:
         """
