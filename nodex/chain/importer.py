@@ -127,14 +127,10 @@ class BlockImporter(ChainTip):
         future_bounds: Bounds = FUTURE_BOUNDS,
     ) -> None:
         """
-        @param store: a store whose chain has been initialised.
-        @param rules: the network's consensus rules.
-        @param read_header: reads a stored header by hash (see L{ChainTip}).
-        @param read_block: likewise for whole blocks.
-        @param read_receipts: likewise for a block's receipts.
+        The store, rules and readers as L{ChainTip} takes them, and:
+
         @param orphan_bounds: how many blocks with an unknown parent to keep aside.
         @param future_bounds: how many blocks ahead of the clock to hold.
-        @raise ChainNotInitializedError: the store holds no chain.
         """
         super().__init__(store, rules, read_header, read_block, read_receipts)
         self.orphans = HeldBlocks(orphan_bounds)
