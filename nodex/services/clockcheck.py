@@ -14,7 +14,6 @@ is ahead: hence "most").
 """
 
 from collections import deque
-from statistics import median
 
 from twisted.logger import Logger
 
@@ -65,7 +64,7 @@ class ClockCheck:
             early=len(early),
             count=len(self._recent),
             peers=len(peers),
-            median=int(median(seconds for _, seconds in early)),
+            median=sorted(seconds for _, seconds in early)[len(early) // 2],
         )
 
 
