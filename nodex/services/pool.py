@@ -348,19 +348,21 @@ class TransactionPool(Service):
     ) -> Deferred[Hash32]:
         """
         Admit a transaction checked against C{header}'s state; if the head
-        moved during the check, first make sure no new block holds it (a
+        moved during the check, check it again against the new head (a
         peer's transaction often arrives together with the block that
-        mined it, and the state read before that block cannot tell).
+        mined it, and the state read before that block cannot tell; a
+        sender's nonce read before it is stale).
         """
-        if self._chain.head.header.hash == header.hash:
+        head = self._chain.head.header
+        if head.hash == header.hash:
             return self._admit(found, transaction, relayed)
-
-        def located(location: Any) -> Deferred[Hash32]:
-            if location is not None:
-                raise TransactionRejectedError("transaction nonce too low")
-            return self._admit(found, transaction, relayed)
-
-        return self._chain.get_transaction(transaction.hash).addCallback(located)
+        # The sender's nonce and balance are those before the new block:
+        # admitted with them, a transaction whose nonce the block reached
+        # would be queued behind a nonce already used, and the chain event
+        # that could promote it has passed.  Check again against the new
+        # head (once per head change: the check reads one account).
+        checking = self._run_in_thread(self._thd_validate, transaction, head)
+        return checking.addCallback(self._admit_unless_mined, transaction, relayed, head)
 
     def _included_alone(self, offered: "Deferred[tuple[int, int] | None]", transaction: Transaction) -> Deferred[Hash32]:
         """
@@ -603,13 +605,21 @@ class TransactionPool(Service):
         for transaction in mined:
             self._forget(transaction)
         self._persist([], mined)
+        promoted: list[Transaction] = []
         for address, nonce in advanced.items():
             sender = self._senders.get(address)
             if sender is None or address in stale_senders:
                 continue
             if sender.state_nonce is None or sender.state_nonce < nonce:
+                was_pending = {tx.hash for tx in sender.pending_run()}
                 sender.state_nonce = nonce
                 self._prune(address, sender)
+                promoted.extend(tx for tx in sender.pending_run() if tx.hash not in was_pending)
+        if promoted:
+            # Queued transactions whose gap the block closed (their sender's
+            # earlier transaction was mined): automining and the observers
+            # hear of them now, or they would wait for the next transaction.
+            self._notify(promoted)
         for block in event.abandoned:
             for transaction in block.transactions:
                 if transaction.hash not in included and transaction.hash not in self._by_hash:

@@ -996,6 +996,22 @@ class AutoMiningTests(PoolFixture, SynchronousTestCase):
         self.successResultOf(adding)
         self.assertEqual(len(self.pool), 0)
 
+    def test_gap_closed_by_a_block_mines_it(self) -> None:
+        """
+        A queued transaction whose gap a block closes (the sender's earlier
+        transaction mined without passing through this pool, as the fast
+        lane of C{auto} mode mines it) becomes pending and gets its block:
+        it is not left waiting for the next transaction (the hang of
+        issue 27).
+        """
+        first, later = legacy(0), legacy(1)
+        self.successResultOf(self.pool.add(later))
+        self.assertEqual((self.pool.queued(), self.miner.blocks), ([later], []))
+        self.chain.adopt((first,))
+        self.assertEqual(self.miner.blocks, [(later,)])
+        self.miner.finish()
+        self.assertEqual(len(self.pool), 0)
+
     def test_newcomer_during_block_gets_its_own(self) -> None:
         """
         A transaction that arrives while a block is mined without it asks for another block.
@@ -1265,6 +1281,21 @@ class StaleCheckTests(PoolFixture, SynchronousTestCase):
         self.checks.flush()
         self.assertEqual(self.successResultOf(adding), tx.hash)
         self.assertEqual(self.pool.pending(), [tx])
+
+
+    def test_nonce_reached_during_the_check(self) -> None:
+        """
+        A block that mines the sender's previous transaction while the
+        next one is checked against the state before it: the next one is
+        checked again against the new head and admitted as pending, not
+        queued behind a nonce the chain has already used.
+        """
+        first, second = legacy(0), legacy(1)
+        adding = self.pool.add(second)
+        self.chain.adopt((first,))
+        self.checks.flush()
+        self.assertEqual(self.successResultOf(adding), second.hash)
+        self.assertEqual((self.pool.pending(), self.pool.queued()), ([second], []))
 
 
 class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
