@@ -5,10 +5,10 @@ C{eth_estimateGas}.
 A call runs on a fresh L{State} opened at the block's state root, with the
 client's state overrides applied, and is thrown away afterwards.  A revert
 becomes L{ExecutionRevertedError}, whose message is the specification's
-prefix followed by C{execution reverted} and the reason, if the payload is
-an C{Error(string)} (so that web3.py and ethers recognise the revert; see
-C{docs/state-and-logs.md}), and whose C{data} is the revert payload,
-whatever its shape.  The estimate is the least gas with
+prefix followed by C{revert <reason>} when the payload is an
+C{Error(string)}, else by C{execution reverted} (DESIGN §1; geth's form is
+L{ExecutionRevertedError.geth_message}), and whose C{data} is the revert
+payload, whatever its shape.  The estimate is the least gas with
 which the call succeeds, found by binary search.
 """
 
@@ -50,8 +50,24 @@ class InsufficientFundsError(CallError):
     The sender cannot pay the value (or the gas) of the call.
     """
 
-    def __init__(self) -> None:
-        super().__init__("insufficient funds for transfer")
+    def __init__(self, message: str = "insufficient funds for transfer") -> None:
+        super().__init__(message)
+
+
+def insufficient_funds_for_gas(balance: int, wanted: int) -> InsufficientFundsError:
+    """
+    geth's answer for a sender who can pay the value but not even the
+    least gas the call needs at its price.
+    """
+    return InsufficientFundsError(f"insufficient funds for gas * price + value: have {balance} want {wanted}")
+
+
+class CallFailedError(CallError):
+    """
+    The call failed for a reason other than a revert (out of gas, an
+    invalid instruction): an error only under the Ethereum conventions, as
+    geth answers (RPC code -32000, the EVM's reason as the message).
+    """
 
 
 class CallTimeoutError(CallError):
@@ -74,14 +90,52 @@ class ExecutionRevertedError(CallError):
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.reason = decode_revert_reason(data)
-        # "execution reverted" is what web3.py looks for in the message of a
-        # revert that does not carry geth's code 3; ethers looks for "revert"
-        # and a hex payload in data.  Both then decode the payload.
+        # DESIGN §1: the specification's prefix, then "revert <reason>";
+        # ethers looks for "revert" and a hex payload in data and decodes
+        # the payload.
         if self.reason is not None:
-            message = f"{REVERT_PREFIX}execution reverted: {self.reason}"
+            message = f"{REVERT_PREFIX}revert {self.reason}"
         else:
             message = f"{REVERT_PREFIX}execution reverted"
         super().__init__(message)
+
+    @property
+    def geth_message(self) -> str:
+        """
+        geth's message for the same revert (the Ethereum conventions, with
+        code 3): C{execution reverted: <reason>} for an C{Error(string)},
+        C{execution reverted: <what>} for a Solidity panic geth names
+        (C{assert(false)}, C{arithmetic underflow or overflow}...), else
+        C{execution reverted}.
+        """
+        reason = self.reason if self.reason is not None else _panic_description(self.data)
+        if reason is not None:
+            return f"execution reverted: {reason}"
+        return "execution reverted"
+
+
+PANIC_REASONS = {
+    0x00: "generic panic",
+    0x01: "assert(false)",
+    0x11: "arithmetic underflow or overflow",
+    0x12: "division or modulo by zero",
+    0x21: "enum overflow",
+    0x22: "invalid encoded storage byte array accessed",
+    0x31: "out-of-bounds array access; popping on an empty array",
+    0x32: "out-of-bounds access of an array or bytesN",
+    0x41: "out of memory",
+    0x51: "uninitialized function",
+}
+"""What geth's revert message says for each Solidity panic code."""
+
+
+def _panic_description(data: bytes) -> str | None:
+    """
+    geth's words for a C{Panic(uint256)} payload with a known code, else L{None}.
+    """
+    if len(data) != 36 or data[:4] != PANIC_SELECTOR:
+        return None
+    return PANIC_REASONS.get(int.from_bytes(data[4:], "big"))
 
 
 @dataclass(frozen=True)
@@ -190,17 +244,20 @@ def execute_call(
     request: CallRequest,
     overrides: StateOverrides,
     gas_cap: int,
+    failures_are_errors: bool = False,
 ) -> CallResult:
     """
     C{eth_call}: run the call with its gas (or the cap, whichever is less).
 
     A call that fails for a reason other than a revert (out of gas, an
     invalid instruction) is not an error: its result carries the return
-    data, as the reference node answers.
+    data, as the reference node answers; with C{failures_are_errors} (the
+    Ethereum conventions) it is, as geth answers.
 
     @param open_state: opens a fresh L{State} at the block's state root.
     @param gas_cap: the network's ceiling on a call's gas.
     @raise ExecutionRevertedError: the call reverted.
+    @raise CallFailedError: the call failed otherwise, with C{failures_are_errors}.
     @raise InsufficientFundsError: the sender cannot pay.
     @raise nodex.state.overrides.StateOverrideError: a bad override set.
     @raise CallError: the gas does not cover the intrinsic gas.
@@ -212,8 +269,20 @@ def execute_call(
         raise
     except InvalidTransactionError as exc:
         raise CallError(str(exc)) from exc
+    return _outcome(result, failures_are_errors)
+
+
+def _outcome(result: CallResult, failures_are_errors: bool) -> CallResult:
+    """
+    The result of a call, or the error it is.
+
+    @raise ExecutionRevertedError: the call reverted.
+    @raise CallFailedError: it failed otherwise, with C{failures_are_errors}.
+    """
     if result.error == "execution reverted":
         raise ExecutionRevertedError(result.output)
+    if failures_are_errors and result.error is not None:
+        raise CallFailedError(result.error)
     return result
 
 
@@ -224,6 +293,7 @@ def call_within(
     overrides: StateOverrides,
     gas_cap: int,
     budget: int,
+    failures_are_errors: bool = False,
 ) -> CallResult | None:
     """
     The result L{execute_call} would give, if running the call with at most
@@ -240,6 +310,8 @@ def call_within(
 
     @param budget: the most gas of the trial run.
     @raise ExecutionRevertedError: the call reverts, whatever its gas.
+    @raise CallFailedError: it fails otherwise, whatever its gas, with
+        C{failures_are_errors}.
     @raise InsufficientFundsError: the sender cannot pay the value.
     @raise nodex.state.overrides.StateOverrideError: a bad override set.
     @raise CallError: a call of at most C{budget} gas is below its intrinsic gas.
@@ -248,7 +320,7 @@ def call_within(
         return None
     gas = gas_cap if request.gas is None else min(request.gas, gas_cap)
     if gas <= budget:
-        return execute_call(open_state, block, request, overrides, gas_cap)
+        return execute_call(open_state, block, request, overrides, gas_cap, failures_are_errors)
     try:
         result = run_request(open_state, block, request, overrides, budget)
     except InsufficientFundsError:
@@ -258,9 +330,7 @@ def call_within(
         return None
     if result.limit_dependent:
         return None
-    if result.error == "execution reverted":
-        raise ExecutionRevertedError(result.output)
-    return result
+    return _outcome(result, failures_are_errors)
 
 
 def request_intrinsic_gas(request: CallRequest) -> int:
@@ -301,18 +371,25 @@ def estimate_gas(
     their own gas.
 
     @raise ExecutionRevertedError: the call reverts even with all the gas.
-    @raise InsufficientFundsError: the sender cannot pay the value.
+    @raise InsufficientFundsError: the sender cannot pay the value, or
+        the gas the call needs before it runs (its intrinsic gas).
     @raise CallError: the call fails even with all the gas.
     """
     high = upper_bound if request.gas is None else min(request.gas, upper_bound)
+    low = request_intrinsic_gas(request) - 1
     if request.gas_price:
         state = open_state()
         apply_overrides(state, overrides)
         balance = state.get_balance(request.sender)
         if balance < request.value:
             raise InsufficientFundsError()
-        high = min(high, (balance - request.value) // request.gas_price)
-    low = request_intrinsic_gas(request) - 1
+        allowance = (balance - request.value) // request.gas_price
+        if allowance <= low:
+            # Not even the intrinsic gas: no search can help, and "gas
+            # required exceeds allowance (0)" would hide that the balance
+            # is the problem.
+            raise insufficient_funds_for_gas(balance, (low + 1) * request.gas_price + request.value)
+        high = min(high, allowance)
     if high <= low:
         raise CallError(f"gas required exceeds allowance ({high})")
     result = run_request(open_state, block, request, overrides, high)
@@ -356,6 +433,7 @@ __all__ = [
     "PANIC_SELECTOR",
     "REVERT_PREFIX",
     "CallError",
+    "CallFailedError",
     "CallRequest",
     "CallTimeoutError",
     "ExecutionRevertedError",
@@ -366,6 +444,7 @@ __all__ = [
     "decode_revert_reason",
     "estimate_gas",
     "execute_call",
+    "insufficient_funds_for_gas",
     "request_intrinsic_gas",
     "run_request",
 ]

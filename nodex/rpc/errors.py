@@ -62,6 +62,9 @@ LIMIT_EXCEEDED = -32011
 
 __all__ = [
     "ERROR_CODES",
+    "GETH_REVERTED",
+    "REVERTED",
+    "revert_error",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -207,6 +210,26 @@ issues that add services add their exception classes here (for example the
 transaction pool's rejections map to -32010); an exception's message becomes
 the JSON-RPC message.
 """
+
+
+REVERTED = -32015
+"""The code of a call that reverted (reference §5.1)."""
+
+GETH_REVERTED = 3
+"""geth's code of a revert: the Ethereum conventions' (DESIGN §6), and the only
+one with which web3.py 8 shows the reason."""
+
+
+def revert_error(exc: ExecutionRevertedError, code: int = REVERTED, geth_message: bool = False) -> RPCError:
+    """
+    The answer of a revert: C{code} (-32015 by default, or the configured
+    C{rpc.revert_error_code}; the Ethereum conventions give geth's 3), the
+    message of DESIGN §1 or geth's, and the revert payload as C{data}
+    whatever its shape (reasons, custom errors and panics are decoded from
+    it by ethers, viem and web3.py).
+    """
+    message = exc.geth_message if geth_message else str(exc)
+    return RPCError(message, data="0x" + exc.data.hex(), code=code)
 
 
 def rpc_error_for(exc: BaseException) -> RPCError:

@@ -18,9 +18,11 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from nodex.interfaces import (
+    REFERENCE_CONVENTIONS,
     AccountOverride,
     AccountProof,
     CallRequest,
+    Conventions,
     ExecutionRevertedError,
     IChainService,
     IPendingBlock,
@@ -32,16 +34,13 @@ from nodex.primitives import ZERO_ADDRESS, Address
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import header_at, resolve_block
 from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
-from nodex.rpc.errors import RPCError
+from nodex.rpc.errors import GETH_REVERTED, REVERTED, revert_error
 from nodex.rpc.objects import access_list_object
 from nodex.rpc.registry import Method, Param
 from nodex.rpc.transaction_methods import TRANSACTION_FIELDS
 from nodex.structures.headers import Header
 
 T = TypeVar("T")
-
-REVERTED = -32015
-"""The code of a call that reverted (reference §5.1)."""
 
 call_object = decoders.record(TRANSACTION_FIELDS)
 """The call object of C{eth_call} and C{eth_estimateGas} (unknown members ignored, as the reference does)."""
@@ -149,29 +148,16 @@ def proof_object(proof: AccountProof) -> dict[str, Any]:
     }
 
 
-GETH_REVERTED = 3
-"""geth's code of a revert, the only one with which web3.py 8 shows the reason
-(C{rpc.revert_error_code}, DESIGN §1)."""
-
-
-def reverted(exc: ExecutionRevertedError, code: int = REVERTED) -> RPCError:
+def _revert_error(failure: Failure, code: int, geth_message: bool) -> NoReturn:
     """
-    The answer of a revert (-32015 unless the node is configured for geth's
-    3), with the payload as C{data}.
-    """
-    return RPCError(str(exc), data=encoders.data(exc.data), code=code)
-
-
-def _revert_error(failure: Failure, code: int) -> NoReturn:
-    """
-    Turn a revert into its answer with C{code}; pass any other failure on.
+    Turn a revert into its answer (L{revert_error}); pass any other failure on.
 
     @raise RPCError: the call reverted.
     """
     failure.trap(ExecutionRevertedError)
     exc = failure.value
     assert isinstance(exc, ExecutionRevertedError)
-    raise reverted(exc, code) from exc
+    raise revert_error(exc, code, geth_message) from exc
 
 
 def access_list_result(result: Any) -> dict[str, Any]:
@@ -200,6 +186,7 @@ class StateMethods:
         pool: ITransactionPool | None = None,
         revert_error_code: int = REVERTED,
         pending: IPendingBlock | None = None,
+        conventions: Conventions = REFERENCE_CONVENTIONS,
     ) -> None:
         """
         @param chain: resolves block parameters and knows the head.
@@ -207,8 +194,10 @@ class StateMethods:
         @param pool: counts the pending transactions of a sender for
             C{eth_getTransactionCount} at C{pending} (without it, C{pending}
             is the head).
-        @param revert_error_code: the code of a revert's answer, -32015 or
-            geth's 3 (C{rpc.revert_error_code}).
+        @param revert_error_code: the code of a revert's answer under the
+            reference conventions, -32015 or geth's 3 (C{rpc.revert_error_code}).
+        @param conventions: under the Ethereum conventions a revert answers
+            geth's code 3 and message, whatever C{revert_error_code} says.
         @param pending: the block the miner would build now, where reads
             and calls at C{pending} run (without it, C{pending} is the head).
         """
@@ -216,7 +205,8 @@ class StateMethods:
         self._chain = chain
         self._state = state
         self._pool = pool
-        self._revert_code = revert_error_code
+        self._geth_reverts = conventions.ethereum
+        self._revert_code = GETH_REVERTED if conventions.ethereum else revert_error_code
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -315,7 +305,7 @@ class StateMethods:
             state service's C{call} fails).
         """
         return self._at(selector, lambda header: self._state.call(header, request, overrides)).addErrback(
-            _revert_error, self._revert_code
+            _revert_error, self._revert_code, self._geth_reverts
         )
 
     async def create_access_list(self, request: CallRequest, selector: BlockSelector) -> Any:
@@ -337,7 +327,7 @@ class StateMethods:
         try:
             return await self._state.estimate_gas(header, request, overrides)
         except ExecutionRevertedError as exc:
-            raise reverted(exc, self._revert_code) from exc
+            raise revert_error(exc, self._revert_code, self._geth_reverts) from exc
 
     async def get_proof(self, address: Address, keys: list[int], selector: BlockSelector) -> AccountProof:
         """

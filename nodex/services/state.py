@@ -111,6 +111,7 @@ class StateService(Service):
         readers: int = DEFAULT_READERS,
         inline_call_gas: int = INLINE_CALL_GAS,
         forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
+        call_failures_are_errors: bool = False,
     ) -> None:
         """
         @param store: the chain's store.
@@ -128,8 +129,13 @@ class StateService(Service):
             (reactor) thread, before the reader pool (see L{call}); 0 sends
             every call to the pool.
         @param forks: the network's schedule of EVM rule sets.
+        @param call_failures_are_errors: whether a call that fails without
+            reverting (out of gas, an invalid instruction) is an error, as
+            geth answers (the Ethereum conventions), rather than its return
+            data, as the reference answers.
         """
         self._store = store
+        self._call_failures_are_errors = call_failures_are_errors
         self._chain_id = chain_id
         self._forks = forks
         self._clock = clock
@@ -492,9 +498,10 @@ class StateService(Service):
         block = call_environment(header, self._chain_id, self._block_hashes(header), self._forks)
         opener = self._opener(header)
         try:
+            strict = self._call_failures_are_errors
             if budget is None:
-                return execute_call(opener, block, request, overrides, self.call_gas_cap)
-            return call_within(opener, block, request, overrides, self.call_gas_cap, budget)
+                return execute_call(opener, block, request, overrides, self.call_gas_cap, strict)
+            return call_within(opener, block, request, overrides, self.call_gas_cap, budget, strict)
         except StateOverrideError:
             raise
         except (StateError, TrieError) as exc:

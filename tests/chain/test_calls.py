@@ -12,6 +12,7 @@ from nodex.chain.calls import (
     ERROR_SELECTOR,
     PANIC_SELECTOR,
     CallError,
+    CallFailedError,
     CallRequest,
     ExecutionRevertedError,
     InsufficientFundsError,
@@ -145,7 +146,8 @@ class ExecuteCallTests(SynchronousTestCase):
         C{Error(string)} gives the reason in the message and the payload as data.
         """
         error = self.reverted(selector("revertWithReason()"))
-        self.assertEqual(str(error), "VM Exception while processing transaction: execution reverted: Reverter: always fails")
+        self.assertEqual(str(error), "VM Exception while processing transaction: revert Reverter: always fails")
+        self.assertEqual(error.geth_message, "execution reverted: Reverter: always fails")
         self.assertEqual(error.data[:4], ERROR_SELECTOR)
         self.assertEqual(error.reason, "Reverter: always fails")
 
@@ -155,6 +157,7 @@ class ExecuteCallTests(SynchronousTestCase):
         """
         error = self.reverted(selector("revertWithoutReason()"))
         self.assertEqual(str(error), "VM Exception while processing transaction: execution reverted")
+        self.assertEqual(error.geth_message, "execution reverted")
         self.assertEqual(error.data, b"")
 
     def test_custom_error_and_panic(self) -> None:
@@ -165,6 +168,9 @@ class ExecuteCallTests(SynchronousTestCase):
         self.assertEqual(custom.data[:4], selector("Unauthorized(address,uint256,string)"))
         panic = self.reverted(selector("divide(uint256,uint256)") + word(1) + word(0))
         self.assertEqual(panic.data, PANIC_SELECTOR + word(0x12))
+        # geth names the panics it knows; a custom error is a bare revert to it.
+        self.assertEqual(panic.geth_message, "execution reverted: division or modulo by zero")
+        self.assertEqual(custom.geth_message, "execution reverted")
 
     def test_state_override(self) -> None:
         """
@@ -197,6 +203,28 @@ class ExecuteCallTests(SynchronousTestCase):
         result = execute_call(self.open_state, BLOCK, request, NO_OVERRIDES, 25_000)
         self.assertFalse(result.success)
         self.assertEqual(result.gas_used, 25_000)
+
+    def test_failure_as_error(self) -> None:
+        """
+        With C{failures_are_errors} (the Ethereum conventions), a call that
+        runs out of gas is an error naming the reason, as geth answers; a
+        revert is still a revert, and a success a result.
+        """
+        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7), gas=25_000)
+        error = self.assertRaises(
+            CallFailedError, execute_call, self.open_state, BLOCK, request, NO_OVERRIDES, 50_000_000, True
+        )
+        self.assertEqual(str(error), "out of gas")
+        within = self.assertRaises(
+            CallFailedError, call_within, self.open_state, BLOCK, request, NO_OVERRIDES, 50_000_000, 100_000, True
+        )
+        self.assertEqual(str(within), "out of gas")
+        reverting = CallRequest(sender=ALICE, to=REVERTER, data=selector("revertWithReason()"))
+        self.assertRaises(
+            ExecutionRevertedError, execute_call, self.open_state, BLOCK, reverting, NO_OVERRIDES, 50_000_000, True
+        )
+        ok = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.assertEqual(execute_call(self.open_state, BLOCK, ok, NO_OVERRIDES, 50_000_000, True).output, word(5))
 
     def test_intrinsic_gas_too_low(self) -> None:
         """
@@ -367,6 +395,20 @@ class EstimateGasTests(SynchronousTestCase):
             self.assertRaises(
                 InsufficientFundsError, estimate_gas, self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000
             )
+
+    def test_cannot_pay_any_gas(self) -> None:
+        """
+        A sender who can pay the value but not the intrinsic gas at the
+        call's price gets geth's insufficient-funds answer, not "gas
+        required exceeds allowance (0)".
+        """
+        poor = Address(b"\x0b" * 20)
+        request = CallRequest(sender=poor, to=STORAGE, value=5, gas_price=10)
+        overrides = StateOverrides({poor: AccountOverride(balance=1000)})
+        error = self.assertRaises(
+            InsufficientFundsError, estimate_gas, self.open_state, BLOCK, request, overrides, 30_000_000
+        )
+        self.assertEqual(str(error), "insufficient funds for gas * price + value: have 1000 want 210005")
 
     def test_not_enough_gas(self) -> None:
         """

@@ -13,7 +13,7 @@ from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ChainEvent, ChainHead, ReceiptView, TransactionLocation
+from nodex.interfaces import ETHEREUM_CONVENTIONS, ChainEvent, ChainHead, ReceiptView, TransactionLocation
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.fee_methods import FeeMethods, rewards
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
@@ -269,7 +269,7 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         """
         reason = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithReason()"))})
         self.assertEqual(reason["code"], -32015)
-        self.assertEqual(reason["message"], "VM Exception while processing transaction: execution reverted: Reverter: always fails")
+        self.assertEqual(reason["message"], "VM Exception while processing transaction: revert Reverter: always fails")
         self.assertTrue(reason["data"].startswith("0x08c379a0"))
         bare = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithoutReason()"))})
         self.assertEqual((bare["message"], bare["data"]), ("VM Exception while processing transaction: execution reverted", "0x"))
@@ -286,10 +286,31 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         self.dispatcher = Dispatcher(registry, Clock())
         reason = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithReason()"))})
         self.assertEqual(reason["code"], 3)
-        self.assertEqual(reason["message"], "VM Exception while processing transaction: execution reverted: Reverter: always fails")
+        self.assertEqual(reason["message"], "VM Exception while processing transaction: revert Reverter: always fails")
         self.assertTrue(reason["data"].startswith("0x08c379a0"))
         panic = self.error("eth_estimateGas", {"to": hexed(REVERTER), "data": hexed(selector("divide(uint256,uint256)") + word(1) + word(0))})
         self.assertEqual((panic["code"], panic["data"]), (3, hexed(PANIC_SELECTOR + word(0x12))))
+
+    def test_ethereum_conventions(self) -> None:
+        """
+        Under the Ethereum conventions a revert answers geth's code 3 and
+        message (payload kept as data), whatever C{revert_error_code}
+        says, and a call that runs out of gas is -32000 C{out of gas}.
+        """
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        state = StateService(self.store, 33, maybeDeferred, Clock(), call_failures_are_errors=True)
+        registry.add(StateMethods(self.chain, state, conventions=ETHEREUM_CONVENTIONS))  # type: ignore[arg-type]
+        self.dispatcher = Dispatcher(registry, Clock())
+        reason = self.error("eth_call", {"to": hexed(REVERTER), "data": hexed(selector("revertWithReason()"))})
+        self.assertEqual((reason["code"], reason["message"]), (3, "execution reverted: Reverter: always fails"))
+        self.assertTrue(reason["data"].startswith("0x08c379a0"))
+        panic = self.error("eth_estimateGas", {"to": hexed(REVERTER), "data": hexed(selector("divide(uint256,uint256)") + word(1) + word(0))})
+        self.assertEqual(
+            (panic["code"], panic["message"], panic["data"]),
+            (3, "execution reverted: division or modulo by zero", hexed(PANIC_SELECTOR + word(0x12))),
+        )
+        starved = self.error("eth_call", {"to": self.storage, "data": hexed(selector("set(uint256)") + word(7)), "gas": hex(25_000)})
+        self.assertEqual((starved["code"], starved["message"]), (-32000, "out of gas"))
 
     def test_estimate(self) -> None:
         """
