@@ -19,6 +19,7 @@ from typing import Any
 from twisted.internet.endpoints import serverFromString
 
 from nodex.errors import NodexError
+from nodex.interfaces import COMPAT_NAMES
 
 NETWORKS = ("regtest", "devnet", "testnet", "main")
 """The networks that have a preset."""
@@ -383,6 +384,7 @@ SCHEMA: dict[str, Any] = {
     "datadir": _datadir,
     "log_level": _choice(*LOG_LEVELS),
     "worker_niceness": _integer(0, 19),
+    "compat": _choice(*COMPAT_NAMES),
     "chain": {"chain_id": _integer(1), "forks": _fork_schedule},
     "rpc": {
         "endpoint": endpoint,
@@ -628,6 +630,8 @@ class NodeConfig:
         prints).
     @ivar worker_niceness: how much nicer than the reactor thread the
         worker threads run (L{nodex.services.threads.set_worker_niceness}).
+    @ivar compat: whose conventions the RPC answers follow, C{"reference"}
+        or C{"ethereum"} (L{nodex.interfaces.Conventions}).
     """
 
     network: str
@@ -653,6 +657,7 @@ class NodeConfig:
     wallet_light_kdf: bool = False
     forks: Mapping[int, str] = field(default_factory=lambda: {0: "Cancun+CLZ"})
     worker_niceness: int = 10
+    compat: str = "reference"
 
 
 def build(raw: Raw) -> NodeConfig:
@@ -726,6 +731,7 @@ def build(raw: Raw) -> NodeConfig:
             wallet_light_kdf=raw["wallet"].get("light_kdf", False),
             forks={int(block): name for block, name in raw["chain"].get("forks", {"0": "Cancun+CLZ"}).items()},
             worker_niceness=raw.get("worker_niceness", 10),
+            compat=raw.get("compat", "reference"),
         )
     except KeyError as exc:
         raise ConfigError(f"configuration key {exc} is missing from every layer") from None

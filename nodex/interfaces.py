@@ -488,6 +488,17 @@ class IMiner(Interface):
         accumulated offset.
         """
 
+    def chain_time() -> int:
+        """
+        The time the next block would be stamped with before the
+        parent-plus-one rule (a set timestamp, or the clock plus the offset).
+        """
+
+    def set_chain_time(timestamp: int) -> None:
+        """
+        Make the next blocks' time go on from C{timestamp} now.
+        """
+
 
 @dataclass(frozen=True)
 class MiningWork:

@@ -134,6 +134,7 @@ class Options(usage.Options):
         ["manhole", None, None, "SSH manhole endpoint, or none [default: none]."],
         ["metrics", None, None, "Prometheus metrics and /health endpoint, or none [default: none]."],
         ["log-level", None, None, "info, or debug for a line per RPC call [default: info]."],
+        ["compat", None, None, "RPC conventions: reference (the specification's) or ethereum (geth's and Anvil's) [default: reference]."],
     ]
     optFlags = [["dump-config", None, "Print the effective configuration as TOML and exit."]]
 
@@ -158,7 +159,9 @@ class Options(usage.Options):
         The configuration layer the flags make.
         """
         layer: dict[str, Any] = {}
-        for option, key in (("network", "network"), ("datadir", "datadir"), ("log-level", "log_level")):
+        for option, key in (
+            ("network", "network"), ("datadir", "datadir"), ("log-level", "log_level"), ("compat", "compat"),
+        ):
             if self[option] is not None:
                 layer[key] = self[option]
         for option, section, key in (

@@ -144,7 +144,8 @@ def empty_blocks(
     would commit an unchanged state for each: a fixture that mines
     thousands of blocks to move time waits for this loop.
 
-    @param interval: seconds between blocks, at least 1 (timestamps must increase).
+    @param interval: seconds between blocks, at least 1 (timestamps must
+        increase; the dev chain gives 1 for an interval of 0).
     @raise SealSearchError: no seal within the budget.
     """
     timestamp = max(first_timestamp, parent.timestamp + 1)

@@ -2,15 +2,21 @@
 The C{evm} module: the test-chain controls of reference §3.4.
 
 Snapshots are the heights of the head when they were taken, kept in a
-list: a snapshot's id is its position from 1.  Reverting to id I{n} keeps
-snapshots 1..n (I{n} itself can be reverted to again), rewinds the chain to
-the recorded height if the head is above it, and empties the pool.
+list.  By the reference's rule a snapshot's id is its position from 1, and
+reverting to id I{n} keeps snapshots 1..n (I{n} itself can be reverted to
+again).  Under the Ethereum conventions (Hardhat's and Anvil's rule) ids
+only grow, reverting to a snapshot consumes it and every later one, and
+puts the chain's time back to the snapshot's.  Either way a revert rewinds
+the chain to the recorded height if the head is above it, and empties the
+pool.
 """
 
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import IChainService, IMiner, ITransactionPool
+from dataclasses import dataclass
+
+from nodex.interfaces import REFERENCE_CONVENTIONS, Conventions, IChainService, IMiner, ITransactionPool
 from nodex.rpc import encoders
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.registry import Method, Param
@@ -49,22 +55,43 @@ def seconds(value: Any) -> int:
     raise DecodeError(f"invalid number of seconds {str(shown)[:80]}")
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """
+    What C{evm_snapshot} remembers.
+
+    @ivar id: the id it answered.
+    @ivar height: the head's number then.
+    @ivar time: the miner's chain time then (L{IMiner.chain_time}), which
+        a revert puts back under the Ethereum conventions.
+    """
+
+    id: int
+    height: int
+    time: int | None
+
+
 class EvmMethods:
     """
     C{evm_snapshot}, C{evm_revert}, C{evm_reset}, C{evm_mine},
     C{evm_increaseTime}, C{evm_startMining} and C{evm_stopMining}.
     """
 
-    def __init__(self, chain: IChainService, pool: ITransactionPool, miner: IMiner) -> None:
+    def __init__(
+        self, chain: IChainService, pool: ITransactionPool, miner: IMiner, conventions: Conventions = REFERENCE_CONVENTIONS
+    ) -> None:
         """
         @param chain: rewound by revert and reset.
         @param pool: emptied by revert and reset.
         @param miner: mines, and is started, stopped and time-shifted.
+        @param conventions: whose snapshot rule applies (module docstring).
         """
         self._chain = chain
         self._pool = pool
         self._miner = miner
-        self._snapshots: list[int] = []
+        self._consume_snapshots = conventions.ethereum
+        self._snapshots: list[_Snapshot] = []
+        self._last_id = 0
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -84,22 +111,30 @@ class EvmMethods:
         """
         Record the head's height; return the snapshot's id (from 1).
         """
-        self._snapshots.append(self._chain.head.header.number)
-        return len(self._snapshots)
+        if self._consume_snapshots:
+            self._last_id += 1
+            snapshot = _Snapshot(self._last_id, self._chain.head.header.number, self._miner.chain_time())
+        else:
+            snapshot = _Snapshot(len(self._snapshots) + 1, self._chain.head.header.number, None)
+        self._snapshots.append(snapshot)
+        return snapshot.id
 
     async def revert(self, wanted: int) -> bool:
         """
         Go back to a snapshot.
 
-        @return: C{false} for an unknown id, else C{true}.
+        @return: C{false} for an unknown (or consumed) id, else C{true}.
         """
-        if wanted <= 0 or wanted > len(self._snapshots):
+        position = next((i for i, snapshot in enumerate(self._snapshots) if snapshot.id == wanted), None)
+        if position is None:
             return False
-        height = self._snapshots[wanted - 1]
-        del self._snapshots[wanted:]
-        if height < self._chain.head.header.number:
-            await self._chain.rewind(height)
+        snapshot = self._snapshots[position]
+        del self._snapshots[position if self._consume_snapshots else position + 1:]
+        if snapshot.height < self._chain.head.header.number:
+            await self._chain.rewind(snapshot.height)
             self._pool.clear()
+        if snapshot.time is not None:
+            self._miner.set_chain_time(snapshot.time)
         return True
 
     async def reset(self) -> None:

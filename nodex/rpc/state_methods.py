@@ -30,14 +30,14 @@ from nodex.interfaces import (
     ITransactionPool,
     StateOverrides,
 )
-from nodex.primitives import ZERO_ADDRESS, Address
+from nodex.primitives import Address
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import header_at, resolve_block
 from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.errors import GETH_REVERTED, REVERTED, revert_error
 from nodex.rpc.objects import access_list_object
 from nodex.rpc.registry import Method, Param
-from nodex.rpc.transaction_methods import TRANSACTION_FIELDS
+from nodex.rpc.transaction_methods import TRANSACTION_FIELDS, request_call
 from nodex.structures.headers import Header
 
 T = TypeVar("T")
@@ -48,26 +48,9 @@ call_object = decoders.record(TRANSACTION_FIELDS)
 
 def call_request(value: Any) -> CallRequest:
     """
-    Decode a call object into a L{CallRequest}: C{input} wins over C{data},
-    C{gas} over C{gasLimit}; with fee caps the price is the lesser of the two
-    (the base fee is always zero).
+    Decode a call object into a L{CallRequest} (L{request_call}).
     """
-    fields = call_object(value)
-    price = fields.get("gasPrice", 0)
-    if "maxFeePerGas" in fields or "maxPriorityFeePerGas" in fields:
-        if "gasPrice" in fields:
-            raise DecodeError("both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified")
-        max_fee = fields.get("maxFeePerGas", fields.get("maxPriorityFeePerGas", 0))
-        price = min(max_fee, fields.get("maxPriorityFeePerGas", max_fee))
-    return CallRequest(
-        sender=fields.get("from", ZERO_ADDRESS),
-        to=fields.get("to"),
-        data=fields.get("input", fields.get("data", b"")),
-        value=fields.get("value", 0),
-        gas=fields.get("gas", fields.get("gasLimit")),
-        gas_price=price,
-        access_list=fields.get("accessList", ()),
-    )
+    return request_call(call_object(value))
 
 
 word_key = decoders.fixed_data(32, "storage slot")

@@ -10,12 +10,13 @@ A transaction accepted in the miner's C{auto} mode is mined before the
 answer: the pool fires only once its observers (the miner) are done.
 """
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredLock
 
 from nodex.interfaces import (
+    CallRequest,
     IAccounts,
     IChainService,
     IImpersonation,
@@ -24,7 +25,7 @@ from nodex.interfaces import (
     IWorkService,
     TransactionRejectedError,
 )
-from nodex.primitives import Address, Hash32
+from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError, Field
 from nodex.rpc.errors import InvalidParamsError
@@ -156,6 +157,107 @@ def build_unsigned(request: dict[str, Any], chain_id: int, nonce: int) -> Transa
     return FeeMarketTransaction(chain_id, nonce, priority, max_fee, gas, to, value, data, entries)
 
 
+def request_call(fields: dict[str, Any]) -> CallRequest:
+    """
+    The L{CallRequest} of decoded call or transaction fields: C{input} wins
+    over C{data}, C{gas} over C{gasLimit}; with fee caps the price is the
+    lesser of the two (the base fee is always zero).
+
+    @raise DecodeError: both C{gasPrice} and a fee cap.
+    """
+    price = fields.get("gasPrice", 0)
+    if "maxFeePerGas" in fields or "maxPriorityFeePerGas" in fields:
+        if "gasPrice" in fields:
+            raise DecodeError("both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified")
+        max_fee = fields.get("maxFeePerGas", fields.get("maxPriorityFeePerGas", 0))
+        price = min(max_fee, fields.get("maxPriorityFeePerGas", max_fee))
+    return CallRequest(
+        sender=fields.get("from", ZERO_ADDRESS),
+        to=fields.get("to"),
+        data=fields.get("input", fields.get("data", b"")),
+        value=fields.get("value", 0),
+        gas=fields.get("gas", fields.get("gasLimit")),
+        gas_price=price,
+        access_list=fields.get("accessList", ()),
+    )
+
+
+GasEstimator = Callable[[CallRequest], Awaitable[int]]
+"""Estimates the gas of a transaction request at the next block (C{eth_estimateGas} at C{pending})."""
+
+
+class TransactionSending:
+    """
+    What C{eth_sendTransaction}, C{personal_sendTransaction} and
+    C{eth_signTransaction} share: the defaults of a request and one nonce
+    per transaction of a sender.
+
+    A sender's sends that leave the nonce to the node run one at a time,
+    from choosing the nonce to the pool's answer (as geth locks each
+    sender's address): two sent at once would otherwise both be given the
+    nonce the pool reports before either is pooled (issue 27: Hardhat
+    fixtures send with C{Promise.all}).  The locks exist only while a send
+    from their sender is running.
+    """
+
+    def __init__(self, pool: ITransactionPool, chain_id: int, estimate_gas: GasEstimator | None = None) -> None:
+        """
+        @param pool: gives a sender's next nonce and takes the transactions.
+        @param chain_id: the chain the transactions are signed for.
+        @param estimate_gas: under the Ethereum conventions, the gas of a
+            request that names none, as Anvil estimates it; L{None} for the
+            specification's default of L{DEFAULT_GAS}.
+        """
+        self._pool = pool
+        self._chain_id = chain_id
+        self._estimate_gas = estimate_gas
+        self._locks: dict[Address, tuple[DeferredLock, int]] = {}
+
+    async def unsigned(self, request: dict[str, Any], nonce: int | None = None) -> Transaction:
+        """
+        The request with its defaults: the sender's pending nonce (or
+        C{nonce}), and its gas.
+
+        @raise InvalidParamsError: see L{build_unsigned}.
+        """
+        if nonce is None:
+            nonce = request.get("nonce")
+        if nonce is None:
+            nonce = await self._pool.next_nonce(request["from"])
+        if self._estimate_gas is not None and "gas" not in request and "gasLimit" not in request:
+            request = {**request, "gas": await self._estimate_gas(request_call(request))}
+        return build_unsigned(request, self._chain_id, nonce)
+
+    async def send(
+        self, request: dict[str, Any], sign: Callable[[Transaction], Awaitable[Transaction]]
+    ) -> Hash32:
+        """
+        Fill in the request's defaults, sign it with C{sign} and hand it to
+        the pool, one send at a time per sender when the node chooses the
+        nonce.
+
+        @return: the transaction's hash, once the pool has it (in C{auto}
+            mode, once it is mined).
+        """
+        if request.get("nonce") is not None:
+            return await self._pool.add(await sign(await self.unsigned(request)))
+        sender: Address = request["from"]
+        lock, users = self._locks.get(sender, (None, 0))
+        if lock is None:
+            lock = DeferredLock()
+        self._locks[sender] = (lock, users + 1)
+        await lock.acquire()
+        try:
+            return await self._pool.add(await sign(await self.unsigned(request)))
+        finally:
+            lock.release()
+            lock, users = self._locks[sender]
+            if users == 1:
+                del self._locks[sender]
+            else:
+                self._locks[sender] = (lock, users - 1)
+
+
 def raw_transaction(raw: bytes) -> Transaction:
     """
     Decode the raw transaction of C{eth_sendRawTransaction}.
@@ -186,6 +288,7 @@ class TransactionMethods:
         miner: IMiner,
         work: IWorkService | None = None,
         impersonation: IImpersonation | None = None,
+        sending: TransactionSending | None = None,
     ) -> None:
         """
         @param chain: gives the chain id and the head's minimum gas price.
@@ -197,7 +300,10 @@ class TransactionMethods:
             (C{hardhat_impersonateAccount}): their requests are sent without
             a key, with the impersonation marker, and C{eth_accounts} lists
             them after the wallet's.
+        @param sending: the request defaults and the senders' locks, shared
+            with C{personal_sendTransaction} (a new one when L{None}).
         """
+        self._sending = sending if sending is not None else TransactionSending(pool, chain.chain_id)
         self._work = work
         self._impersonation = impersonation
         self._chain = chain
@@ -238,16 +344,15 @@ class TransactionMethods:
         with the impersonation marker instead of a signature.
         """
         sender: Address = request["from"]
-        nonce = request.get("nonce")
-        if nonce is None:
-            nonce = await self._pool.next_nonce(sender)
-        chain_id = self._chain.chain_id
-        unsigned = build_unsigned(request, chain_id, nonce)
         impersonation = self._impersonation
         if impersonation is not None and impersonation.is_impersonated(sender) and not self._accounts.holds(sender):
-            return await self._pool.add(impersonate(unsigned, sender, chain_id))
-        signed = await self._accounts.sign_transaction(unsigned, sender)
-        return await self._pool.add(signed)
+            chain_id = self._chain.chain_id
+
+            async def sign(unsigned: Transaction) -> Transaction:
+                return impersonate(unsigned, sender, chain_id)
+
+            return await self._sending.send(request, sign)
+        return await self._sending.send(request, lambda unsigned: self._accounts.sign_transaction(unsigned, sender))
 
     def pending_transactions(self) -> list[dict[str, Any]]:
         """
@@ -299,9 +404,12 @@ class TransactionMethods:
 __all__ = [
     "DEFAULT_GAS",
     "TRANSACTION_FIELDS",
+    "GasEstimator",
     "TransactionMethods",
+    "TransactionSending",
     "access_list",
     "build_unsigned",
     "raw_transaction",
+    "request_call",
     "transaction_request",
 ]

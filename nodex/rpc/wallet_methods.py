@@ -26,7 +26,7 @@ from nodex.rpc.decoders import DecodeError
 from nodex.rpc.errors import InvalidParamsError, WalletDisabledError
 from nodex.rpc.objects import transaction_object
 from nodex.rpc.registry import Method, Param
-from nodex.rpc.transaction_methods import build_unsigned, transaction_request
+from nodex.rpc.transaction_methods import TransactionSending, transaction_request
 from nodex.structures.transactions import Transaction
 
 DEFAULT_UNLOCK_MILLISECONDS = 1_800_000
@@ -130,27 +130,24 @@ def signed_transaction_object(signed: Transaction) -> dict[str, Any]:
 
 class _Sending:
     """
-    What signing a transaction request needs: the pool's nonces and the chain id.
+    What signing a transaction request needs: the request defaults and the
+    senders' locks (L{TransactionSending}, shared with C{eth_sendTransaction}).
     """
 
-    def __init__(self, accounts: IAccounts, pool: ITransactionPool, chain_id: int) -> None:
+    def __init__(
+        self, accounts: IAccounts, pool: ITransactionPool, chain_id: int, sending: TransactionSending | None = None
+    ) -> None:
         """
         @param accounts: the wallet.
         @param pool: gives the next nonce of a sender and takes transactions.
         @param chain_id: the chain transactions are signed for.
+        @param sending: the request defaults and the senders' locks (a new
+            one when L{None}).
         """
         self._accounts = accounts
         self._pool = pool
         self._chain_id = chain_id
-
-    async def _unsigned(self, request: dict[str, Any]) -> Transaction:
-        """
-        The request with its defaults (the sender's pending nonce).
-        """
-        nonce = request.get("nonce")
-        if nonce is None:
-            nonce = await self._pool.next_nonce(request["from"])
-        return build_unsigned(request, self._chain_id, nonce)
+        self._sending = sending if sending is not None else TransactionSending(pool, chain_id)
 
 
 class PersonalMethods(_Sending):
@@ -265,9 +262,10 @@ class PersonalMethods(_Sending):
         C{passphrase} for this transaction only, and send.
         """
         self._check_enabled()
-        unsigned = await self._unsigned(request)
-        signed = await self._accounts.sign_transaction_with_passphrase(unsigned, request["from"], passphrase)
-        return await self._pool.add(signed)
+        sender = request["from"]
+        return await self._sending.send(
+            request, lambda unsigned: self._accounts.sign_transaction_with_passphrase(unsigned, sender, passphrase)
+        )
 
 
     async def sign(self, message: bytes, address: Address, passphrase: str | None) -> bytes:
@@ -346,7 +344,7 @@ class SigningMethods(_Sending):
         """
         C{eth_signTransaction}: sign without sending; C{{raw, tx}}.
         """
-        unsigned = await self._unsigned(request)
+        unsigned = await self._sending.unsigned(request)
         signed = await self._accounts.sign_transaction(unsigned, request["from"])
         return signed_transaction_object(signed)
 

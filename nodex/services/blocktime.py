@@ -29,13 +29,19 @@ class BlockClock:
         next block, or L{None}.
     """
 
-    def __init__(self, clock: IReactorTime, rules: ChainRules) -> None:
+    def __init__(self, clock: IReactorTime, rules: ChainRules, lasting_shift: bool = False) -> None:
         """
         @param clock: the local clock.
         @param rules: the network's rules (their drift limit).
+        @param lasting_shift: the Ethereum conventions' time (Hardhat's and
+            Anvil's): the C{evm_increaseTime} offset lasts for every later
+            block, a set time is taken exactly (no offset added) and time
+            goes on from it; by default (the reference's) both are for the
+            next block only (L{consume}).
         """
         self._clock = clock
         self._limit = rules.max_seconds_in_future
+        self._lasting = lasting_shift
         self.offset = 0
         self.next_timestamp: int | None = None
 
@@ -57,8 +63,11 @@ class BlockClock:
         The time the next block should carry, before the parent's and the
         limit's bounds: the set time or the clock, plus the offset.
         """
-        base = self.now() if self.next_timestamp is None else self.next_timestamp
-        return base + self.offset
+        if self.next_timestamp is None:
+            return self.now() + self.offset
+        if self._lasting:
+            return self.next_timestamp
+        return self.next_timestamp + self.offset
 
     def time(self) -> BlockTime:
         """
@@ -90,9 +99,26 @@ class BlockClock:
 
     def consume(self) -> None:
         """
-        A block took the offset and the set time: later blocks follow the clock again.
+        A block took the offset and the set time: later blocks follow the
+        clock again; with a lasting shift the offset stays, and after a set
+        time the clock goes on from it.
         """
+        if self._lasting:
+            if self.next_timestamp is not None:
+                self.offset = self.next_timestamp - self.now()
+            self.next_timestamp = None
+            return
         self.offset = 0
+        self.next_timestamp = None
+
+    def set_chain_time(self, timestamp: int) -> None:
+        """
+        Make the next blocks' time go on from C{timestamp} now: the offset
+        becomes the difference, any set time is forgotten (C{evm_revert}
+        under the Ethereum conventions puts a reverted chain back to the
+        time of its snapshot, as Hardhat does).
+        """
+        self.offset = timestamp - self.now()
         self.next_timestamp = None
 
     def wait_before(self, parent_timestamp: int) -> float:

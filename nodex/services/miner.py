@@ -311,6 +311,20 @@ class Miner(Service):
         """
         return self.block_clock.increase(seconds)
 
+    def chain_time(self) -> int:
+        """
+        The time the next block would be stamped with before the
+        parent-plus-one rule (L{BlockClock.wanted}: what C{evm_snapshot}
+        remembers under the Ethereum conventions).
+        """
+        return self.block_clock.wanted()
+
+    def set_chain_time(self, timestamp: int) -> None:
+        """
+        Make the next blocks' time go on from C{timestamp} now (L{BlockClock.set_chain_time}).
+        """
+        self.block_clock.set_chain_time(timestamp)
+
     @property
     def time_offset(self) -> int:
         """

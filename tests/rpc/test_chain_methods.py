@@ -12,7 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
-from nodex.interfaces import IMiner
+from nodex.interfaces import REFERENCE_CONVENTIONS, Conventions, IMiner
 from nodex.primitives import Address
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import Dispatcher
@@ -89,6 +89,18 @@ class FakeMiner:
         self.offset += seconds
         return self.offset
 
+    def chain_time(self) -> int:
+        """
+        The fake clock reads 1000 plus the offset.
+        """
+        return 1000 + self.offset
+
+    def set_chain_time(self, timestamp: int) -> None:
+        """
+        Put the fake clock's offset where C{timestamp} is now.
+        """
+        self.offset = timestamp - 1000
+
     def on_pending(self, transaction: Any) -> Deferred[Block] | None:
         """
         The pool observer of C{auto} mode.
@@ -101,7 +113,10 @@ class RPCFixture(PoolFixture):
     A dispatcher serving the issue-5 providers over a fake chain.
     """
 
-    def make_node(self, auto: bool = True, impersonation: Any = None, **options: Any) -> None:
+    def make_node(
+        self, auto: bool = True, impersonation: Any = None, conventions: Conventions = REFERENCE_CONVENTIONS,
+        **options: Any,
+    ) -> None:
         """
         Build C{self.pool}, C{self.chain}, C{self.miner}, C{self.accounts}, C{self.dispatcher}.
 
@@ -117,7 +132,7 @@ class RPCFixture(PoolFixture):
         registry.add(ChainMethods(self.chain, self.pool))
         registry.add(TransactionMethods(self.chain, self.pool, self.accounts, self.miner, None, impersonation))
         registry.add(TxPoolMethods(self.pool))
-        registry.add(EvmMethods(self.chain, self.pool, self.miner))
+        registry.add(EvmMethods(self.chain, self.pool, self.miner, conventions))
         self.dispatcher = Dispatcher(registry, Clock())
 
     def request(self, method: str, *params: Any) -> dict[str, Any]:
@@ -412,3 +427,42 @@ class BadInputPropertyTests(RPCFixture, SynchronousTestCase):
                 self.assertNotEqual(response["error"]["code"], -32603, (name, params, response))
 
         check()
+
+
+class ConcurrentSendTests(RPCFixture, SynchronousTestCase):
+    """
+    Sends from one account that overlap (C{Promise.all} in a Hardhat
+    fixture) each get their own nonce (issue 27).
+    """
+
+    def setUp(self) -> None:
+        """
+        A manually mined node whose pool reads and checks wait until the test runs them.
+        """
+        from tests.services.test_pool import QueuedThread
+
+        self.make_node(auto=False)
+        self.checks = QueuedThread()
+        self.pool._run_in_thread = self.checks.run  # type: ignore[method-assign]
+
+    def send(self, method: str, *params: Any) -> Deferred[bytes]:
+        """
+        Start one request; its Deferred fires with the response body.
+        """
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode()
+        return self.dispatcher.handle(body)  # type: ignore[no-any-return]
+
+    def test_overlapping_sends_get_consecutive_nonces(self) -> None:
+        """
+        Three identical sends started together are three transactions with
+        nonces 0, 1 and 2, all pending: none is refused as a duplicate.
+        """
+        sender = "0x" + ADDRESSES[0].hex()
+        request = {"from": sender, "to": "0x" + RECIPIENT.hex(), "value": "0x1"}
+        sending = [self.send("eth_sendTransaction", request) for _ in range(3)]
+        while self.checks.jobs:
+            self.checks.flush()
+        answers = [json.loads(self.successResultOf(deferred)) for deferred in sending]
+        self.assertEqual([answer.get("error") for answer in answers], [None, None, None])
+        self.assertEqual(sorted(tx.nonce for tx in self.pool.pending()), [0, 1, 2])
+        self.assertEqual(self.successResultOf(self.pool.next_nonce(ADDRESSES[0])), 3)

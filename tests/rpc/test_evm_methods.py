@@ -5,6 +5,7 @@ controls and time (reference §3.4).
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex.interfaces import ETHEREUM_CONVENTIONS
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.evm_methods import seconds, snapshot_id
 from tests.rpc.test_chain_methods import RPCFixture, hexed
@@ -66,6 +67,24 @@ class EvmMethodsTests(RPCFixture, SynchronousTestCase):
         self.assertIs(self.call("evm_revert", "0x2"), False)
         self.assertIs(self.call("evm_revert", snapshot), True)
         self.assertEqual(self.chain.rewound_to, [])
+
+    def test_revert_consumes_under_ethereum_conventions(self) -> None:
+        """
+        Under the Ethereum conventions (Hardhat's rule) reverting consumes
+        the snapshot and the later ones, ids keep growing, and the chain's
+        time goes back to the snapshot's.
+        """
+        self.make_node(auto=False, conventions=ETHEREUM_CONVENTIONS)
+        first = self.call("evm_snapshot")
+        self.call("evm_increaseTime", 3600)
+        second = self.call("evm_snapshot")
+        self.call("evm_mine")
+        self.assertEqual((first, second), ("0x1", "0x2"))
+        self.assertIs(self.call("evm_revert", first), True)
+        self.assertEqual((self.chain.rewound_to, self.miner.chain_time()), ([0], 1000))
+        self.assertIs(self.call("evm_revert", first), False)
+        self.assertIs(self.call("evm_revert", second), False)
+        self.assertEqual(self.call("evm_snapshot"), "0x3")
 
     def test_revert_bad_id(self) -> None:
         """

@@ -18,6 +18,7 @@ from nodex.chain.importer import BlockImporter
 from nodex.db.schema import trie_node_reader
 from nodex.interfaces import IDevChain
 from nodex.primitives import Address
+from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
 from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.errors import DevChainInputError
@@ -200,11 +201,19 @@ class DevChainTests(SynchronousTestCase):
         self.assertEqual(len(self.events[-1].adopted), 10)
         self.assertIsNone(self.successResultOf(self.dev.mine(0, 1)))
 
+    def test_mine_interval_zero(self) -> None:
+        """
+        An interval of 0 (viem's test client always sends one) mines the
+        blocks one second apart, the least a timestamp may grow, as Anvil does.
+        """
+        self.dev.set_next_block_timestamp(5000)
+        last = self.successResultOf(self.dev.mine(3, 0))
+        self.assertEqual((last.number, last.header.timestamp), (3, 5002))
+
     def test_mine_refusals(self) -> None:
         """
-        An interval below 1 and a timestamp not after the head are refused.
+        Too many blocks at once and a timestamp not after the head are refused.
         """
-        self.assertRaises(DevChainInputError, self.dev.mine, 2, 0)
         exc = self.assertRaises(DevChainInputError, self.dev.mine, 200_001, 1)
         self.assertIn("at most 200000 per call", str(exc))
         self.assertRaises(DevChainInputError, self.dev.set_next_block_timestamp, 0)
@@ -226,6 +235,37 @@ class DevChainTests(SynchronousTestCase):
         self.dev.set_next_block_timestamp(4242)
         self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 4242)
         self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 4243)
+
+    def test_lasting_time_shift(self) -> None:
+        """
+        With the Ethereum conventions' time, a shift lasts for every later
+        block, and after a set timestamp time goes on from it; the chain
+        time can be put back (C{evm_revert}).
+        """
+        miner = Miner(
+            self.chain, self.pool, COINBASE, "manual", self.clock, BlockClock(self.clock, self.chain.rules, lasting_shift=True)
+        )
+        miner.increase_time(100)
+        self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 1100)
+        self.clock.advance(10)
+        self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 1110)
+        self.assertEqual(miner.chain_time(), 1110)
+        miner.block_clock.set_next(5000)
+        self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 5000)
+        self.clock.advance(7)
+        self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 5007)
+        miner.set_chain_time(6000)
+        self.clock.advance(3)
+        self.assertEqual(self.successResultOf(miner.mine()).header.timestamp, 6003)
+
+    def test_reference_time_shift(self) -> None:
+        """
+        By the reference's rule, a shift is for the next block only.
+        """
+        self.miner.increase_time(100)
+        self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 1100)
+        self.clock.advance(10)
+        self.assertEqual(self.successResultOf(self.miner.mine()).header.timestamp, 1101)
 
     def test_modes(self) -> None:
         """
