@@ -40,7 +40,16 @@ from nodex.db.handle import StoreHandle
 from nodex.db.rocks import RocksStore
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork, IReputation, ITransactionPool
+from nodex.interfaces import (
+    REFERENCE_CONVENTIONS,
+    WIRE_PROTOCOL_VERSION,
+    CallRequest,
+    Conventions,
+    IPeerNetwork,
+    IReputation,
+    ITransactionPool,
+    StateOverrides,
+)
 from nodex.primitives import Address
 from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
 from nodex.rpc.chain_methods import ChainMethods
@@ -60,7 +69,7 @@ from nodex.rpc.server import HTTPPolicy, RPCServer
 from nodex.rpc.state_methods import StateMethods
 from nodex.rpc.subscription_methods import SubscriptionMethods
 from nodex.rpc.trace_methods import TraceMethods
-from nodex.rpc.transaction_methods import TransactionMethods
+from nodex.rpc.transaction_methods import GasEstimator, TransactionMethods, TransactionSending
 from nodex.rpc.txpool import TxPoolMethods
 from nodex.rpc.web3 import Web3Methods, client_version
 from nodex.rpc.websocket import RPCWebSocketFactory, WebSocketSettings
@@ -356,6 +365,7 @@ class NodeService(MultiService):
             manhole=config.manhole_endpoint,
             mining=config.mining_mode,
         )
+        log.info("{line}", line=conventions_line(config))
         # Before any child starts a thread.
         set_worker_niceness(config.worker_niceness)
         try:
@@ -386,6 +396,38 @@ class NodeService(MultiService):
                 child.stopService()
 
 
+def conventions(config: NodeConfig) -> Conventions:
+    """
+    The RPC conventions of a configuration (C{compat}, C{--compat}).
+    """
+    return Conventions(config.compat)
+
+
+def conventions_line(config: NodeConfig) -> str:
+    """
+    The start line that names the RPC conventions; on a dev chain under
+    the default ones it says how to switch to those Ethereum tools expect.
+    """
+    if conventions(config).ethereum:
+        return "RPC conventions: ethereum (geth's and Anvil's answers; docs/compatibility.md lists the differences)"
+    line = "RPC conventions: reference (the interface specification's and the reference node's)"
+    if config.network in DEV_NETWORKS:
+        line += (
+            ". Ethereum tools (Hardhat, viem, Foundry, web3.py) expect geth's and Anvil's:"
+            ' start with --compat ethereum, or set compat = "ethereum" (docs/compatibility.md)'
+        )
+    return line
+
+
+def ethereum_client_version() -> str:
+    """
+    C{web3_clientVersion} under the Ethereum conventions: nodex's own
+    string after C{anvil/}, the prefix Hardhat's Network Helpers accept
+    (with C{hardhatnetwork} and C{zksync}) before they run a fixture.
+    """
+    return "anvil/" + client_version()
+
+
 def build_rpc_server(
     config: NodeConfig,
     clock: IReactorTime,
@@ -405,7 +447,8 @@ def build_rpc_server(
             for name, module in config.rpc.modules.items()
         }
     )
-    registry.add(Web3Methods(config.rpc.client_version or client_version()))
+    default_version = ethereum_client_version() if conventions(config).ethereum else client_version()
+    registry.add(Web3Methods(config.rpc.client_version or default_version))
     registry.add(NetMethods(config.chain_id, peers))
     registry.add(EthIdentityMethods(config.chain_id, WIRE_PROTOCOL_VERSION))
     for provider in providers:
@@ -497,7 +540,7 @@ def compose_block_making(
         chain, chain.store, threads.run_reader, store_thread=SerialThread(reactor, "pool-store"),
         impersonating=impersonating,
     )
-    block_clock = BlockClock(reactor, chain.rules)
+    block_clock = BlockClock(reactor, chain.rules, lasting_shift=conventions(config).ethereum)
     side_blocks = SideBlocks(chain)
     coinbase = mining_coinbase(config, genesis_spec_from_mapping(config.genesis).coinbase)
     miner = Miner(
@@ -588,6 +631,8 @@ def compose_transaction_methods(
     peers: IPeerNetwork | None,
     impersonation: Impersonation | None,
     chain_id: int,
+    rules: Conventions = REFERENCE_CONVENTIONS,
+    estimate: GasEstimator | None = None,
 ) -> tuple[EvmMethods, list[IMethodProvider]]:
     """
     The RPC providers of issue 5 (blocks, transactions, txpool, evm) and
@@ -595,18 +640,35 @@ def compose_transaction_methods(
     dev chain's reset.
 
     @param peers: the peer network, whose sync C{eth_syncing} reports.
+    @param rules: the RPC conventions (txpool shapes, snapshot rules).
+    @param estimate: under the Ethereum conventions, estimates the gas of
+        C{eth_sendTransaction} requests that name none (Anvil's rule).
     """
     pool, miner = making.pool, making.miner
-    evm = EvmMethods(chain, pool, miner)
+    evm = EvmMethods(chain, pool, miner, rules)
+    sending = TransactionSending(pool, chain_id, estimate)
     providers: list[IMethodProvider] = [
         ChainMethods(chain, pool, peers),
-        TransactionMethods(chain, pool, accounts, miner, making.work, impersonation),
-        TxPoolMethods(pool),
+        TransactionMethods(chain, pool, accounts, miner, making.work, impersonation, sending),
+        TxPoolMethods(pool, rules),
         evm,
-        PersonalMethods(accounts, pool, chain_id),
-        SigningMethods(accounts, pool, chain_id),
+        PersonalMethods(accounts, pool, chain_id, sending),
+        SigningMethods(accounts, pool, chain_id, sending),
     ]
     return evm, providers
+
+
+def pending_estimator(state: StateService, pending: PendingBlocks) -> GasEstimator:
+    """
+    The gas estimator of C{eth_sendTransaction} under the Ethereum
+    conventions: C{eth_estimateGas} at C{pending}, the block the
+    transaction will be mined in (Anvil's rule).
+    """
+
+    async def estimate(request: CallRequest) -> int:
+        return await state.estimate_gas(await pending.header(), request, StateOverrides())
+
+    return estimate
 
 
 def compose_dev_chain(
@@ -649,7 +711,7 @@ def compose_state_and_logs(
     state = StateService(
         chain.store, config.chain_id, None, reactor,
         call_gas_cap=rpc.call_gas_cap, time_limit=rpc.timeout, estimate_gas_cap=rpc.estimate_gas_cap,
-        forks=chain.rules.forks,
+        forks=chain.rules.forks, call_failures_are_errors=conventions(config).ethereum,
     )
     state.setName("state")
     state.setServiceParent(node)
@@ -664,7 +726,9 @@ def compose_state_and_logs(
     filters.setName("filters")
     filters.setServiceParent(node)
     providers: list[IMethodProvider] = [
-        StateMethods(chain, state, pool, revert_error_code=rpc.revert_error_code, pending=pending),
+        StateMethods(
+            chain, state, pool, revert_error_code=rpc.revert_error_code, pending=pending, conventions=conventions(config)
+        ),
         FilterMethods(filters),
         FeeMethods(chain),
     ]
@@ -866,10 +930,14 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     # The P2P service takes the reputation service as its IReputation.
     reputation, reputation_providers = compose_reputation(config, reactor, node)
     peers = compose_p2p(config, reactor, chain, reputation)
-    evm, providers = compose_transaction_methods(chain, making, accounts, peers, impersonation, config.chain_id)
+    state, pending, providers = compose_state_and_logs(config, reactor, node, chain, threads, making)
+    rules = conventions(config)
+    estimate = pending_estimator(state, pending) if rules.ethereum else None
+    evm, transaction_providers = compose_transaction_methods(
+        chain, making, accounts, peers, impersonation, config.chain_id, rules, estimate
+    )
+    providers += transaction_providers
     providers += making.providers
-    state, pending, state_providers = compose_state_and_logs(config, reactor, node, chain, threads, making)
-    providers += state_providers
     providers += reputation_providers
     if isinstance(peers, PeerNetwork):
         # After the pool: the peers' transactions find it started, and the
@@ -989,6 +1057,10 @@ __all__ = [
     "compose_raw_chain",
     "compose_reputation",
     "compose_state_and_logs",
+    "conventions",
+    "conventions_line",
+    "ethereum_client_version",
+    "pending_estimator",
     "compose_subscriptions",
     "compose_wallet",
     "endpoint_on_loopback",

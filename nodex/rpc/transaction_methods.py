@@ -17,6 +17,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 
 from nodex.interfaces import (
     CallRequest,
+    ExecutionRevertedError,
     IAccounts,
     IChainService,
     IImpersonation,
@@ -28,7 +29,7 @@ from nodex.interfaces import (
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError, Field
-from nodex.rpc.errors import InvalidParamsError
+from nodex.rpc.errors import GETH_REVERTED, InvalidParamsError, revert_error
 from nodex.rpc.objects import pending_transaction_object
 from nodex.rpc.registry import Method, Param
 from nodex.structures.errors import InvalidSignatureError, InvalidTransactionError, RLPError
@@ -225,7 +226,12 @@ class TransactionSending:
         if nonce is None:
             nonce = await self._pool.next_nonce(request["from"])
         if self._estimate_gas is not None and "gas" not in request and "gasLimit" not in request:
-            request = {**request, "gas": await self._estimate_gas(request_call(request))}
+            try:
+                gas = await self._estimate_gas(request_call(request))
+            except ExecutionRevertedError as exc:
+                # The estimate is the Ethereum conventions' only: geth's answer.
+                raise revert_error(exc, GETH_REVERTED, geth_message=True) from exc
+            request = {**request, "gas": gas}
         return build_unsigned(request, self._chain_id, nonce)
 
     async def send(

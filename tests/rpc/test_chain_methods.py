@@ -131,7 +131,7 @@ class RPCFixture(PoolFixture):
         registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
         registry.add(ChainMethods(self.chain, self.pool))
         registry.add(TransactionMethods(self.chain, self.pool, self.accounts, self.miner, None, impersonation))
-        registry.add(TxPoolMethods(self.pool))
+        registry.add(TxPoolMethods(self.pool, conventions))
         registry.add(EvmMethods(self.chain, self.pool, self.miner, conventions))
         self.dispatcher = Dispatcher(registry, Clock())
 
@@ -466,3 +466,59 @@ class ConcurrentSendTests(RPCFixture, SynchronousTestCase):
         self.assertEqual([answer.get("error") for answer in answers], [None, None, None])
         self.assertEqual(sorted(tx.nonce for tx in self.pool.pending()), [0, 1, 2])
         self.assertEqual(self.successResultOf(self.pool.next_nonce(ADDRESSES[0])), 3)
+
+
+class EstimatedGasTests(RPCFixture, SynchronousTestCase):
+    """
+    Under the Ethereum conventions a request without gas is sent with the
+    estimate (Anvil's rule), and a request whose estimate reverts answers
+    geth's revert error.
+    """
+
+    def setUp(self) -> None:
+        """
+        A manually mined node whose sends are estimated by C{self.estimate}.
+        """
+        from nodex.rpc.transaction_methods import TransactionSending
+
+        self.make_node(auto=False)
+        self.estimates: list[Any] = []
+        sending = TransactionSending(self.pool, 33, self.estimate)
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        registry.add(TransactionMethods(self.chain, self.pool, self.accounts, self.miner, sending=sending))
+        self.dispatcher = Dispatcher(registry, Clock())
+        self.answer: Any = 30_123
+
+    def estimate(self, request: Any) -> Deferred[int]:
+        """
+        Record the request; answer C{self.answer} (or fail with it).
+        """
+        from twisted.internet.defer import fail
+
+        self.estimates.append(request)
+        if isinstance(self.answer, Exception):
+            return fail(self.answer)
+        return succeed(self.answer)
+
+    def test_gas_estimated(self) -> None:
+        """
+        Without gas, the transaction carries the estimate; with gas, no estimate is made.
+        """
+        sender = "0x" + ADDRESSES[0].hex()
+        self.call("eth_sendTransaction", {"from": sender, "to": "0x" + RECIPIENT.hex(), "value": "0x1"})
+        self.assertEqual(self.pool.pending()[0].gas, 30_123)
+        self.assertEqual(self.estimates[0].sender, ADDRESSES[0])
+        self.call("eth_sendTransaction", {"from": sender, "to": "0x" + RECIPIENT.hex(), "gas": "0x5208"})
+        self.assertEqual((len(self.estimates), self.pool.pending()[1].gas), (1, 21000))
+
+    def test_revert(self) -> None:
+        """
+        A reverting estimate is geth's code 3 with the reason and the payload.
+        """
+        from nodex.interfaces import ExecutionRevertedError
+
+        payload = bytes.fromhex("08c379a0") + (32).to_bytes(32, "big") + (4).to_bytes(32, "big") + b"nope".ljust(32, b"\0")
+        self.answer = ExecutionRevertedError(payload)
+        error = self.request("eth_sendTransaction", {"from": "0x" + ADDRESSES[0].hex(), "to": "0x" + RECIPIENT.hex()})["error"]
+        self.assertEqual((error["code"], error["message"], error["data"]), (3, "execution reverted: nope", "0x" + payload.hex()))
+        self.assertEqual(len(self.pool), 0)
