@@ -899,7 +899,7 @@ def compose_tracing(
     )
     tracing.setName("tracing")
     tracing.setServiceParent(node)
-    return [TraceMethods(chain, tracing, pending)]
+    return [TraceMethods(chain, tracing, pending, conventions(config))]
 
 
 def compose(config: NodeConfig, reactor: Any) -> NodeService:

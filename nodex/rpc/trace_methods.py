@@ -11,13 +11,18 @@ answers are JSON values already (each tracer's own format), passed through.
 
 import re
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from nodex.interfaces import (
     CALL_TRACER,
+    GETH_STRUCT_LOGGER,
     PRESTATE_TRACER,
+    REFERENCE_CONVENTIONS,
     STRUCT_LOGGER,
+    STRUCT_LOGGERS,
     TRACER_NAMES,
+    Conventions,
     IChainService,
     IPendingBlock,
     ITracingService,
@@ -77,12 +82,14 @@ def _limit(value: Any) -> int:
     return value
 
 
-def trace_options(value: Any, call: bool = False) -> TraceConfig:
+def trace_options(value: Any, call: bool = False, default: str = STRUCT_LOGGER) -> TraceConfig:
     """
     Decode the trace options object of C{debug_trace*} (geth's
     C{TraceConfig}; with C{call}, C{debug_traceCall}'s, which adds
     C{stateOverrides}).
 
+    @param default: the tracer when none is named: the reference's struct
+        logger, or geth's under the Ethereum conventions.
     @raise DecodeError: an unknown tracer, option or C{tracerConfig} member,
         or one that does not belong to the chosen tracer.
     """
@@ -90,7 +97,7 @@ def trace_options(value: Any, call: bool = False) -> TraceConfig:
         raise DecodeError("want an object of trace options")
     name = value.get("tracer")
     if name is None or name == "":
-        tracer = STRUCT_LOGGER
+        tracer = default
     else:
         tracer = _TRACERS.get(decoders.string(name).lower(), "")
         if not tracer:
@@ -104,12 +111,13 @@ def trace_options(value: Any, call: bool = False) -> TraceConfig:
         if key in ("tracer", "tracerConfig") or item is None:
             continue
         if key in _STRUCT_LOG_OPTIONS or key in ("enableMemory", "limit"):
-            if tracer != STRUCT_LOGGER:
-                raise DecodeError(f'option "{key}" applies only to the default tracer, not {tracer}')
+            if tracer not in STRUCT_LOGGERS:
+                raise DecodeError(f'option "{key}" applies only to the struct loggers, not {tracer}')
             if key == "limit":
                 fields["limit"] = _limit(item)
             elif key == "enableMemory":
-                fields["disable_memory"] = not decoders.boolean(item)
+                fields["enable_memory"] = decoders.boolean(item)
+                fields["disable_memory"] = not fields["enable_memory"]
             else:
                 fields[_STRUCT_LOG_OPTIONS[key]] = decoders.boolean(item)
         elif key == "timeout":
@@ -130,11 +138,23 @@ def trace_options(value: Any, call: bool = False) -> TraceConfig:
     return TraceConfig(**fields)
 
 
-def call_trace_options(value: Any) -> TraceConfig:
+def call_trace_options(value: Any, default: str = STRUCT_LOGGER) -> TraceConfig:
     """
     C{debug_traceCall}'s options: L{trace_options} with C{stateOverrides}.
     """
-    return trace_options(value, call=True)
+    return trace_options(value, call=True, default=default)
+
+
+def _count(value: Any) -> int:
+    """
+    C{trace_filter}'s C{after} and C{count}: a JSON integer, as Parity and
+    Erigon take them, or a QUANTITY.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise DecodeError(f"want a non-negative integer, got {value}")
+        return value
+    return decoders.uint64(value)
 
 
 def _block_or_hash(value: Any) -> BlockParameter | bytes:
@@ -165,8 +185,8 @@ trace_filter_object = decoders.record(
         "toBlock": Field(_bound),
         "fromAddress": Field(decoders.array_of(decoders.address, 1000)),
         "toAddress": Field(decoders.array_of(decoders.address, 1000)),
-        "after": Field(decoders.uint64),
-        "count": Field(decoders.uint64),
+        "after": Field(_count),
+        "count": Field(_count),
     },
     allow_unknown=False,
 )
@@ -192,21 +212,31 @@ class TraceMethods:
     The C{debug_trace*} and C{trace_*} methods over a tracing service.
     """
 
-    def __init__(self, chain: IChainService, tracing: ITracingService, pending: IPendingBlock | None = None) -> None:
+    def __init__(
+        self,
+        chain: IChainService,
+        tracing: ITracingService,
+        pending: IPendingBlock | None = None,
+        conventions: Conventions = REFERENCE_CONVENTIONS,
+    ) -> None:
         """
         @param chain: resolves block parameters.
         @param tracing: runs the traces.
         @param pending: the block C{debug_traceCall} at C{pending} runs in.
+        @param conventions: whose struct logger is the default tracer (the
+            reference's, or geth's under the Ethereum conventions).
         """
         self._chain = chain
         self._tracing = tracing
         self._pending = pending
+        self._default_tracer = GETH_STRUCT_LOGGER if conventions.ethereum else STRUCT_LOGGER
 
     def rpc_methods(self) -> Iterable[Method]:
         """
         The methods of the C{debug} and C{trace} modules.
         """
-        options = Param("options", trace_options, TraceConfig())
+        default = self._default_tracer
+        options = Param("options", partial(trace_options, default=default), TraceConfig(tracer=default))
         return [
             Method("debug_traceTransaction", self.debug_trace_transaction, (Param("hash", decoders.hash32), options)),
             Method("debug_traceBlockByHash", self.debug_trace_block_by_hash, (Param("hash", decoders.hash32), options)),
@@ -221,7 +251,7 @@ class TraceMethods:
                 (
                     Param("call", call_request),
                     Param("block", decoders.block_selector, BlockTag.LATEST),
-                    Param("options", call_trace_options, TraceConfig()),
+                    Param("options", partial(call_trace_options, default=default), TraceConfig(tracer=default)),
                 ),
             ),
             Method("trace_transaction", self.trace_transaction, (Param("hash", decoders.hash32),)),

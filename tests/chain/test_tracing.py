@@ -10,6 +10,7 @@ from nodex.chain.tracing.limits import (
     CALL_TRACER,
     FLAT_CALL_TRACER,
     FOUR_BYTE_TRACER,
+    GETH_STRUCT_LOGGER,
     PRESTATE_TRACER,
     TraceBudget,
     TraceConfig,
@@ -172,6 +173,68 @@ class StructLogTests(SynchronousTestCase):
         """
         self.assertEqual(TraceBudget(TraceLimits(time_limit=5.0), lambda: 0.0, 0.5).time_limit, 0.5)
         self.assertEqual(TraceBudget(TraceLimits(time_limit=5.0), lambda: 0.0, 50.0).time_limit, 5.0)
+
+
+class GethStructLogTests(SynchronousTestCase):
+    """
+    geth's struct logger (the execution APIs' opcode tracer), step by step.
+    """
+
+    def setUp(self) -> None:
+        self.world = World([signed(0, SIMPLE, gas=100_000), signed(1, REFUNDER, gas=100_000)])
+
+    def test_steps(self) -> None:
+        """
+        The same steps as the reference's logger, in geth's format: depth
+        from 1, 0x-prefixed stack quantities, storage only on SLOAD and
+        SSTORE, no memory unless asked, a refund on every step.
+        """
+        [traced] = self.world.trace(TraceConfig(tracer=GETH_STRUCT_LOGGER), only=0)
+        [reference] = self.world.trace(only=0)
+        steps = traced.trace["structLogs"]
+        self.assertEqual(
+            [(step["pc"], step["op"], step["gas"], step["gasCost"]) for step in steps],
+            [(step["pc"], step["op"], step["gas"], step["gasCost"]) for step in reference.trace["structLogs"]],
+        )
+        self.assertEqual(list(steps[4]), ["pc", "op", "gas", "gasCost", "depth", "stack", "storage", "refund"])
+        self.assertEqual({step["depth"] for step in steps}, {1})
+        self.assertEqual([step["stack"] for step in steps[:5]], [[], ["0x2"], ["0x2", "0x3"], ["0x5"], ["0x5", "0x0"]])
+        self.assertEqual(steps[4]["storage"], {"0x" + WORD0: "0x" + word(5)})
+        self.assertNotIn("storage", steps[3])
+        self.assertNotIn("memory", steps[8])
+        self.assertEqual({step["refund"] for step in steps}, {0})
+
+    def test_result(self) -> None:
+        """
+        C{gas} is the receipt's, C{failed} false, C{returnValue} C{0x}.
+        """
+        [traced] = self.world.trace(TraceConfig(tracer=GETH_STRUCT_LOGGER), only=0)
+        trace = traced.trace
+        self.assertEqual(list(trace), ["gas", "failed", "returnValue", "structLogs"])
+        self.assertEqual(
+            (trace["gas"], trace["failed"], trace["returnValue"]), (self.world.receipt_gas(0), False, "0x")
+        )
+
+    def test_options(self) -> None:
+        """
+        C{enableMemory} adds 0x-prefixed words; C{disableStack} and
+        C{disableStorage} leave theirs out; C{enableReturnData} adds C{returnData}.
+        """
+        config = TraceConfig(
+            tracer=GETH_STRUCT_LOGGER, enable_memory=True, disable_stack=True, disable_storage=True,
+            enable_return_data=True,
+        )
+        [traced] = self.world.trace(config, only=0)
+        steps = traced.trace["structLogs"]
+        self.assertEqual(steps[8]["memory"], ["0xab" + "0" * 62])
+        self.assertEqual(list(steps[4]), ["pc", "op", "gas", "gasCost", "depth", "memory", "returnData", "refund"])
+
+    def test_refund(self) -> None:
+        """
+        The refund counter as the reference's logger counts it.
+        """
+        [traced] = self.world.trace(TraceConfig(tracer=GETH_STRUCT_LOGGER), only=1)
+        self.assertEqual([step["refund"] for step in traced.trace["structLogs"]], [0, 0, 0, 4_800])
 
 
 class CallTreeTests(SynchronousTestCase):

@@ -27,6 +27,17 @@ class TraceOptionsTests(SynchronousTestCase):
         self.assertEqual(trace_options({}), TraceConfig())
         self.assertEqual(trace_options({"tracer": ""}), TraceConfig())
 
+    def test_default_under_ethereum_conventions(self) -> None:
+        """
+        The default tracer can be geth's struct logger (the Ethereum
+        conventions); either struct logger is reachable by name, and both
+        take the struct-log options.
+        """
+        self.assertEqual(trace_options({}, default="structLogger").tracer, "structLogger")
+        self.assertEqual(trace_options({"tracer": "nodexTracer"}, default="structLogger").tracer, "nodexTracer")
+        config = trace_options({"tracer": "structLogger", "enableMemory": True, "disableStack": True})
+        self.assertEqual((config.tracer, config.enable_memory, config.disable_stack), ("structLogger", True, True))
+
     def test_struct_log_options(self) -> None:
         """
         The struct logger's options set their members; geth's C{enableMemory} is understood.
@@ -58,7 +69,7 @@ class TraceOptionsTests(SynchronousTestCase):
         cases = [
             ({"tracer": "jsTracer"}, 'unknown tracer "jsTracer"'),
             ({"disableStak": True}, 'unknown trace option "disableStak"'),
-            ({"tracer": "callTracer", "disableStack": True}, 'option "disableStack" applies only to the default tracer'),
+            ({"tracer": "callTracer", "disableStack": True}, 'option "disableStack" applies only to the struct loggers'),
             ({"tracer": "callTracer", "tracerConfig": {"diffMode": True}}, 'unknown tracerConfig member "diffMode"'),
             ({"tracerConfig": {"onlyTopCall": True}}, 'unknown tracerConfig member "onlyTopCall" for nodexTracer'),
             ({"tracer": "callTracer", "tracerConfig": {"withLog": "yes"}}, "want a boolean"),
@@ -106,11 +117,19 @@ class TraceFilterDecoderTests(SynchronousTestCase):
         self.assertEqual(query, TraceFilter(0, None, frozenset({bytes.fromhex("ab" * 20)}), frozenset(), 2, 5))
         self.assertEqual(trace_filter({"fromBlock": "0x3", "toBlock": "0x4"}), TraceFilter(3, 4))
 
+    def test_numbers(self) -> None:
+        """
+        C{after} and C{count} may be JSON integers, as Parity and Erigon take them.
+        """
+        self.assertEqual(trace_filter({"after": 2, "count": 5}), TraceFilter(0, None, frozenset(), frozenset(), 2, 5))
+
     def test_refused(self) -> None:
         """
-        Unknown members, decimal numbers and bad addresses are refused.
+        Unknown members, decimal block numbers, negative counts and bad addresses are refused.
         """
-        for value in ({"fromblock": "0x1"}, {"fromBlock": 1}, {"toAddress": ["0x12"]}, {"count": "-1"}):
+        cases = ({"fromblock": "0x1"}, {"fromBlock": 1}, {"toAddress": ["0x12"]}, {"count": "-1"}, {"count": -1},
+                 {"after": True}, {"count": 1.5})
+        for value in cases:
             self.assertRaises(DecodeError, trace_filter, value)
 
 

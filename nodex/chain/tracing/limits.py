@@ -11,13 +11,20 @@ from nodex.chain.errors import ChainError
 from nodex.state.overrides import StateOverrides
 
 STRUCT_LOGGER = "nodexTracer"
+GETH_STRUCT_LOGGER = "structLogger"
 CALL_TRACER = "callTracer"
 PRESTATE_TRACER = "prestateTracer"
 FOUR_BYTE_TRACER = "4byteTracer"
 FLAT_CALL_TRACER = "flatCallTracer"
 
-TRACER_NAMES = (STRUCT_LOGGER, CALL_TRACER, PRESTATE_TRACER, FOUR_BYTE_TRACER, FLAT_CALL_TRACER)
-"""The tracers nodex offers; the struct logger is the default (no name, or an empty one)."""
+TRACER_NAMES = (STRUCT_LOGGER, GETH_STRUCT_LOGGER, CALL_TRACER, PRESTATE_TRACER, FOUR_BYTE_TRACER, FLAT_CALL_TRACER)
+"""
+The tracers nodex offers.  The default (no name, or an empty one) is the
+reference's struct logger, or geth's under the Ethereum conventions.
+"""
+
+STRUCT_LOGGERS = (STRUCT_LOGGER, GETH_STRUCT_LOGGER)
+"""The two struct loggers, which take the same options."""
 
 DEFAULT_MAX_STEPS = 1_000_000
 """The most struct-log entries (or call frames) one request may produce."""
@@ -59,7 +66,8 @@ class TraceConfig:
 
     @ivar tracer: one of L{TRACER_NAMES}.
     @ivar disable_stack: the struct logger leaves out C{stack}.
-    @ivar disable_memory: the struct logger leaves out C{memory}.
+    @ivar disable_memory: the reference's struct logger leaves out C{memory}.
+    @ivar enable_memory: geth's struct logger adds C{memory}.
     @ivar disable_storage: the struct logger leaves out C{storage}.
     @ivar enable_return_data: the struct logger adds C{returnData}.
     @ivar limit: the most struct-log entries kept (0: no limit of its own);
@@ -75,6 +83,7 @@ class TraceConfig:
     tracer: str = STRUCT_LOGGER
     disable_stack: bool = False
     disable_memory: bool = False
+    enable_memory: bool = False
     disable_storage: bool = False
     enable_return_data: bool = False
     limit: int = 0
@@ -154,7 +163,9 @@ __all__ = [
     "FLAT_CALL_TRACER",
     "FOUR_BYTE_TRACER",
     "PRESTATE_TRACER",
+    "GETH_STRUCT_LOGGER",
     "STRUCT_LOGGER",
+    "STRUCT_LOGGERS",
     "TRACER_NAMES",
     "TraceBudget",
     "TraceConfig",

@@ -26,6 +26,7 @@ from nodex.chain.tracing.limits import (
     FLAT_CALL_TRACER,
     FOUR_BYTE_TRACER,
     PRESTATE_TRACER,
+    GETH_STRUCT_LOGGER,
     STRUCT_LOGGER,
     TraceBudget,
     TraceConfig,
@@ -33,6 +34,7 @@ from nodex.chain.tracing.limits import (
 )
 from nodex.chain.tracing.prestate import PrestateTracer
 from nodex.chain.tracing.run import TracedRun
+from nodex.chain.tracing.gethlog import GethStructLogTracer
 from nodex.chain.tracing.structlog import StructLogTracer
 from nodex.evm.environment import BlockEnvironment
 from nodex.evm.tracing import Tracer
@@ -78,6 +80,8 @@ def make_tracer(config: TraceConfig, budget: TraceBudget) -> ResultTracer:
     name = config.tracer
     if name == STRUCT_LOGGER:
         return StructLogTracer(config, budget)
+    if name == GETH_STRUCT_LOGGER:
+        return GethStructLogTracer(config, budget)
     if name == CALL_TRACER:
         return CallTracer(config, budget)
     if name == FLAT_CALL_TRACER:

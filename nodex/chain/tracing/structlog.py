@@ -136,13 +136,27 @@ class StructLogTracer:
             storage = self._contract_storage(evm, op, stack, error)
             entry["storage"] = storage
             size += len(storage) * _SLOT_BYTES
-        entry["refund"] = self._refund_bases[-1] + self._frame_refunds[-1]
-        self._frame_refunds[-1] = evm.refund_counter
+        entry["refund"] = self._refund_before(evm)
         if self._with_return_data:
             entry["returnData"] = evm.return_data.hex()
             size += len(evm.return_data) * 2
         if error is not None:
             entry["error"] = getattr(error, "description", type(error).__name__)
+        self._keep(entry, size)
+
+    def _refund_before(self, evm: Evm) -> int:
+        """
+        The transaction's refund counter before this step's instruction
+        (remembering the frame's counter after it, for the next step).
+        """
+        refund = self._refund_bases[-1] + self._frame_refunds[-1]
+        self._frame_refunds[-1] = evm.refund_counter
+        return refund
+
+    def _keep(self, entry: dict[str, Any], size: int) -> None:
+        """
+        Keep one entry, within the C{limit} and the budget.
+        """
         if self._limit and len(self.struct_logs) >= self._limit:
             return
         self._budget.charge(size)
