@@ -216,6 +216,9 @@ class IChainService(Interface):
 
     chain_id = Attribute("The EIP-155 chain id (int).")
     head = Attribute("The current L{ChainHead}; kept in memory, read on the reactor thread.")
+    rules = Attribute(
+        "The network's L{nodex.chain.rules.ChainRules} (the RPC edge reads the C{safe} and C{finalized} depths)."
+    )
 
     def get_block_by_hash(block_hash: bytes) -> "Deferred[Block | None]":
         """

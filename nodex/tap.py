@@ -729,7 +729,7 @@ def compose_state_and_logs(
         StateMethods(
             chain, state, pool, revert_error_code=rpc.revert_error_code, pending=pending, conventions=conventions(config)
         ),
-        FilterMethods(filters),
+        FilterMethods(filters, chain),
         FeeMethods(chain),
     ]
     return state, pending, providers

@@ -41,6 +41,13 @@ class UnknownNetworkError(ChainError):
     """
 
 
+SAFE_CONFIRMATIONS = 6
+"""How far below the head the C{safe} block is on proof-of-work networks (main, testnet, devnet)."""
+
+FINALIZED_CONFIRMATIONS = 12
+"""How far below the head the C{finalized} block is on proof-of-work networks."""
+
+
 def chain_rules(network: str, chain_id: int, forks: ForkSchedule = DEFAULT_FORK_SCHEDULE) -> ChainRules:
     """
     The consensus rules of C{network} with C{chain_id}, running the EVM
@@ -65,12 +72,15 @@ def chain_rules(network: str, chain_id: int, forks: ForkSchedule = DEFAULT_FORK_
             forks=forks, impersonation=dev_chain,
         )
     return ChainRules(
-        chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False, forks=forks, impersonation=dev_chain
+        chain_id, difficulty, TARGET_GAS_LIMIT, fixed_gas_limit=False, forks=forks, impersonation=dev_chain,
+        safe_depth=SAFE_CONFIRMATIONS, finalized_depth=FINALIZED_CONFIRMATIONS,
     )
 
 
 __all__ = [
     "DEV_NETWORKS",
+    "FINALIZED_CONFIRMATIONS",
+    "SAFE_CONFIRMATIONS",
     "REGTEST_GAS_LIMIT",
     "REGTEST_MINER_ADDRESS",
     "REGTEST_MINER_KEY",

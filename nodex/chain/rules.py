@@ -108,6 +108,10 @@ class ChainRules:
         transactions of impersonated senders (the dev chains, regtest and
         devnet, C{docs/devchain.md}); blocks from peers and chain files
         never may.
+    @ivar safe_depth: how many blocks below the head the C{safe} block
+        tag names (0 on regtest; confirmations on proof-of-work networks,
+        whose finality is only ever probable).
+    @ivar finalized_depth: likewise for C{finalized}.
     """
 
     chain_id: int
@@ -117,6 +121,8 @@ class ChainRules:
     max_seconds_in_future: int | None = DRIFT_LIMIT_SECONDS
     forks: ForkSchedule = field(default=DEFAULT_FORK_SCHEDULE)
     impersonation: bool = False
+    safe_depth: int = 0
+    finalized_depth: int = 0
 
 
 def next_gas_limit(rules: ChainRules, parent_gas_limit: int) -> int:

@@ -46,7 +46,8 @@ async def resolve_block(
     C{latest} is the head, C{earliest} the genesis block; C{pending} is the
     head here (the methods that read a block's stored contents), except for
     the methods that refuse it; the methods that run code or read state at
-    C{pending} use the pending block instead (L{header_at}).
+    C{pending} use the pending block instead (L{header_at}); C{safe} and
+    C{finalized} as L{tag_number} says.
 
     @param pending_supported: L{False} for the five methods of the
         specification that refuse C{pending}.
@@ -65,11 +66,26 @@ async def resolve_block(
                     f"Block with hash 0x{selector.block_hash.hex()} is not canonical and it is required"
                 )
         return block
-    if selector is BlockTag.EARLIEST:
-        return await chain.get_block_by_number(0)
     if isinstance(selector, BlockTag):
-        return await chain.get_block_by_number(chain.head.header.number)
+        return await chain.get_block_by_number(tag_number(chain, selector))
     return await chain.get_block_by_number(selector)
+
+
+def tag_number(chain: IChainService, tag: BlockTag) -> int:
+    """
+    The number of the block a tag names now: C{earliest} 0; C{latest} and
+    C{pending} the head; C{safe} and C{finalized} the block the network's
+    depth below the head (the head itself on regtest, confirmations on
+    proof-of-work networks: L{nodex.chain.networks.SAFE_CONFIRMATIONS}).
+    """
+    if tag is BlockTag.EARLIEST:
+        return 0
+    head = chain.head.header.number
+    if tag is BlockTag.SAFE:
+        return max(head - chain.rules.safe_depth, 0)
+    if tag is BlockTag.FINALIZED:
+        return max(head - chain.rules.finalized_depth, 0)
+    return head
 
 
 async def require_block(

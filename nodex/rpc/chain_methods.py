@@ -12,9 +12,9 @@ marks as partially supported refuse C{pending} with -32201 (DESIGN §1).
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import BlockNotFoundError, IChainService, IPeerNetwork, ITransactionPool
+from nodex.interfaces import IChainService, IPeerNetwork, ITransactionPool
 from nodex.rpc import decoders, encoders
-from nodex.rpc.blockref import require_block, resolve_block
+from nodex.rpc.blockref import resolve_block
 from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError
 from nodex.rpc.objects import (
     block_object,
@@ -88,11 +88,11 @@ class ChainMethods:
                 "eth_getBlockTransactionCountByNumber",
                 self.get_block_transaction_count_by_number,
                 (number,),
-                encoders.quantity,
+                nullable_quantity,
             ),
-            Method("eth_getUncleCountByBlockHash", self.get_uncle_count_by_block_hash, (block_hash,), encoders.quantity),
+            Method("eth_getUncleCountByBlockHash", self.get_uncle_count_by_block_hash, (block_hash,), nullable_quantity),
             Method(
-                "eth_getUncleCountByBlockNumber", self.get_uncle_count_by_block_number, (number,), encoders.quantity
+                "eth_getUncleCountByBlockNumber", self.get_uncle_count_by_block_number, (number,), nullable_quantity
             ),
             Method("eth_getUncleByBlockHashAndIndex", self.get_uncle_by_block_hash_and_index, (block_hash, position)),
             Method(
@@ -162,35 +162,30 @@ class ChainMethods:
         block = await self._chain.get_block_by_hash(block_hash)
         return None if block is None else len(block.transactions)
 
-    async def get_block_transaction_count_by_number(self, number: BlockParameter) -> int:
+    async def get_block_transaction_count_by_number(self, number: BlockParameter) -> int | None:
         """
-        How many transactions a canonical block holds; for C{pending}, how
-        many the pool has ready.
-
-        @raise BlockNotFoundError: no block at that number.
+        How many transactions a canonical block holds, or C{null} (as every
+        method that answers a block or a part of one, C{docs/compatibility.md});
+        for C{pending}, how many the pool has ready.
         """
         if number is BlockTag.PENDING:
             return len(self._pool.pending())
-        return len((await require_block(self._chain, number)).transactions)
+        block = await resolve_block(self._chain, number)
+        return None if block is None else len(block.transactions)
 
-    async def get_uncle_count_by_block_hash(self, block_hash: bytes) -> int:
+    async def get_uncle_count_by_block_hash(self, block_hash: bytes) -> int | None:
         """
-        How many uncles a stored block names.
-
-        @raise BlockNotFoundError: unknown block (reference: an error, not C{null}).
+        How many uncles a stored block names, or C{null}.
         """
         block = await self._chain.get_block_by_hash(block_hash)
-        if block is None:
-            raise BlockNotFoundError(f"Block with hash {block_hash.hex()} not found")
-        return len(block.uncles)
+        return None if block is None else len(block.uncles)
 
-    async def get_uncle_count_by_block_number(self, number: BlockParameter) -> int:
+    async def get_uncle_count_by_block_number(self, number: BlockParameter) -> int | None:
         """
-        How many uncles a canonical block names; C{pending} refused.
-
-        @raise BlockNotFoundError: no block at that number.
+        How many uncles a canonical block names, or C{null}; C{pending} refused.
         """
-        return len((await require_block(self._chain, number, pending_supported=False)).uncles)
+        block = await resolve_block(self._chain, number, pending_supported=False)
+        return None if block is None else len(block.uncles)
 
     async def _uncle(self, block: Block | None, position: int) -> dict[str, Any] | None:
         """

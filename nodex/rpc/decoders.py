@@ -36,12 +36,15 @@ class DecodeError(NodexError):
 
 class BlockTag(enum.Enum):
     """
-    The symbolic block names of the specification's TAG type.
+    The symbolic block names of the specification's TAG type, and the
+    execution APIs' C{safe} and C{finalized}.
     """
 
     LATEST = "latest"
     EARLIEST = "earliest"
     PENDING = "pending"
+    SAFE = "safe"
+    FINALIZED = "finalized"
 
 
 @dataclass(frozen=True)
@@ -203,13 +206,16 @@ def any_json(value: Any) -> Any:
 _TAGS = {tag.value: tag for tag in BlockTag}
 
 
+_TAG_NAMES = '"latest", "earliest", "pending", "safe" or "finalized"'
+
+
 def block_tag(value: Any) -> BlockTag:
     """
-    TAG: C{"latest"}, C{"earliest"} or C{"pending"}.
+    TAG: C{"latest"}, C{"earliest"}, C{"pending"}, C{"safe"} or C{"finalized"}.
     """
     tag = _TAGS.get(value) if isinstance(value, str) else None
     if tag is None:
-        raise DecodeError(f'want "latest", "earliest" or "pending", got {_quote(value)}')
+        raise DecodeError(f"want {_TAG_NAMES}, got {_quote(value)}")
     return tag
 
 
@@ -223,10 +229,7 @@ def block_parameter(value: Any) -> BlockParameter:
             return tag
         if value[:2] in ("0x", "0X"):
             return uint64(value)
-    raise DecodeError(
-        f'invalid block parameter {_quote(value)}: want a 0x-prefixed hex block number, '
-        f'"latest", "earliest" or "pending"'
-    )
+    raise DecodeError(f"invalid block parameter {_quote(value)}: want a 0x-prefixed hex block number, {_TAG_NAMES}")
 
 
 def block_selector(value: Any) -> BlockSelector:

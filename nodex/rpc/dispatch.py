@@ -350,7 +350,10 @@ class Dispatcher:
             return _error(InvalidRequestError('"id" must be a string, a number or null'))
         name = request.get("method")
         params = request.get("params", _NO_PARAMS)
-        if request.get("jsonrpc") != "2.0":
+        # A request without "jsonrpc" is answered, as the reference node
+        # answers it (old clients and hand-written scripts leave it out);
+        # one that names another version is refused.
+        if request.get("jsonrpc", "2.0") != "2.0":
             problem = '"jsonrpc" must be exactly "2.0"'
         elif type(name) is not str:
             problem = '"method" must be a string'

@@ -13,9 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nodex.interfaces import IFilterService, LogEntry, LogFilter
+from nodex.interfaces import IChainService, IFilterService, LogEntry, LogFilter
 from nodex.primitives import Hash32
 from nodex.rpc import decoders, encoders
+from nodex.rpc.blockref import tag_number
 from nodex.rpc.decoders import BlockParameter, BlockTag, DecodeError, Field
 from nodex.rpc.registry import Method, Param
 from nodex.structures.logs import MAX_TOPICS
@@ -57,6 +58,9 @@ filter_object = decoders.record(
         "address": Field(decoders.one_or_many(decoders.address)),
         "topics": Field(_topics),
         "blockHash": Field(decoders.hash32),
+        # The specification's field list spells it so (its prose, EIP-234 and
+        # every client write blockHash): both are taken.
+        "blockhash": Field(decoders.hash32),
     },
     allow_unknown=False,
 )
@@ -68,26 +72,28 @@ class FilterQuery:
     """
     A decoded filter options object.
 
-    @ivar from_block: a number, or L{None} for the head (C{latest}, C{pending}).
+    @ivar from_block: a number, L{None} for the head (C{latest}, C{pending}),
+        or C{safe}/C{finalized} (resolved by the method).
     @ivar to_block: likewise.
     @ivar block_hash: the EIP-234 block, or L{None}.
     """
 
     log_filter: LogFilter
-    from_block: int | None = None
-    to_block: int | None = None
+    from_block: int | BlockTag | None = None
+    to_block: int | BlockTag | None = None
     block_hash: Hash32 | None = None
 
 
-def _bound(value: BlockParameter | None) -> int | None:
+def _bound(value: BlockParameter | None) -> int | BlockTag | None:
     """
-    A block bound: a number, C{earliest} = 0, the other tags (and absence) open.
+    A block bound: a number, C{earliest} = 0, C{latest} and C{pending} (and
+    absence) open; C{safe} and C{finalized} stay tags until the method
+    resolves them against the head (L{FilterMethods}).
     """
     if value is None or value is BlockTag.LATEST or value is BlockTag.PENDING:
         return None
     if value is BlockTag.EARLIEST:
         return 0
-    assert isinstance(value, int)
     return value
 
 
@@ -98,6 +104,10 @@ def filter_query(value: Any) -> FilterQuery:
     @raise DecodeError: a malformed member, or C{blockHash} with a bound.
     """
     fields = filter_object(value)
+    if "blockhash" in fields:
+        if "blockHash" in fields and fields["blockHash"] != fields["blockhash"]:
+            raise DecodeError("blockHash and blockhash name different blocks")
+        fields["blockHash"] = fields.pop("blockhash")
     if "blockHash" in fields and ("fromBlock" in fields or "toBlock" in fields):
         raise DecodeError("Cannot specify both blockHash and fromBlock/toBlock")
     log_filter = LogFilter(tuple(fields.get("address", ())), fields.get("topics", ()))
@@ -151,11 +161,24 @@ class FilterMethods:
     C{eth_getLogs} and the filter methods.
     """
 
-    def __init__(self, filters: IFilterService) -> None:
+    def __init__(self, filters: IFilterService, chain: IChainService | None = None) -> None:
         """
         @param filters: the filter service.
+        @param chain: resolves C{safe} and C{finalized} bounds (without it
+            they are the head, as on regtest).
         """
         self._filters = filters
+        self._chain = chain
+
+    def _number(self, bound: int | BlockTag | None) -> int | None:
+        """
+        A bound as the filter service takes it: C{safe} and C{finalized} resolved now.
+        """
+        if not isinstance(bound, BlockTag):
+            return bound
+        if self._chain is None:
+            return None
+        return tag_number(self._chain, bound)
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -182,13 +205,16 @@ class FilterMethods:
         """
         if query.block_hash is not None:
             return await self._filters.get_block_logs(query.block_hash, query.log_filter)
-        return await self._filters.get_logs(query.from_block, query.to_block, query.log_filter)
+        return await self._filters.get_logs(
+            self._number(query.from_block), self._number(query.to_block), query.log_filter
+        )
 
     def new_filter(self, query: FilterQuery) -> int:
         """
-        C{eth_newFilter}: install a log filter.
+        C{eth_newFilter}: install a log filter (C{safe} and C{finalized}
+        bounds are the blocks they name at install).
         """
-        return self._filters.new_log_filter(query.from_block, query.to_block, query.log_filter)
+        return self._filters.new_log_filter(self._number(query.from_block), self._number(query.to_block), query.log_filter)
 
 
 __all__ = ["FilterMethods", "FilterQuery", "filter_query", "log_entry_object", "new_filter_query"]

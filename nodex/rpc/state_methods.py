@@ -32,7 +32,7 @@ from nodex.interfaces import (
 )
 from nodex.primitives import Address
 from nodex.rpc import decoders, encoders
-from nodex.rpc.blockref import header_at, resolve_block
+from nodex.rpc.blockref import header_at, require_block
 from nodex.rpc.decoders import BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.errors import GETH_REVERTED, REVERTED, revert_error
 from nodex.rpc.objects import access_list_object
@@ -206,7 +206,7 @@ class StateMethods:
                 "eth_getStorageAt", self.get_storage_at,
                 (address, Param("slot", decoders.quantity), block), encoders.fixed_data(32),
             ),
-            Method("eth_getCode", self.get_code, (address, block), encoders.nullable(encoders.data)),
+            Method("eth_getCode", self.get_code, (address, block), encoders.data),
             Method("eth_call", self.call, (call, block, overrides), encoders.data),
             Method("eth_estimateGas", self.estimate_gas, (call, block, overrides), encoders.quantity),
             Method("eth_createAccessList", self.create_access_list, (call, block), access_list_result),
@@ -265,18 +265,16 @@ class StateMethods:
             lambda value: value.to_bytes(32, "big")
         )
 
-    async def get_code(self, address: Address, selector: BlockSelector) -> bytes | None:
+    async def get_code(self, address: Address, selector: BlockSelector) -> bytes:
         """
-        C{eth_getCode}: the code at the block, C{null} for an unknown block
-        (reference §3.3); C{pending} is refused (DESIGN §1).
+        C{eth_getCode}: the code at the block; an unknown block is -32600,
+        as for every state read (the reference answers C{null} here only);
+        C{pending} is refused (DESIGN §1).
         """
         if selector is BlockTag.LATEST:
             header = self._chain.head.header
         else:
-            block = await resolve_block(self._chain, selector, pending_supported=False)
-            if block is None:
-                return None
-            header = block.header
+            header = (await require_block(self._chain, selector, pending_supported=False)).header
         return await self._state.get_code(header, address)
 
     def call(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> "Deferred[bytes]":

@@ -11,11 +11,13 @@ answers are JSON values already (each tracer's own format), passed through.
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from nodex.interfaces import (
     CALL_TRACER,
+    BlockNotFoundError,
     GETH_STRUCT_LOGGER,
     PRESTATE_TRACER,
     REFERENCE_CONVENTIONS,
@@ -30,7 +32,7 @@ from nodex.interfaces import (
     TraceFilter,
 )
 from nodex.rpc import decoders
-from nodex.rpc.blockref import header_at, require_block, resolve_block
+from nodex.rpc.blockref import header_at, require_block, resolve_block, tag_number
 from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError, Field
 from nodex.rpc.registry import Method, Param
 from nodex.rpc.state_methods import call_request, state_overrides
@@ -166,14 +168,17 @@ def _block_or_hash(value: Any) -> BlockParameter | bytes:
     return decoders.block_parameter(value)
 
 
-def _bound(value: Any) -> int | None:
+def _bound(value: Any) -> int | BlockTag | None:
     """
-    A C{trace_filter} block bound: a number, C{earliest} (0), or
-    C{latest}/C{pending} (the head, L{None}).
+    A C{trace_filter} block bound: a number, C{earliest} (0),
+    C{latest}/C{pending} (the head, L{None}), or C{safe}/C{finalized}
+    (resolved by L{TraceMethods.trace_filter}).
     """
     decoded = decoders.block_parameter(value)
     if decoded is BlockTag.EARLIEST:
         return 0
+    if decoded is BlockTag.SAFE or decoded is BlockTag.FINALIZED:
+        return decoded
     if isinstance(decoded, BlockTag):
         return None
     return decoded
@@ -268,7 +273,12 @@ class TraceMethods:
     async def debug_trace_block_by_hash(self, block_hash: bytes, config: TraceConfig) -> Any:
         """
         C{debug_traceBlockByHash}: any stored block, canonical or not.
+
+        @raise BlockNotFoundError: an unknown block (-32600, as every method
+            that runs at a block answers).
         """
+        if await self._chain.get_header_by_hash(block_hash) is None:
+            raise BlockNotFoundError(f"Block with hash 0x{block_hash.hex()} not found")
         return await self._tracing.trace_block(block_hash, config)
 
     async def debug_trace_block_by_number(self, block: BlockParameter, config: TraceConfig) -> Any:
@@ -309,7 +319,12 @@ class TraceMethods:
         """
         C{trace_filter}.
         """
-        return await self._tracing.parity_filter(query)
+        bounds = {}
+        for name in ("from_block", "to_block"):
+            bound = getattr(query, name)
+            if isinstance(bound, BlockTag):
+                bounds[name] = tag_number(self._chain, bound)
+        return await self._tracing.parity_filter(replace(query, **bounds) if bounds else query)
 
 
 __all__ = ["TraceMethods", "call_trace_options", "duration", "trace_filter", "trace_options"]

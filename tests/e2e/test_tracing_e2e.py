@@ -149,7 +149,7 @@ class TracingEndToEndTests(SynchronousTestCase):
         unknown = "0x" + "00" * 32
         cases = [
             (("debug_traceTransaction", unknown), -32000, f"transaction {unknown} not found"),
-            (("debug_traceBlockByHash", unknown), -32000, f"block {unknown} not found"),
+            (("debug_traceBlockByHash", unknown), -32600, f"Block with hash {unknown} not found"),
             (("debug_traceBlockByNumber", "0x0"), -32000, "the genesis block cannot be traced: it has no parent state"),
             (("debug_traceBlockByNumber", "0x999"), -32600, "Block 0x999 not found"),
             (("debug_traceTransaction", self.facts["transfer"], {"tracer": "jsTracer"}), -32602, 'invalid argument 1: unknown tracer "jsTracer"'),

@@ -2,11 +2,14 @@
 Tests for L{nodex.rpc.blockref}.
 """
 
+from dataclasses import replace
+
 from twisted.internet.defer import Deferred, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.interfaces import BlockNotFoundError, ChainHead
-from nodex.rpc.blockref import PendingNotSupportedError, require_block, resolve_block
+from nodex.chain.networks import FINALIZED_CONFIRMATIONS, SAFE_CONFIRMATIONS, chain_rules
+from nodex.rpc.blockref import PendingNotSupportedError, require_block, resolve_block, tag_number
 from nodex.rpc.decoders import BlockHashSelector, BlockTag
 from nodex.rpc.errors import rpc_error_for
 
@@ -31,10 +34,12 @@ class FakeChain:
     A chain of blocks 0 to 3 whose block 9 (hash 0x09...) is stored but not canonical.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, safe_depth: int = 0, finalized_depth: int = 0) -> None:
         self.blocks = {n: _Block(n) for n in range(4)}
         self.side = _Block(9)
         self.head = ChainHead(_Header(3), 4)  # type: ignore[arg-type]
+        self.rules = chain_rules("regtest", 33)
+        self.rules = replace(self.rules, safe_depth=safe_depth, finalized_depth=finalized_depth)
 
     def get_block_by_number(self, number: int) -> "Deferred[_Block | None]":
         return succeed(self.blocks.get(number))
@@ -66,6 +71,19 @@ class ResolveBlockTests(SynchronousTestCase):
         self.assertEqual(self.resolve(BlockTag.EARLIEST).number, 0)
         self.assertEqual(self.resolve(2).number, 2)
         self.assertIsNone(self.resolve(7))
+
+    def test_safe_and_finalized(self) -> None:
+        """
+        On regtest C{safe} and C{finalized} are the head; on a network with
+        confirmations, that many blocks below it (never below genesis).
+        """
+        self.assertEqual(self.resolve(BlockTag.SAFE).number, 3)
+        self.assertEqual(self.resolve(BlockTag.FINALIZED).number, 3)
+        deep = FakeChain(safe_depth=2, finalized_depth=12)
+        self.assertEqual(tag_number(deep, BlockTag.SAFE), 1)  # type: ignore[arg-type]
+        self.assertEqual(tag_number(deep, BlockTag.FINALIZED), 0)  # type: ignore[arg-type]
+        rules = chain_rules("main", 30)
+        self.assertEqual((rules.safe_depth, rules.finalized_depth), (SAFE_CONFIRMATIONS, FINALIZED_CONFIRMATIONS))
 
     def test_pending_refused(self) -> None:
         """

@@ -269,13 +269,13 @@ class ChainMethodsTests(RPCFixture, SynchronousTestCase):
 
     def test_transaction_counts(self) -> None:
         """
-        The counts by hash and number; null for an unknown hash, -32600 for an unknown number.
+        The counts by hash and number; null for an unknown block, by hash or by number.
         """
         self.assertEqual(self.call("eth_getBlockTransactionCountByHash", hexed(self.block.hash)), "0x2")
         self.assertIsNone(self.call("eth_getBlockTransactionCountByHash", "0x" + "ab" * 32))
         self.assertEqual(self.call("eth_getBlockTransactionCountByNumber", "0x1"), "0x2")
         self.assertEqual(self.call("eth_getBlockTransactionCountByNumber", "0x0"), "0x0")
-        self.assertEqual(self.error("eth_getBlockTransactionCountByNumber", "0x5"), (-32600, "Block 0x5 not found"))
+        self.assertIsNone(self.call("eth_getBlockTransactionCountByNumber", "0x5"))
 
     def test_pending_transaction_count(self) -> None:
         """
@@ -286,15 +286,13 @@ class ChainMethodsTests(RPCFixture, SynchronousTestCase):
 
     def test_uncle_counts(self) -> None:
         """
-        Uncle counts; unknown blocks are errors (reference §3.3).
+        Uncle counts; null for an unknown block, as the other methods that
+        answer a block or a part of one.
         """
         self.assertEqual(self.call("eth_getUncleCountByBlockHash", hexed(self.block.hash)), "0x0")
         self.assertEqual(self.call("eth_getUncleCountByBlockNumber", "latest"), "0x0")
-        self.assertEqual(
-            self.error("eth_getUncleCountByBlockHash", "0x" + "ab" * 32),
-            (-32600, f"Block with hash {'ab' * 32} not found"),
-        )
-        self.assertEqual(self.error("eth_getUncleCountByBlockNumber", "0x7"), (-32600, "Block 0x7 not found"))
+        self.assertIsNone(self.call("eth_getUncleCountByBlockHash", "0x" + "ab" * 32))
+        self.assertIsNone(self.call("eth_getUncleCountByBlockNumber", "0x7"))
 
     def test_uncles(self) -> None:
         """

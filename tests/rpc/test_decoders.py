@@ -123,10 +123,12 @@ class BlockParameterTests(SynchronousTestCase):
         """
         Decimal strings, other words, numbers and objects are refused, naming what is wanted.
         """
-        for value in ("16", "Latest", "safe", 16, {"blockNumber": "0x1"}):
+        for value in ("16", "Latest", "Safe", 16, {"blockNumber": "0x1"}):
             with self.assertRaises(DecodeError) as caught:
                 decoders.block_parameter(value)
-            self.assertIn('"latest", "earliest" or "pending"', str(caught.exception))
+            self.assertIn('"latest", "earliest", "pending", "safe" or "finalized"', str(caught.exception))
+        self.assertIs(decoders.block_parameter("safe"), decoders.BlockTag.SAFE)
+        self.assertIs(decoders.block_parameter("finalized"), decoders.BlockTag.FINALIZED)
         self.assertRaises(DecodeError, decoders.block_tag, "0x1")
 
     def test_selector_map(self) -> None:

@@ -229,7 +229,7 @@ class DispatcherTests(SynchronousTestCase):
         cases = [
             ({"jsonrpc": "2.0", "id": 1, "method": 5}, 1),
             ({"jsonrpc": "1.0", "id": 2, "method": "test_echo"}, 2),
-            ({"id": 3, "method": "test_echo"}, 3),
+            ({"jsonrpc": None, "id": 3, "method": "test_echo"}, 3),
             ({"jsonrpc": "2.0", "id": 4, "method": "test_echo", "params": "0x1"}, 4),
             ({"jsonrpc": "2.0", "id": True, "method": "test_echo"}, None),
             ({"jsonrpc": "2.0", "id": [1], "method": "test_echo"}, None),
@@ -241,6 +241,14 @@ class DispatcherTests(SynchronousTestCase):
             answer = self.answer(request)
             self.assertEqual(answer["error"]["code"], -32600, request)
             self.assertEqual(answer["id"], expected_id, request)
+
+    def test_missing_jsonrpc(self) -> None:
+        """
+        A request without C{"jsonrpc"} is answered, as the reference node
+        answers it; the answer says C{"2.0"}.
+        """
+        answer = self.answer({"id": 3, "method": "test_echo", "params": ["0x21"]})
+        self.assertEqual(answer, {"jsonrpc": "2.0", "id": 3, "result": "0x21"})
 
     def test_null_params(self) -> None:
         """

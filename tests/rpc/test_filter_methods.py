@@ -118,6 +118,20 @@ class FilterMethodsTests(DispatchFixture, SynchronousTestCase):
         self.assertIn("not found", error["message"])
         self.assertEqual(self.error("eth_newFilter", {"blockHash": hexed(self.blocks[1].hash)})["code"], -32602)
 
+    def test_blockhash_spelling(self) -> None:
+        """
+        The specification's field list spells the member C{blockhash}: it
+        selects the block as C{blockHash} does, with the same rules.
+        """
+        self.assertEqual(self.numbers({"blockhash": hexed(self.blocks[1].hash)}), [(1, "0x01")])
+        both = {"blockhash": hexed(self.blocks[1].hash), "blockHash": hexed(self.blocks[1].hash)}
+        self.assertEqual(self.numbers(both), [(1, "0x01")])
+        both["blockHash"] = hexed(self.blocks[2].hash)
+        self.assertEqual(self.error("eth_getLogs", both)["code"], -32602)
+        bounded = {"blockhash": hexed(self.blocks[1].hash), "toBlock": "0x1"}
+        self.assertIn("Cannot specify both", self.error("eth_getLogs", bounded)["message"])
+        self.assertEqual(self.error("eth_newFilter", {"blockhash": hexed(self.blocks[1].hash)})["code"], -32602)
+
     def test_bad_filters(self) -> None:
         """
         Malformed objects, reversed and oversized ranges and too many logs are clear errors.

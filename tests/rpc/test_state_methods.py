@@ -168,13 +168,19 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
 
     def test_unknown_blocks(self) -> None:
         """
-        Unknown numbers and hashes answer -32600 naming the block; eth_getCode answers null.
+        Unknown numbers and hashes answer -32600 naming the block, in every
+        state read (eth_getCode too, and the EIP-1898 object).
         """
-        error = self.error("eth_getBalance", self.alice, "0x99")
-        self.assertEqual((error["code"], error["message"]), (-32600, "Block 0x99 not found"))
-        error = self.error("eth_getBalance", self.alice, {"blockHash": "0x" + "11" * 32})
-        self.assertEqual(error["code"], -32600)
-        self.assertIsNone(self.call("eth_getCode", self.storage, "0x99"))
+        for method, params in (
+            ("eth_getBalance", (self.alice,)), ("eth_getCode", (self.storage,)),
+            ("eth_getTransactionCount", (self.alice,)), ("eth_getStorageAt", (self.storage, "0x0")),
+        ):
+            error = self.error(method, *params, "0x99")
+            self.assertEqual((error["code"], error["message"]), (-32600, "Block 0x99 not found"), method)
+            error = self.error(method, *params, {"blockHash": "0x" + "11" * 32})
+            self.assertEqual(
+                (error["code"], error["message"]), (-32600, f"Block with hash 0x{'11' * 32} not found"), method
+            )
 
     def test_pending_nonce(self) -> None:
         """
