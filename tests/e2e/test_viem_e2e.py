@@ -1,0 +1,71 @@
+"""
+End-to-end tests with viem (issue 27): a public client, a wallet client
+with a node-held account, a test client's C{mine}, C{simulateContract}
+revert decoding and C{watchContractEvent} over HTTP and WebSocket.
+
+Under the Ethereum conventions every check passes; under the default ones
+every check passes except those that depend on a listed convention
+difference (C{docs/compatibility.md}): viem decodes revert data only for
+codes 3 and -32603, and a node-held account's C{deployContract} leaves the
+gas to the node, which by the specification's default gives 90,000.
+
+Skipped unless node finds the npm package C{viem} (C{.ci/run} installs it
+and names its C{node_modules} in C{NODE_PATH}).
+"""
+
+import subprocess
+from pathlib import Path
+
+from twisted.trial.unittest import SkipTest
+
+from tests.e2e.ethers import NodeJS, node_with_ethers
+from tests.e2e.toolsuite import ETHEREUM, ToolSuiteTestCase, checks_of
+
+SCRIPT = Path(__file__).resolve().parent / "viem_flow.js"
+
+REFERENCE_DIFFERENCES = {
+    "wallet: deployContract from a node-held account without gas",
+    "simulateContract decodes a revert reason",
+    "simulateContract decodes a custom error",
+}
+"""The checks that depend on a convention difference (docs/compatibility.md)."""
+
+
+def node_with_viem() -> NodeJS:
+    """
+    Node.js, once it has shown that it can load viem.
+
+    @raise SkipTest: node or viem is missing.
+    """
+    node = node_with_ethers()
+    probe = subprocess.run([node.binary, "-e", "require.resolve('viem')"], capture_output=True, env=node.environment)
+    if probe.returncode != 0:
+        raise SkipTest("the npm package viem is not installed (NODE_PATH)")
+    return node
+
+
+class ViemTests(ToolSuiteTestCase):
+    """
+    viem's clients against the node, under each set of conventions.
+    """
+
+    async def checks(self, *argv: str) -> dict[str, str]:
+        """
+        Start a node with C{argv} and run the viem script against it.
+        """
+        node = node_with_viem()
+        await self.start_node(*argv)
+        return checks_of(await self.run_tool([node.binary, str(SCRIPT)], self.environment(node.environment)))
+
+    async def test_ethereum_conventions(self) -> None:
+        """
+        Under the Ethereum conventions every check passes.
+        """
+        self.assert_checks(await self.checks(*ETHEREUM), set())
+
+    async def test_reference_conventions(self) -> None:
+        """
+        Under the default conventions only the checks that depend on a
+        listed difference fail.
+        """
+        self.assert_checks(await self.checks(), REFERENCE_DIFFERENCES)
