@@ -152,7 +152,8 @@ class DevChain:
 
     def mine(self, blocks: int, interval: int) -> "Deferred[Block | None]":
         """
-        Write C{blocks} empty blocks in one writer job: the first at the
+        Mine the pool's pending transactions into the first blocks, then
+        write the others as empty blocks in one writer job: the first at the
         next block's time (an C{evm_setNextBlockTimestamp} time or the clock
         plus the C{evm_increaseTime} offset, both consumed), the others
         C{interval} seconds apart; an interval of 0 (what viem's test
@@ -176,13 +177,32 @@ class DevChain:
             )
         if blocks == 0:
             return succeed(None)
-        request = EmptyRun(self._miner.coinbase, self._block_clock.time(), blocks, max(interval, 1))
+        return Deferred.fromCoroutine(self._mine(blocks, max(interval, 1)))
 
-        def made(step: Any) -> Block | None:
+    async def _mine(self, blocks: int, interval: int) -> Block | None:
+        """
+        Mine the pool's pending transactions first, a block at a time as
+        Hardhat and Anvil do (a fixture that turns automining off, sends,
+        then calls C{mine()} waits for those transactions: issue 27), then
+        the rest of the blocks as a run of empty ones, the first of them
+        C{interval} seconds after the last mined one.
+        """
+        last: Block | None = None
+        while blocks and self._pool.pending():
+            mined = await self._miner.mine()
+            blocks -= 1
+            if mined is not None:
+                last = mined
+        if not blocks:
+            return last
+        if last is None:
+            time = self._block_clock.time()
+        else:
+            time = replace(self._block_clock.time(), wanted=last.header.timestamp + interval)
+        step = await self._writer.make(EmptyRun(self._miner.coinbase, time, blocks, interval))
+        if last is None:
             self._block_clock.consume()
-            return step.block
-
-        return self._writer.make(request).addCallback(made)
+        return step.block
 
     def set_next_block_timestamp(self, timestamp: int) -> None:
         """

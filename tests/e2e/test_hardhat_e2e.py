@@ -17,6 +17,7 @@ from twisted.trial.unittest import SkipTest
 
 from tests.e2e.ethers import NodeJS, node_with_ethers
 from tests.e2e.test_web3_node import Web3NodeTestCase
+from tests.e2e.toolsuite import ETHEREUM, ToolSuiteTestCase
 
 SCRIPT = Path(__file__).resolve().parent / "hardhat_flow.js"
 HELPERS_SCRIPT = Path(__file__).resolve().parent / "hardhat_helpers_flow.js"
@@ -129,3 +130,83 @@ class HardhatProjectTests(Web3NodeTestCase):
         result = await self.run_script(HELPERS_SCRIPT)
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("can only be used with Hardhat Network", result.stderr)
+
+
+PROJECT_TESTS = Path(__file__).resolve().parent / "hardhat_project.test.js"
+PROJECT_CONFIG = """
+require("@nomicfoundation/hardhat-ethers");
+require("@nomicfoundation/hardhat-chai-matchers");
+module.exports = {
+  networks: {nodex: {url: process.env.NODEX_URL, timeout: 60000}},
+  mocha: {timeout: 60000, reporter: "json", reporterOptions: {output: process.env.MOCHA_REPORT}},
+};
+"""
+
+
+class HardhatTestSuiteTests(ToolSuiteTestCase):
+    """
+    A Hardhat project's own tests (mocha, hardhat-ethers, Network Helpers
+    and Chai matchers: C{tests/e2e/hardhat_project.test.js}) run with
+    C{hardhat test --network nodex}, under each set of conventions: loadFixture,
+    the balance and event matchers, reverts of every kind, time, mining,
+    impersonation, snapshots, and transactions sent together with and
+    without automining (OpenZeppelin's C{batchInBlock}: issue 27's hang).
+    """
+
+    async def outcomes(self, *argv: str) -> dict[str, str]:
+        """
+        Start a node with C{argv}, run the project's tests against it, and
+        return each test's outcome ("ok" or its error) by full title.
+        """
+        node = node_with_ethers()
+        modules = hardhat_modules(node)
+        probe = subprocess.run(
+            [node.binary, "-e", "require.resolve('@nomicfoundation/hardhat-chai-matchers'); require.resolve('chai')"],
+            capture_output=True, env=node.environment,
+        )
+        if probe.returncode != 0:
+            raise SkipTest("the npm packages @nomicfoundation/hardhat-chai-matchers and chai are not installed")
+        await self.start_node(*argv)
+        project = Path(self.mktemp()).absolute()
+        (project / "test").mkdir(parents=True)
+        (project / "hardhat.config.js").write_text(PROJECT_CONFIG)
+        (project / "package.json").write_text('{"name": "nodex-e2e", "version": "1.0.0"}')
+        (project / "node_modules").symlink_to(modules)
+        (project / "test" / "project.test.js").write_text(PROJECT_TESTS.read_text())
+        report = project / "report.json"
+        environment = {
+            **self.environment(node.environment),
+            "MOCHA_REPORT": str(report),
+            "HARDHAT_DISABLE_TELEMETRY_PROMPT": "true",
+        }
+        cli = modules / "hardhat" / "internal" / "cli" / "cli.js"
+        result = await self.run_tool(
+            [node.binary, str(cli), "test", "--no-compile", "--network", "nodex"], environment, cwd=project
+        )
+        if not report.exists():
+            raise AssertionError(f"no mocha report ({result.returncode}): {result.stderr[-3000:]}")
+        tests = json.loads(report.read_text())
+        outcomes = {test["fullTitle"]: "ok" for test in tests["passes"]}
+        outcomes.update({test["fullTitle"]: test["err"].get("message", "failed") for test in tests["failures"]})
+        self.assertEqual(len(outcomes), tests["stats"]["tests"])
+        return outcomes
+
+    async def test_ethereum_conventions(self) -> None:
+        """
+        Under the Ethereum conventions every test passes, the Network
+        Helpers accepting the node's client version as it is.
+        """
+        outcomes = await self.outcomes(*ETHEREUM)
+        self.assert_checks(outcomes, set())
+        self.assertEqual(len(outcomes), 14)
+
+    async def test_reference_conventions(self) -> None:
+        """
+        Under the default conventions, with C{rpc.client_version} set so
+        that the Network Helpers accept the node, every test passes too:
+        hardhat-ethers estimates the gas of what it sends, and the Chai
+        matchers decode reverts from their data whatever the code.
+        """
+        config = Path(self.mktemp())
+        config.write_text('[rpc]\nclient_version = "anvil/nodex"\n')
+        self.assert_checks(await self.outcomes("--config", str(config)), set())

@@ -201,6 +201,22 @@ class DevChainTests(SynchronousTestCase):
         self.assertEqual(len(self.events[-1].adopted), 10)
         self.assertIsNone(self.successResultOf(self.dev.mine(0, 1)))
 
+    def test_mine_takes_pending_transactions(self) -> None:
+        """
+        The pool's pending transactions go into the first block, as Hardhat
+        and Anvil mine them (a fixture that sends with automining off and
+        then calls C{mine()} waits for them); the other blocks are empty,
+        C{interval} seconds apart.
+        """
+        sent = transfer(0, 0)
+        self.pool.transactions = [sent]
+        self.chain.add_observer(lambda event: self.pool.remove([tx.hash for b in event.adopted for tx in b.transactions]))
+        last = self.successResultOf(self.dev.mine(3, 10))
+        first = self.successResultOf(self.chain.get_block_by_number(1))
+        self.assertEqual((first.transactions, last.number), ((sent,), 3))
+        self.assertEqual(last.header.timestamp - first.header.timestamp, 20)
+        self.assertEqual(self.pool.pending(), [])
+
     def test_mine_interval_zero(self) -> None:
         """
         An interval of 0 (viem's test client always sends one) mines the
