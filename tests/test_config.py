@@ -372,6 +372,19 @@ class DevChainRPCConfigTests(SynchronousTestCase):
             self.assertIn('"rpc.revert_error_code"', str(caught.exception))
             self.assertIn("want -32015 or 3", str(caught.exception))
 
+    def test_compat(self) -> None:
+        """
+        Every preset has the reference conventions; C{compat = "ethereum"}
+        chooses the others; nothing else is taken.
+        """
+        for network in NETWORKS:
+            self.assertEqual(build(effective(None, {"network": network})).compat, "reference")
+        self.assertEqual(build(effective({"compat": "ethereum"}, {})).compat, "ethereum")
+        for bad in ("geth", 1, ""):
+            with self.assertRaises(ConfigError) as caught:
+                check_layer({"compat": bad}, "node.toml")
+            self.assertIn('"compat"', str(caught.exception))
+
     def test_client_version(self) -> None:
         """
         Every preset answers nodex's own version string (empty key); a

@@ -5,6 +5,7 @@ Tests for L{nodex.tap} and the C{twistd nodex} plugin.
 import io
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from twisted.application.service import IServiceMaker, Service
 from twisted.internet.testing import MemoryReactorClock as _MemoryReactorClock
@@ -59,15 +60,16 @@ class OptionsTests(SynchronousTestCase):
         config = self.parse(
             "--network", "testnet", "--rpc", "none", "--p2p", "tcp:0", "--peer", "192.0.2.1:50505",
             "--peer", "[::1]:50505", "--mining", "interval:3", "--manhole", "tcp:2222:interface=127.0.0.1",
-            "--log-level", "debug",
+            "--log-level", "debug", "--compat", "ethereum",
         ).config
         assert config is not None
         self.assertEqual(
             (config.chain_id, config.rpc.endpoint, config.p2p_endpoint, config.peers, config.mining_mode,
-             config.manhole_endpoint, config.log_level),
+             config.manhole_endpoint, config.log_level, config.compat),
             (31, "none", "tcp:0", ("192.0.2.1:50505", "[::1]:50505"), "interval:3",
-             "tcp:2222:interface=127.0.0.1", "debug"),
+             "tcp:2222:interface=127.0.0.1", "debug", "ethereum"),
         )
+        self.assertRaises(usage.UsageError, self.parse, "--compat", "geth")
 
     def test_config_file(self) -> None:
         """
@@ -210,6 +212,48 @@ class MakeServiceTests(SynchronousTestCase):
             assert answer is not None
             answers.append(json.loads(answer)["result"])
         self.assertEqual(answers, [client_version(), "anvil/nodex"])
+        ethereum = replace(options.config, compat="ethereum")
+        server = build_rpc_server(ethereum, Clock(), None)  # type: ignore[arg-type]
+        answer = json.loads(self.successResultOf(server.dispatcher.handle(request)))["result"]
+        self.assertEqual(answer, "anvil/" + client_version())
+
+    def test_conventions_line(self) -> None:
+        """
+        The start names the conventions; on a dev chain under the default
+        ones it says how to switch, under the Ethereum ones it says so.
+        """
+        from dataclasses import replace
+
+        from nodex.tap import conventions_line
+
+        config = self.parse_config()
+        self.assertIn("start with --compat ethereum", conventions_line(config))
+        self.assertNotIn("--compat", conventions_line(replace(config, network="main")))
+        self.assertIn("RPC conventions: ethereum", conventions_line(replace(config, compat="ethereum")))
+
+    def test_ethereum_conventions_composed(self) -> None:
+        """
+        C{--compat ethereum} reaches the services: the miner's lasting time
+        shift and the state service's call failures as errors.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none", "--compat", "ethereum"])
+        assert options.config is not None
+        node = compose(options.config, MemoryReactorClock())
+        self.assertTrue(node.miner._lasting_time_shift)  # type: ignore[union-attr]
+        self.assertTrue(node.getServiceNamed("state")._call_failures_are_errors)
+        plain = Options(stdout=io.StringIO())
+        plain.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        assert plain.config is not None
+        self.assertFalse(compose(plain.config, MemoryReactorClock()).miner._lasting_time_shift)  # type: ignore[union-attr]
+
+    def parse_config(self) -> Any:
+        """
+        The configuration of no options but a data directory.
+        """
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
+        return options.config
 
     def test_make_service(self) -> None:
         """
