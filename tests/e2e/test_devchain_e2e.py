@@ -108,7 +108,6 @@ class StateSetterTests(DevChainTestCase):
         self.assertIn("range", await self.invalid("evm_setIntervalMining", [1, 2]))
         self.assertIn("hash", await self.invalid("hardhat_dropTransaction", "0x12"))
         self.assertIn("is below", await self.invalid("evm_setBlockGasLimit", "0x10"))
-        self.assertIn("interval", await self.invalid("hardhat_mine", "0x2", "0x0"))
         self.assertIn("format", await self.invalid("anvil_loadState", {"accounts": {}}))
         self.assertIn("not after", await self.invalid("evm_setNextBlockTimestamp", 0))
         before = await self.head()
@@ -288,6 +287,29 @@ class MiningControlTests(DevChainTestCase):
         tx_hash = await self.blocking(self.w3.eth.send_transaction, {"from": COW, "to": NOBODY, "value": 7})
         receipt = await self.receipt(tx_hash)
         self.assertEqual(receipt["blockNumber"], head["number"] + 2)
+        # Interval 0 (viem's test client): one second apart, as Anvil stamps them.
+        last = await self.head()
+        self.assertIsNone(await self.ok("anvil_mine", "0x3", "0x0"))
+        after = await self.head()
+        self.assertEqual(after["number"], last["number"] + 3)
+        self.assertGreaterEqual(after["timestamp"], last["timestamp"] + 3)
+
+    async def test_mine_takes_pending_transactions(self) -> None:
+        """
+        With automining off, hardhat_mine mines the pending transactions
+        into its first block (OpenZeppelin's batchInBlock), then empty ones.
+        """
+        await self.start_node()
+        await self.ok("evm_setAutomine", False)
+        sent = [
+            await self.blocking(self.w3.eth.send_transaction, {"from": COW, "to": NOBODY, "value": value})
+            for value in (1, 2)
+        ]
+        start = await self.head()
+        self.assertIs(await self.ok("hardhat_mine", "0x3"), True)
+        receipts = [await self.receipt(tx_hash) for tx_hash in sent]
+        self.assertEqual({receipt["blockNumber"] for receipt in receipts}, {start["number"] + 1})
+        self.assertEqual((await self.head())["number"], start["number"] + 3)
 
     async def test_next_timestamp(self) -> None:
         """
