@@ -162,11 +162,20 @@ class ModuleSettings:
 
 _COMPILERS = frozenset({"eth_getCompilers", "eth_compileLLL", "eth_compileSolidity", "eth_compileSerpent"})
 
+_DEV_CHAIN_ABSENT = {
+    "hardhat_setNextBlockBaseFeePerGas": "the base fee is always 0 on this chain (DESIGN §2)",
+    "anvil_setNextBlockBaseFeePerGas": "the base fee is always 0 on this chain (DESIGN §2)",
+    "hardhat_setPrevRandao": "PREVRANDAO reads the block's proof-of-work difficulty on this chain, which nothing sets",
+    "anvil_setPrevRandao": "PREVRANDAO reads the block's proof-of-work difficulty on this chain, which nothing sets",
+}
+"""The Hardhat and Anvil methods that Network Helpers call and nodex's chain cannot honour."""
+
 
 def unsupported_reason(name: str) -> str | None:
     """
-    Why a method of the specification's "not supported" groups is absent,
-    or L{None} for any other name (DESIGN §1).
+    Why a method of the specification's "not supported" groups, or a dev
+    method nodex's chain cannot honour, is absent, or L{None} for any other
+    name (DESIGN §1).
     """
     if name in _COMPILERS:
         return "compilers are deliberately not included in the node, for security reasons"
@@ -174,7 +183,7 @@ def unsupported_reason(name: str) -> str | None:
         return "the db_* methods are deprecated"
     if name.startswith("shh_"):
         return "the whisper messaging protocol (shh_*) is absent"
-    return None
+    return _DEV_CHAIN_ABSENT.get(name)
 
 
 class MethodRegistry:

@@ -118,7 +118,8 @@ class MethodRegistryTests(SynchronousTestCase):
 
     def test_unknown_and_unsupported(self) -> None:
         """
-        Unknown names answer "method not found"; compilers, db_* and shh_* say why they are absent.
+        Unknown names answer "method not found"; compilers, db_*, shh_* and
+        the dev methods nodex's chain cannot honour say why they are absent.
         """
         registry = self.registry(eth=ModuleSettings(True))
         with self.assertRaises(MethodNotFoundError) as caught:
@@ -129,6 +130,8 @@ class MethodRegistryTests(SynchronousTestCase):
             ("eth_getCompilers", "for security reasons"),
             ("db_putString", "deprecated"),
             ("shh_post", "whisper"),
+            ("hardhat_setNextBlockBaseFeePerGas", "base fee is always 0"),
+            ("anvil_setPrevRandao", "PREVRANDAO"),
         ):
             with self.assertRaises(MethodNotFoundError) as caught:
                 registry.lookup(name)
