@@ -19,7 +19,7 @@ from pathlib import Path
 from twisted.trial.unittest import SkipTest
 
 from tests.e2e.ethers import NodeJS, node_with_ethers
-from tests.e2e.toolsuite import ETHEREUM, ToolSuiteTestCase, checks_of
+from tests.e2e.toolsuite import BothConventions, ToolSuiteTestCase, checks_of
 
 SCRIPT = Path(__file__).resolve().parent / "viem_flow.js"
 
@@ -44,10 +44,12 @@ def node_with_viem() -> NodeJS:
     return node
 
 
-class ViemTests(ToolSuiteTestCase):
+class ViemTests(BothConventions, ToolSuiteTestCase):
     """
     viem's clients against the node, under each set of conventions.
     """
+
+    reference_failing = frozenset(REFERENCE_DIFFERENCES)
 
     async def checks(self, *argv: str) -> dict[str, str]:
         """
@@ -56,16 +58,3 @@ class ViemTests(ToolSuiteTestCase):
         node = node_with_viem()
         await self.start_node(*argv)
         return checks_of(await self.run_tool([node.binary, str(SCRIPT)], self.environment(node.environment)))
-
-    async def test_ethereum_conventions(self) -> None:
-        """
-        Under the Ethereum conventions every check passes.
-        """
-        self.assert_checks(await self.checks(*ETHEREUM), set())
-
-    async def test_reference_conventions(self) -> None:
-        """
-        Under the default conventions only the checks that depend on a
-        listed difference fail.
-        """
-        self.assert_checks(await self.checks(), REFERENCE_DIFFERENCES)

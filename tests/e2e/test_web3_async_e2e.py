@@ -20,7 +20,7 @@ from typing import Any
 from twisted.internet.threads import deferToThread
 from twisted.trial.unittest import SkipTest
 
-from tests.e2e.toolsuite import CONTRACTS, ETHEREUM, ToolSuiteTestCase
+from tests.e2e.toolsuite import CONTRACTS, BothConventions, ToolSuiteTestCase
 
 try:
     from web3 import AsyncWeb3, WebSocketProvider
@@ -166,10 +166,12 @@ async def flow(url: str) -> dict[str, str]:
     return checks
 
 
-class AsyncWeb3Tests(ToolSuiteTestCase):
+class AsyncWeb3Tests(BothConventions, ToolSuiteTestCase):
     """
     web3.py's C{AsyncWeb3} over WebSocket, under each set of conventions.
     """
+
+    reference_failing = frozenset(REFERENCE_DIFFERENCES)
 
     async def checks(self, *argv: str) -> dict[str, str]:
         """
@@ -179,15 +181,3 @@ class AsyncWeb3Tests(ToolSuiteTestCase):
             raise SkipTest("web3.py (the test extra) is not installed")
         await self.start_node(*argv)
         return await deferToThread(asyncio.run, flow(self.ws_url))
-
-    async def test_ethereum_conventions(self) -> None:
-        """
-        Under the Ethereum conventions every check passes, revert reasons included.
-        """
-        self.assert_checks(await self.checks(*ETHEREUM), set())
-
-    async def test_reference_conventions(self) -> None:
-        """
-        Under the default conventions only the revert-reason checks fail.
-        """
-        self.assert_checks(await self.checks(), REFERENCE_DIFFERENCES)

@@ -93,4 +93,34 @@ class ToolSuiteTestCase(TestCase):
         self.assertLessEqual(failing, set(checks))
 
 
-__all__ = ["CONTRACTS", "ETHEREUM", "ToolSuiteTestCase", "checks_of"]
+class BothConventions:
+    """
+    The two tests of a tool run under each set of conventions; the class
+    says which checks fail under each (a convention difference, listed in
+    C{docs/compatibility.md}) and how to get the checks.
+    """
+
+    ethereum_failing: frozenset[str] = frozenset()
+    reference_failing: frozenset[str] = frozenset()
+
+    async def checks(self, *argv: str) -> dict[str, str]:
+        """
+        Start a node with C{argv} and run the tool's checks against it.
+        """
+        raise NotImplementedError
+
+    async def test_ethereum_conventions(self) -> None:
+        """
+        Under the Ethereum conventions every check passes (but those the class names).
+        """
+        self.assert_checks(await self.checks(*ETHEREUM), set(self.ethereum_failing))  # type: ignore[attr-defined]
+
+    async def test_reference_conventions(self) -> None:
+        """
+        Under the default conventions only the checks that depend on a
+        listed difference fail.
+        """
+        self.assert_checks(await self.checks(), set(self.reference_failing))  # type: ignore[attr-defined]
+
+
+__all__ = ["CONTRACTS", "ETHEREUM", "BothConventions", "ToolSuiteTestCase", "checks_of"]
