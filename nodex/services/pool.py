@@ -75,6 +75,10 @@ def store_account_reader(store: KeyValueStore) -> AccountReader:
     return read_account
 
 
+MAX_RECHECKS = 8
+"""How many times an admission reads its sender again because the head moved meanwhile."""
+
+
 def pool_key(tx_hash: bytes) -> bytes:
     """
     The C{METADATA} key under which the pool keeps a transaction.
@@ -344,25 +348,31 @@ class TransactionPool(Service):
         return checking.addCallback(self._admit_unless_mined, transaction, relayed, header)
 
     def _admit_unless_mined(
-        self, found: tuple[int, int], transaction: Transaction, relayed: bool, header: Header
+        self, found: tuple[int, int], transaction: Transaction, relayed: bool, header: Header, rechecks: int = 0
     ) -> Deferred[Hash32]:
         """
         Admit a transaction checked against C{header}'s state; if the head
-        moved during the check, check it again against the new head (a
-        peer's transaction often arrives together with the block that
-        mined it, and the state read before that block cannot tell; a
-        sender's nonce read before it is stale).
+        moved during the check, read its sender's nonce and balance again
+        at the new head first (a peer's transaction often arrives together
+        with the block that mined it, and the state read before that block
+        cannot tell; a sender's nonce read before it is stale, and the
+        transaction would be queued behind a nonce already used while the
+        chain event that could promote it has passed).  At most
+        L{MAX_RECHECKS} reads: under a stream of blocks (a sync) the last
+        one is used.
         """
         head = self._chain.head.header
-        if head.hash == header.hash:
+        if head.hash == header.hash or rechecks >= MAX_RECHECKS:
             return self._admit(found, transaction, relayed)
-        # The sender's nonce and balance are those before the new block:
-        # admitted with them, a transaction whose nonce the block reached
-        # would be queued behind a nonce already used, and the chain event
-        # that could promote it has passed.  Check again against the new
-        # head (once per head change: the check reads one account).
-        checking = self._run_in_thread(self._thd_validate, transaction, head)
-        return checking.addCallback(self._admit_unless_mined, transaction, relayed, head)
+        reading = self._run_in_thread(self._thd_nonce_and_balance, head.state_root, transaction.sender)
+        return reading.addCallback(self._admit_unless_mined, transaction, relayed, head, rechecks + 1)
+
+    def _thd_nonce_and_balance(self, state_root: bytes, address: Address) -> tuple[int, int]:
+        """
+        An account's nonce and balance at C{state_root} (in a thread).
+        """
+        account = self._read_account(state_root, address)
+        return (0, 0) if account is None else (account.nonce, account.balance)
 
     def _included_alone(self, offered: "Deferred[tuple[int, int] | None]", transaction: Transaction) -> Deferred[Hash32]:
         """
@@ -395,8 +405,7 @@ class TransactionPool(Service):
         check_transaction(
             transaction, self._rules, header.gas_limit, header.minimum_gas_price, self._may_impersonate(transaction)
         )
-        account = self._read_account(header.state_root, transaction.sender)
-        return (0, 0) if account is None else (account.nonce, account.balance)
+        return self._thd_nonce_and_balance(header.state_root, transaction.sender)
 
     def _may_impersonate(self, transaction: Transaction) -> bool:
         """
@@ -718,6 +727,7 @@ class TransactionPool(Service):
 
 
 __all__ = [
+    "MAX_RECHECKS",
     "GLOBAL_SLOTS",
     "POOL_KEY_PREFIX",
     "AccountReader",

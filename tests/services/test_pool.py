@@ -24,6 +24,7 @@ from nodex.services.errors import InvalidTransactionRejectedError, TransactionRe
 from nodex.chain.admission import check_admission, check_transaction
 from nodex.services.automine import RELAYED_GRACE_SECONDS, AutoMining
 from nodex.services.pool import (
+    MAX_RECHECKS,
     POOL_KEY_PREFIX,
     TransactionPool,
     pool_key,
@@ -1296,6 +1297,24 @@ class StaleCheckTests(PoolFixture, SynchronousTestCase):
         self.checks.flush()
         self.assertEqual(self.successResultOf(adding), second.hash)
         self.assertEqual((self.pool.pending(), self.pool.queued()), ([second], []))
+
+
+    def test_rechecks_are_bounded(self) -> None:
+        """
+        Under a stream of blocks (one stored during every read) the sender
+        is read again at most L{MAX_RECHECKS} times, then the transaction
+        is admitted with the last read.
+        """
+        tx = legacy(0)
+        adding = self.pool.add(tx)
+        runs = 0
+        while self.checks.jobs:
+            waiting, function, args = self.checks.jobs.pop(0)
+            self.chain.adopt((legacy(runs, key=KEYS[1]),))
+            waiting.callback(function(*args))
+            runs += 1
+        self.assertEqual(runs, 1 + MAX_RECHECKS)
+        self.assertEqual(self.successResultOf(adding), tx.hash)
 
 
 class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
