@@ -233,19 +233,19 @@ class MakeServiceTests(SynchronousTestCase):
 
     def test_ethereum_conventions_composed(self) -> None:
         """
-        C{--compat ethereum} reaches the services: the miner's lasting time
+        C{--compat ethereum} reaches the services: the block clock's lasting time
         shift and the state service's call failures as errors.
         """
         options = Options(stdout=io.StringIO())
         options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none", "--compat", "ethereum"])
         assert options.config is not None
         node = compose(options.config, MemoryReactorClock())
-        self.assertTrue(node.miner._lasting_time_shift)  # type: ignore[union-attr]
+        self.assertTrue(node.miner.block_clock._lasting)  # type: ignore[union-attr]
         self.assertTrue(node.getServiceNamed("state")._call_failures_are_errors)
         plain = Options(stdout=io.StringIO())
         plain.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
         assert plain.config is not None
-        self.assertFalse(compose(plain.config, MemoryReactorClock()).miner._lasting_time_shift)  # type: ignore[union-attr]
+        self.assertFalse(compose(plain.config, MemoryReactorClock()).miner.block_clock._lasting)  # type: ignore[union-attr]
 
     def parse_config(self) -> Any:
         """
