@@ -633,6 +633,7 @@ def compose_transaction_methods(
     chain_id: int,
     rules: Conventions = REFERENCE_CONVENTIONS,
     estimate: GasEstimator | None = None,
+    pending: PendingBlocks | None = None,
 ) -> tuple[EvmMethods, list[IMethodProvider]]:
     """
     The RPC providers of issue 5 (blocks, transactions, txpool, evm) and
@@ -643,12 +644,14 @@ def compose_transaction_methods(
     @param rules: the RPC conventions (txpool shapes, snapshot rules).
     @param estimate: under the Ethereum conventions, estimates the gas of
         C{eth_sendTransaction} requests that name none (Anvil's rule).
+    @param pending: the pending block, which C{eth_getBlockByNumber} and
+        its siblings answer at C{pending} under the Ethereum conventions.
     """
     pool, miner = making.pool, making.miner
     evm = EvmMethods(chain, pool, miner, rules)
     sending = TransactionSending(pool, chain_id, estimate)
     providers: list[IMethodProvider] = [
-        ChainMethods(chain, pool, peers),
+        ChainMethods(chain, pool, peers, pending, rules),
         TransactionMethods(chain, pool, accounts, miner, making.work, impersonation, sending),
         TxPoolMethods(pool, rules),
         evm,
@@ -934,7 +937,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     rules = conventions(config)
     estimate = pending_estimator(state, pending) if rules.ethereum else None
     evm, transaction_providers = compose_transaction_methods(
-        chain, making, accounts, peers, impersonation, config.chain_id, rules, estimate
+        chain, making, accounts, peers, impersonation, config.chain_id, rules, estimate, pending
     )
     providers += transaction_providers
     providers += making.providers

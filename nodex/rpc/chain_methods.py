@@ -3,16 +3,24 @@ The C{eth} methods that read the chain: the head, blocks, uncles,
 transactions by hash or position, and receipts (reference §3.3, shapes of
 L{nodex.rpc.objects}).
 
-Unknown blocks and transactions answer C{null}, except where the reference
-answers an error (the uncle counts and the transaction count by number:
--32600 C{Block <id> not found}).  The five methods that the specification
-marks as partially supported refuse C{pending} with -32201 (DESIGN §1).
+Unknown blocks and transactions answer C{null}, as every method that
+answers a block or a part of one does (C{docs/compatibility.md}).  The
+methods that the specification marks as partially supported refuse
+C{pending} with -32201 (DESIGN §1) by the reference's conventions, and
+answer the pending block under the Ethereum ones.
 """
 
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import IChainService, IPeerNetwork, ITransactionPool
+from nodex.interfaces import (
+    REFERENCE_CONVENTIONS,
+    Conventions,
+    IChainService,
+    IPeerNetwork,
+    IPendingBlock,
+    ITransactionPool,
+)
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import resolve_block
 from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError
@@ -52,16 +60,29 @@ class ChainMethods:
     The block, transaction and receipt lookups of the C{eth} module.
     """
 
-    def __init__(self, chain: IChainService, pool: ITransactionPool, peers: IPeerNetwork | None = None) -> None:
+    def __init__(
+        self,
+        chain: IChainService,
+        pool: ITransactionPool,
+        peers: IPeerNetwork | None = None,
+        pending: IPendingBlock | None = None,
+        conventions: Conventions = REFERENCE_CONVENTIONS,
+    ) -> None:
         """
         @param chain: where blocks, transactions and receipts are read.
         @param pool: where pending transactions are found.
         @param peers: the peer network, whose sync C{eth_syncing} reports
             (without one the node never syncs).
+        @param pending: the block the miner would build now, which the
+            methods that the specification lets refuse C{pending} answer
+            under the Ethereum conventions.
+        @param conventions: by the reference's, those methods refuse
+            C{pending} (-32201, DESIGN §1).
         """
         self._chain = chain
         self._pool = pool
         self._peers = peers
+        self._pending = pending if conventions.ethereum else None
 
     def rpc_methods(self) -> Iterable[Method]:
         """
@@ -148,12 +169,32 @@ class ChainMethods:
         """
         return await self._block_object(await self._chain.get_block_by_hash(block_hash), full)
 
+    async def _numbered(self, number: BlockParameter) -> Block | None:
+        """
+        The block a number or tag names for the methods the specification
+        lets refuse C{pending}: under the Ethereum conventions C{pending}
+        is the block the miner would build now; by the reference's it is
+        refused.
+
+        @raise PendingNotSupportedError: C{pending}, by the reference's conventions.
+        """
+        if number is BlockTag.PENDING and self._pending is not None:
+            return (await self._pending.block()).block
+        return await resolve_block(self._chain, number, pending_supported=False)
+
     async def get_block_by_number(self, number: BlockParameter, full: bool) -> dict[str, Any] | None:
         """
-        A canonical block by number or tag, or C{null}; C{pending} refused.
+        A canonical block by number or tag, or C{null}; C{pending} refused
+        by the reference's conventions, the pending block under the
+        Ethereum ones (unsealed: its hash is that of its unsealed header,
+        which the sealed block will not keep, as Anvil's pending block).
         """
-        block = await resolve_block(self._chain, number, pending_supported=False)
-        return await self._block_object(block, full)
+        block = await self._numbered(number)
+        if number is not BlockTag.PENDING or block is None:
+            return await self._block_object(block, full)
+        head = self._chain.head.header
+        total_difficulty = (await self._chain.get_total_difficulty(head.hash) or 0) + block.header.difficulty
+        return block_object(block, total_difficulty, full)
 
     async def get_block_transaction_count_by_hash(self, block_hash: bytes) -> int | None:
         """
@@ -182,9 +223,10 @@ class ChainMethods:
 
     async def get_uncle_count_by_block_number(self, number: BlockParameter) -> int | None:
         """
-        How many uncles a canonical block names, or C{null}; C{pending} refused.
+        How many uncles a canonical block names, or C{null}; C{pending}
+        refused by the reference's conventions.
         """
-        block = await resolve_block(self._chain, number, pending_supported=False)
+        block = await self._numbered(number)
         return None if block is None else len(block.uncles)
 
     async def _uncle(self, block: Block | None, position: int) -> dict[str, Any] | None:
@@ -207,9 +249,10 @@ class ChainMethods:
         self, number: BlockParameter, position: int
     ) -> dict[str, Any] | None:
         """
-        An uncle of a canonical block, or C{null}; C{pending} refused.
+        An uncle of a canonical block, or C{null}; C{pending} refused by
+        the reference's conventions.
         """
-        block = await resolve_block(self._chain, number, pending_supported=False)
+        block = await self._numbered(number)
         return await self._uncle(block, position)
 
     async def get_transaction_by_hash(self, tx_hash: bytes) -> dict[str, Any] | None:
@@ -247,9 +290,9 @@ class ChainMethods:
     ) -> dict[str, Any] | None:
         """
         The transaction at a position of a canonical block, or C{null};
-        C{pending} refused.
+        C{pending} refused by the reference's conventions.
         """
-        block = await resolve_block(self._chain, number, pending_supported=False)
+        block = await self._numbered(number)
         return self._positioned(block, position)
 
     async def get_transaction_receipt(self, tx_hash: bytes) -> dict[str, Any] | None:

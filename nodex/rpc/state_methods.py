@@ -188,7 +188,7 @@ class StateMethods:
         self._chain = chain
         self._state = state
         self._pool = pool
-        self._geth_reverts = conventions.ethereum
+        self._ethereum = conventions.ethereum
         self._revert_code = GETH_REVERTED if conventions.ethereum else revert_error_code
 
     def rpc_methods(self) -> Iterable[Method]:
@@ -269,10 +269,13 @@ class StateMethods:
         """
         C{eth_getCode}: the code at the block; an unknown block is -32600,
         as for every state read (the reference answers C{null} here only);
-        C{pending} is refused (DESIGN §1).
+        C{pending} is refused by the reference's conventions (DESIGN §1),
+        the pending block's state under the Ethereum ones.
         """
         if selector is BlockTag.LATEST:
             header = self._chain.head.header
+        elif selector is BlockTag.PENDING and self._ethereum:
+            header = await header_at(self._chain, selector, self._pending)
         else:
             header = (await require_block(self._chain, selector, pending_supported=False)).header
         return await self._state.get_code(header, address)
@@ -286,7 +289,7 @@ class StateMethods:
             state service's C{call} fails).
         """
         return self._at(selector, lambda header: self._state.call(header, request, overrides)).addErrback(
-            _revert_error, self._revert_code, self._geth_reverts
+            _revert_error, self._revert_code, self._ethereum
         )
 
     async def create_access_list(self, request: CallRequest, selector: BlockSelector) -> Any:
@@ -308,7 +311,7 @@ class StateMethods:
         try:
             return await self._state.estimate_gas(header, request, overrides)
         except ExecutionRevertedError as exc:
-            raise revert_error(exc, self._revert_code, self._geth_reverts) from exc
+            raise revert_error(exc, self._revert_code, self._ethereum) from exc
 
     async def get_proof(self, address: Address, keys: list[int], selector: BlockSelector) -> AccountProof:
         """

@@ -5,9 +5,9 @@ version): reads, blocks, sends from a node-held account, calls and their
 reverts, estimates, receipts, logs, access lists, C{cast run} (a local
 replay of a mined transaction) and C{cast publish}.
 
-Every check passes under both sets of conventions; C{cast block pending}
-asks for the pending block, which the specification refuses
-(C{docs/compatibility.md}).
+Every check passes under the Ethereum conventions; under the default ones
+every check but C{cast block pending}, which asks for the pending block
+that the specification refuses (C{docs/compatibility.md}).
 
 Skipped unless node finds the package (C{NODE_PATH}).
 """
@@ -125,8 +125,6 @@ class CastTests(BothConventions, ToolSuiteTestCase):
     """
 
     reference_failing = frozenset(REFERENCE_DIFFERENCES)
-    # The pending block comes with issue 23.
-    ethereum_failing = frozenset({"block pending"})
 
     async def checks(self, *argv: str) -> dict[str, str]:
         """

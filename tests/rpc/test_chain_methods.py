@@ -520,3 +520,70 @@ class EstimatedGasTests(RPCFixture, SynchronousTestCase):
         error = self.request("eth_sendTransaction", {"from": "0x" + ADDRESSES[0].hex(), "to": "0x" + RECIPIENT.hex()})["error"]
         self.assertEqual((error["code"], error["message"], error["data"]), (3, "execution reverted: nope", "0x" + payload.hex()))
         self.assertEqual(len(self.pool), 0)
+
+
+class PendingBlockTests(RPCFixture, SynchronousTestCase):
+    """
+    The methods the specification lets refuse C{pending}: refused by the
+    reference's conventions, the pending block under the Ethereum ones.
+    """
+
+    def setUp(self) -> None:
+        """
+        A node whose pending block holds one transaction.
+        """
+        from nodex.structures.blocks import Block as PlainBlock
+
+        self.make_node(auto=False)
+        head = self.chain.head.header
+        self.transaction = legacy(0)
+        self.block = PlainBlock(make_header(head.number + 1, head.hash, difficulty=1), (self.transaction,))
+
+        class Pending:
+            def __init__(self, block: Any) -> None:
+                self.kept = block
+
+            def block(self) -> Deferred[Any]:
+                return succeed(type("PendingBlock", (), {"block": self.kept})())
+
+            def header(self) -> Deferred[Any]:
+                return succeed(self.kept.header)
+
+        self.pending = Pending(self.block)
+
+    def serve(self, conventions: Conventions) -> None:
+        """
+        Serve the chain methods with the pending block and C{conventions}.
+        """
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        registry.add(ChainMethods(self.chain, self.pool, None, self.pending, conventions))  # type: ignore[arg-type]
+        self.dispatcher = Dispatcher(registry, Clock())
+
+    def test_refused_by_the_reference_conventions(self) -> None:
+        """
+        -32201 from the four chain methods.
+        """
+        self.serve(REFERENCE_CONVENTIONS)
+        for method, params in (
+            ("eth_getBlockByNumber", ("pending", False)), ("eth_getUncleCountByBlockNumber", ("pending",)),
+            ("eth_getUncleByBlockNumberAndIndex", ("pending", "0x0")),
+            ("eth_getTransactionByBlockNumberAndIndex", ("pending", "0x0")),
+        ):
+            self.assertEqual(self.error(method, *params)[0], -32201, method)
+
+    def test_pending_block_under_ethereum_conventions(self) -> None:
+        """
+        The pending block: the next number, its transactions, its uncles.
+        """
+        from nodex.interfaces import ETHEREUM_CONVENTIONS
+
+        self.serve(ETHEREUM_CONVENTIONS)
+        block = self.call("eth_getBlockByNumber", "pending", False)
+        self.assertEqual(
+            (block["number"], block["transactions"], block["parentHash"]),
+            (hex(self.block.number), [hexed(self.transaction.hash)], hexed(self.chain.head.header.hash)),
+        )
+        self.assertEqual(self.call("eth_getUncleCountByBlockNumber", "pending"), "0x0")
+        self.assertIsNone(self.call("eth_getUncleByBlockNumberAndIndex", "pending", "0x0"))
+        found = self.call("eth_getTransactionByBlockNumberAndIndex", "pending", "0x0")
+        self.assertEqual(found["hash"], hexed(self.transaction.hash))

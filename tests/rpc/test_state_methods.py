@@ -317,6 +317,8 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         )
         starved = self.error("eth_call", {"to": self.storage, "data": hexed(selector("set(uint256)") + word(7)), "gas": hex(25_000)})
         self.assertEqual((starved["code"], starved["message"]), (-32000, "out of gas"))
+        # pending is accepted where the specification lets it be refused.
+        self.assertEqual(self.call("eth_getCode", self.storage, "pending"), self.call("eth_getCode", self.storage, "latest"))
 
     def test_estimate(self) -> None:
         """
