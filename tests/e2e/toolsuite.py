@@ -41,7 +41,12 @@ def checks_of(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
 class ToolSuiteTestCase(TestCase):
     """
     Start a node whose HTTP and WebSocket URLs the tools are given.
+
+    A tool's run starts Node.js and loads Hardhat or viem, seconds on a
+    loaded machine: the tests allow 300 s (trial's default is 120).
     """
+
+    timeout = 300
 
     async def start_node(self, *argv: str) -> None:
         """
