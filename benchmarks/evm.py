@@ -31,7 +31,11 @@ out of the project's environment::
 
     python3 -m venv /work/bench-evm-venv
     /work/bench-evm-venv/bin/pip install -e /work/main py-evm
-    /work/bench-evm-venv/bin/python benchmarks/evm.py [--only nodex|py-evm] [--scale 0.5]
+    /work/bench-evm-venv/bin/python benchmarks/evm.py [--only nodex|py-evm] [--scale 0.5] [--clock cpu]
+
+C{--clock cpu} times the blocks by this process's CPU time instead of wall
+time: on a shared machine it moves far less (C{benchmarks/evm_compare.py}
+uses it to compare two commits).
 
 C{--precompiles} times nodex's precompiled contracts on their own instead
 (time per call and Mgas/s); it needs no py-evm.
@@ -63,6 +67,9 @@ SENDER_BALANCE = 10**30
 COINBASE = bytes.fromhex("00000000000000000000000000000000000c0fee")
 COMPUTE_ADDRESS = bytes.fromhex("000000000000000000000000000000000000c0de")
 STORAGE_ADDRESS = bytes.fromhex("000000000000000000000000000000000000f111")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+CLOCK = CLOCKS["wall"]
+"""What blocks are timed with (C{--clock}): wall time, or this process's CPU time."""
 
 # -- a small assembler -------------------------------------------------------
 
@@ -365,11 +372,11 @@ class PyEVMRunner:
         state root and persistence of the block.
         """
         transactions = [self._builder.decode(raw) for raw in raw_transactions]
-        start = time.perf_counter()
+        start = CLOCK()
         result, receipts, computations = self._chain.mine_all(
             transactions, coinbase=COINBASE
         )
-        seconds = time.perf_counter() - start
+        seconds = CLOCK() - start
         gas_used, previous = [], 0
         for receipt in receipts:
             gas_used.append(receipt.gas_used - previous)
@@ -445,7 +452,7 @@ class NodexRunner:
             prev_randao=(1).to_bytes(32, "big"),
             chain_id=CHAIN_ID,
         )
-        start = time.perf_counter()
+        start = CLOCK()
         state = State.from_store(self._store, self._root)
         block_gas, gas_used, receipts = 0, [], []
         for transaction in transactions:
@@ -458,7 +465,7 @@ class NodexRunner:
         transactions_root = ordered_trie_root(list(raw_transactions))
         receipts_root = ordered_trie_root(receipts)
         self._root = self._commit(state)
-        seconds = time.perf_counter() - start
+        seconds = CLOCK() - start
         return BlockResult(seconds, gas_used, (self._root, transactions_root, receipts_root))
 
 
@@ -622,12 +629,18 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the block counts")
     parser.add_argument(
+        "--clock", choices=sorted(CLOCKS), default="wall",
+        help="time blocks by wall time or by this process's CPU time (steadier on a shared machine)",
+    )
+    parser.add_argument(
         "--precompiles", action="store_true", help="time nodex's precompiles on their own instead"
     )
     options = parser.parse_args(argv)
     if options.precompiles:
         print(precompile_report())
         return 0
+    global CLOCK
+    CLOCK = CLOCKS[options.clock]
     evms = options.only or sorted(RUNNERS)
     rows, problems = [], []
     for name in options.workload or list(WORKLOADS):

@@ -45,6 +45,9 @@ Options of C{run}:
     (the node's time, by JSON-RPC method).
   - C{--profile FILE}: nodex under cProfile (the statistics written to
     C{FILE} when it stops; slower).
+  - C{--py-spy FILE}: record nodex with py-spy (the interpreter lock's
+    holder, 250 samples a second; C{--py-spy-bin} names the command) and
+    print its time by phase (C{benchmarks/phases.py}).
   - C{--nodex-config FILE}: a TOML file whose keys are laid over the
     harness's own (which are: regtest, automining, C{rpc.client_version =
     "anvil/nodex"} so that the Network Helpers accept the node, a fresh
@@ -88,6 +91,7 @@ FOUNDRY_VERSION = "1.7.1"
 TREE = "openzeppelin-contracts"
 TEST_DIR = "test/token/ERC20"
 CONFIG_NAME = "hardhat.config.bench.js"
+SPY_RATE = 250
 
 # The packages the ERC-20 tests and OpenZeppelin's Hardhat tasks load; their
 # versions come from OpenZeppelin's package-lock.json at the tag.
@@ -326,6 +330,7 @@ class Node:
         self.url = ""
         self.metrics_port = 0
         self.datadir: Path | None = None
+        self.recorder: subprocess.Popen[bytes] | None = None
 
     @property
     def network(self) -> str:
@@ -371,6 +376,12 @@ class Node:
             raise SystemExit(f"unknown node {self.spec!r}: nodex, nodex:PATH, anvil, hardhat or a URL")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=self.datadir)
         wait_for_rpc(self.url, self.process)
+        if self.options.py_spy and self.spec.startswith("nodex"):
+            self.recorder = subprocess.Popen(
+                [self.options.py_spy_bin, "record", "--pid", str(self.process.pid), "--rate", str(SPY_RATE),
+                 "--gil", "--full-filenames", "--format", "raw", "-o", self.options.py_spy],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
 
     def method_times(self) -> list[tuple[str, int, float]]:
         """
@@ -397,6 +408,10 @@ class Node:
         """
         Stop a node started here; remove its data unless kept.
         """
+        if self.recorder is not None:
+            self.recorder.send_signal(signal.SIGINT)
+            self.recorder.wait(60)
+            self.recorder = None
         if self.process is not None:
             self.process.send_signal(signal.SIGINT if self.spec == "anvil" else signal.SIGTERM)
             try:
@@ -463,6 +478,12 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
         print(f"    {'method':<32} {'calls':>7} {'seconds':>9} {'ms/call':>8}")
         for method, count, seconds in times:
             print(f"    {method:<32} {count:>7} {seconds:>9.3f} {1000 * seconds / max(count, 1):>8.3f}")
+    if options.py_spy and node.spec.startswith("nodex"):
+        # The node's time by phase, from the recording (benchmarks/phases.py).
+        sys.path.insert(0, str(Path(__file__).parent))
+        import phases
+
+        phases.main([options.py_spy, "--rate", str(SPY_RATE), "--wall", f"{wall:.3f}", "--top", "8"])
     if counts["failing"] and not options.verbose:
         failures = output[output.find(f"{counts['failing']} failing") :]
         print("\n".join(failures.splitlines()[: options.show_failures]))
@@ -531,6 +552,8 @@ def main() -> int:
     run_parser.add_argument("--pin", action="store_true", help="node on core 0, mocha on core 1")
     run_parser.add_argument("--metrics", action="store_true", help="print nodex's time by method")
     run_parser.add_argument("--profile", help="run nodex under cProfile, statistics to this file")
+    run_parser.add_argument("--py-spy", help="record nodex with py-spy into this file; print its phases")
+    run_parser.add_argument("--py-spy-bin", default="py-spy", help="the py-spy command")
     run_parser.add_argument("--nodex-config", type=Path, help="a TOML file laid over the harness's settings")
     run_parser.add_argument("--keep", action="store_true", help="keep the nodes' data directories")
     run_parser.add_argument("--verbose", action="store_true", help="print mocha's whole output")
@@ -541,6 +564,8 @@ def main() -> int:
         return 0
     if options.profile:
         options.profile = str(Path(options.profile).resolve())
+    if options.py_spy:
+        options.py_spy = str(Path(options.py_spy).resolve())
     return run(options)
 
 
