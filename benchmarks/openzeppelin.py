@@ -214,7 +214,17 @@ overrides = {
 }
 if metrics != "0":
     overrides["metrics"] = {"endpoint": "tcp:" + metrics + ":interface=127.0.0.1"}
-config = load_config(extra or None, overrides)
+while True:
+    try:
+        config = load_config(extra or None, overrides)
+        break
+    except Exception as error:
+        # An older checkout lacks some keys (rpc.ws, rpc.client_version: the
+        # Network Helpers then refuse it): drop what it does not know.
+        unknown = str(error).partition('unknown configuration key "')[2].partition('"')[0]
+        if not unknown.startswith("rpc."):
+            raise
+        del overrides["rpc"][unknown[4:]]
 node = compose(config, reactor)
 node.startService()
 reactor.addSystemEventTrigger("before", "shutdown", node.stopService)

@@ -1,0 +1,320 @@
+"""
+What test suites call most, one call at a time as mocha and ethers send
+them: the node's CPU time and the client's wall time per call, for one or
+several checkouts of nodex, alternated round by round.
+
+The node runs in its own process (on core 0 with C{--pin}, this client on
+core 1), started fresh for each checkout and round, with the harness
+settings of C{benchmarks/openzeppelin.py} (regtest, automining).  Before the
+figures, the token (C{tests/data/contracts/Token.json}) is deployed.  Each
+scenario repeats one step C{--count} times; a step's CPU time is the node
+process's user and system time (from C{/proc}) over the repeats, divided by
+their number (from the scheduler's per-thread C{schedstat}, to the
+nanosecond), which other work on the machine disturbs much less than wall
+time.
+
+Scenarios:
+
+  - C{chain_id}: C{eth_chainId} (the request path alone: HTTP, parse,
+    dispatch, encode);
+  - C{block_number}: C{eth_blockNumber};
+  - C{estimate_transfer}: C{eth_estimateGas} of an ERC-20 C{transfer};
+  - C{estimate_deploy}: C{eth_estimateGas} of the token's deployment;
+  - C{send_transfer}: C{eth_sendTransaction} of an ERC-20 C{transfer}
+    (gas given; automined: the answer follows the block);
+  - C{lookups}: after one C{send_transfer} (not counted), what ethers and
+    hardhat-chai-matchers ask next: C{eth_getTransactionByHash},
+    C{eth_getTransactionReceipt}, C{eth_getBlockByNumber latest},
+    C{eth_getBlockByHash} (each timed on its own);
+  - C{snapshot_revert}: C{evm_snapshot}, one C{send_transfer}, C{evm_revert}
+    (what C{loadFixture} costs a test), at the chain's length, then again
+    after C{hardhat_mine} of C{--long} blocks;
+  - C{call}: C{eth_call} of C{balanceOf} a different holder each time.
+
+Usage::
+
+    python benchmarks/suite_calls.py [--checkouts /work/wt/perf-base,/work/wt/perf] [--rounds 3]
+        [--count 200] [--scenarios estimate_transfer,lookups] [--pin] [--long 10000]
+
+The table gives, per scenario and checkout, the range over the rounds of
+the node's CPU milliseconds per call (and of the client's wall
+milliseconds per call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS = Path(__file__).resolve().parent
+REPOSITORY = BENCHMARKS.parent
+sys.path.insert(0, str(BENCHMARKS))
+
+from openzeppelin import NODEX_SERVER, free_port, wait_for_rpc  # noqa: E402
+
+TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
+SCENARIOS = (
+    "chain_id", "block_number", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
+    "snapshot_revert", "call",
+)
+
+
+def cpu_seconds(pid: int) -> float:
+    """
+    The CPU time all the process's threads have used so far, to the
+    nanosecond (the scheduler's C{schedstat}; C{/proc/PID/stat} counts in
+    10 ms ticks).
+    """
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
+
+
+class Client:
+    """
+    JSON-RPC over one keep-alive HTTP connection.
+    """
+
+    def __init__(self, port: int) -> None:
+        self._connection = http.client.HTTPConnection("127.0.0.1", port)
+        self._ids = 0
+
+    def call(self, method: str, *params: Any) -> Any:
+        """
+        One request; its result, or L{RuntimeError}.
+        """
+        self._ids += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method, "params": list(params)})
+        self._connection.request("POST", "/", body, {"Content-Type": "application/json"})
+        answer = json.loads(self._connection.getresponse().read())
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+
+def word(value: int | str) -> str:
+    """
+    A 32-byte ABI word in hex (an address, or a number).
+    """
+    if isinstance(value, str):
+        return value[2:].rjust(64, "0")
+    return f"{value:064x}"
+
+
+class Scenarios:
+    """
+    The scenarios against one started node.
+    """
+
+    def __init__(self, client: Client, pid: int, count: int, long: int) -> None:
+        self.client = client
+        self.pid = pid
+        self.count = count
+        self.long = long
+        self.sender = client.call("eth_accounts")[0]
+        artifact = json.loads(TOKEN.read_text())
+        arguments = (
+            word(96) + word(160) + word(10**24) + word(5) + b"Token".hex().ljust(64, "0")
+            + word(3) + b"TOK".hex().ljust(64, "0")
+        )
+        self.deploy = {"from": self.sender, "data": artifact["bytecode"] + arguments, "gas": hex(3_000_000)}
+        receipt = client.call("eth_getTransactionReceipt", client.call("eth_sendTransaction", self.deploy))
+        self.token = receipt["contractAddress"]
+        self.recipients = 0
+
+    def transfer(self) -> dict[str, str]:
+        """
+        An ERC-20 transfer of 1 to a new recipient.
+        """
+        self.recipients += 1
+        recipient = "0x" + f"{0xBEEF0000 + self.recipients:040x}"
+        data = "0xa9059cbb" + word(recipient) + word(1)
+        return {"from": self.sender, "to": self.token, "data": data}
+
+    def timed(self, step: Callable[[], Any], setup: Callable[[], Any] | None = None) -> tuple[float, float]:
+        """
+        Repeat C{step} C{count} times (after C{setup}, untimed, each time).
+
+        @return: node CPU ms and client wall ms per step.
+        """
+        cpu = wall = 0.0
+        for _ in range(self.count):
+            if setup is not None:
+                setup()
+            before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+            step()
+            wall += time.perf_counter() - before_wall
+            cpu += cpu_seconds(self.pid) - before_cpu
+        return 1000 * cpu / self.count, 1000 * wall / self.count
+
+    def timed_batch(self, step: Callable[[], Any]) -> tuple[float, float]:
+        """
+        Repeat C{step} C{count} times, timing all of them together (the
+        CPU counter's tick, 10 ms, is too coarse for one cheap call).
+        """
+        before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+        for _ in range(self.count):
+            step()
+        wall = time.perf_counter() - before_wall
+        cpu = cpu_seconds(self.pid) - before_cpu
+        return 1000 * cpu / self.count, 1000 * wall / self.count
+
+    def run(self, name: str) -> dict[str, tuple[float, float]]:
+        """
+        One scenario; its figures by row label.
+        """
+        call = self.client.call
+        if name == "chain_id":
+            return {"eth_chainId": self.timed_batch(lambda: call("eth_chainId"))}
+        if name == "block_number":
+            return {"eth_blockNumber": self.timed_batch(lambda: call("eth_blockNumber"))}
+        if name == "estimate_transfer":
+            return {"eth_estimateGas transfer": self.timed_batch(lambda: call("eth_estimateGas", self.transfer()))}
+        if name == "estimate_deploy":
+            deploy = {key: value for key, value in self.deploy.items() if key != "gas"}
+            return {"eth_estimateGas deploy": self.timed_batch(lambda: call("eth_estimateGas", deploy))}
+        if name == "send_transfer":
+            return {"eth_sendTransaction transfer": self.timed_batch(lambda: call("eth_sendTransaction", self.send()))}
+        if name == "lookups":
+            return self.lookups()
+        if name == "snapshot_revert":
+            short = self.timed_batch(self.snapshot_revert)
+            call("hardhat_mine", hex(self.long))
+            return {"snapshot, send, revert": short, f"the same after {self.long} more blocks": self.timed_batch(
+                self.snapshot_revert
+            )}
+        if name == "call":
+            def balance() -> None:
+                self.recipients += 1
+                call("eth_call", {"to": self.token, "data": "0x70a08231" + word(self.recipients)}, "latest")
+            return {"eth_call balanceOf": self.timed_batch(balance)}
+        raise SystemExit(f"unknown scenario {name}")
+
+    def send(self) -> dict[str, str]:
+        """
+        A transfer with its gas given (no estimate in the node).
+        """
+        return dict(self.transfer(), gas=hex(80_000))
+
+    def snapshot_revert(self) -> None:
+        """
+        What loadFixture does around a test: snapshot, a transaction, revert.
+        """
+        snapshot = self.client.call("evm_snapshot")
+        self.client.call("eth_sendTransaction", self.send())
+        if self.client.call("evm_revert", snapshot) is not True:
+            raise RuntimeError("evm_revert did not revert")
+
+    def lookups(self) -> dict[str, tuple[float, float]]:
+        """
+        The look-ups right after a mined transaction, each timed alone.
+        """
+        rows: dict[str, list[tuple[float, float]]] = {}
+        call = self.client.call
+        for _ in range(self.count):
+            transaction = call("eth_sendTransaction", self.send())
+            steps = (
+                ("eth_getTransactionByHash", lambda: call("eth_getTransactionByHash", transaction)),
+                ("eth_getTransactionReceipt", lambda: call("eth_getTransactionReceipt", transaction)),
+                ("eth_getBlockByNumber latest", lambda: call("eth_getBlockByNumber", "latest", False)),
+            )
+            block_hash = None
+            for label, step in steps:
+                before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+                result = step()
+                rows.setdefault(label, []).append(
+                    (cpu_seconds(self.pid) - before_cpu, time.perf_counter() - before_wall)
+                )
+                block_hash = block_hash or (result or {}).get("blockHash")
+            before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+            call("eth_getBlockByHash", block_hash, False)
+            rows.setdefault("eth_getBlockByHash", []).append(
+                (cpu_seconds(self.pid) - before_cpu, time.perf_counter() - before_wall)
+            )
+        return {
+            label: (1000 * sum(c for c, _ in values) / len(values), 1000 * sum(w for _, w in values) / len(values))
+            for label, values in rows.items()
+        }
+
+
+def run_checkout(checkout: Path, options: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    """
+    Start a node from C{checkout}, run every scenario, stop it.
+    """
+    port = free_port()
+    datadir = Path(tempfile.mkdtemp(prefix="suite-calls-"))
+    pin = ["taskset", "-c", "0"] if options.pin else []
+    command = [*pin, sys.executable, "-c", NODEX_SERVER, str(port), str(datadir), "", str(checkout), "0", ""]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=datadir)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for_rpc(url, process)
+        scenarios = Scenarios(Client(port), process.pid, options.count, options.long)
+        figures: dict[str, tuple[float, float]] = {}
+        for name in options.scenarios:
+            figures.update(scenarios.run(name))
+        return figures
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(datadir, ignore_errors=True)
+
+
+def main() -> int:
+    """
+    Alternate the checkouts; print the table.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkouts", default=str(REPOSITORY), help="comma-separated checkout paths")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--long", type=int, default=10_000, help="blocks mined before the second snapshot figure")
+    parser.add_argument("--scenarios", type=lambda text: text.split(","), default=list(SCENARIOS))
+    parser.add_argument("--pin", action="store_true", help="the node on core 0, this client on core 1")
+    options = parser.parse_args()
+    if options.pin:
+        os.sched_setaffinity(0, {1})
+    checkouts = [Path(path).resolve() for path in options.checkouts.split(",")]
+    results: dict[Path, list[dict[str, tuple[float, float]]]] = {path: [] for path in checkouts}
+    for round_number in range(options.rounds):
+        order = checkouts if round_number % 2 == 0 else checkouts[::-1]
+        for path in order:
+            figures = run_checkout(path, options)
+            results[path].append(figures)
+            print(f"round {round_number + 1} {path} (load {os.getloadavg()[0]:.2f}):", flush=True)
+            for label, (cpu, wall) in figures.items():
+                print(f"  {label:<40} {cpu:8.3f} ms CPU {wall:8.3f} ms wall", flush=True)
+    labels = list(results[checkouts[0]][0])
+    print()
+    print("| call | " + " | ".join(f"{path.name} CPU ms (wall ms)" for path in checkouts) + " |")
+    print("|---|" + "---|" * len(checkouts))
+    for label in labels:
+        cells = []
+        for path in checkouts:
+            cpus = [run[label][0] for run in results[path]]
+            walls = [run[label][1] for run in results[path]]
+            cells.append(f"{min(cpus):.2f}–{max(cpus):.2f} ({min(walls):.2f}–{max(walls):.2f})")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
