@@ -20,6 +20,7 @@ from nodex.chain.execution import CallResult, run_call
 from nodex.chain.processing import block_environment
 from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
 from nodex.evm.environment import BlockEnvironment
+from nodex.evm.gas import GAS_CALL_STIPEND
 from nodex.evm.tracing import Tracer
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.state.overrides import StateOverrides, apply_overrides
@@ -37,6 +38,8 @@ ERROR_SELECTOR = bytes.fromhex("08c379a0")
 
 PANIC_SELECTOR = bytes.fromhex("4e487b71")
 """The selector of Solidity's C{Panic(uint256)}."""
+
+NO_OVERRIDES = StateOverrides()
 
 
 class CallError(ChainError):
@@ -365,7 +368,14 @@ def estimate_gas(
     C{upper_bound}, the pending block's gas limit capped by the node's
     estimation cap); with a gas price, what the sender's balance pays for
     bounds it too.  The first run, with all the gas, decides whether the
-    call can succeed at all; its gas used is a lower bound for the rest.
+    call can succeed at all, and tells the gas it consumed before its
+    refund.  With exactly that much the same instructions run, unless a
+    subcall is handed less (what the 63/64 rule keeps back) or an SSTORE
+    finds 2,300 gas or less left: for most calls it is the answer, which a
+    run with one gas less confirms (three runs in all).  Otherwise geth's
+    guess (that gas, plus a stipend, plus a 64th) narrows the range, and a
+    binary search finds the least gas.  Every run shares one state opened
+    once, each run's changes undone after it (its reads stay cached).
     The search assumes that a call that succeeds with some gas succeeds
     with more, as the EVM's gas rules make it for calls that do not read
     their own gas.
@@ -392,38 +402,69 @@ def estimate_gas(
         high = min(high, allowance)
     if high <= low:
         raise CallError(f"gas required exceeds allowance ({high})")
-    result = run_request(open_state, block, request, overrides, high)
+    run = _runs_on_one_state(open_state, block, request, overrides)
+    result = run(high)
     if not result.success:
         if result.error == "execution reverted":
             raise ExecutionRevertedError(result.output)
         raise CallError(f"gas required exceeds allowance ({high}): {result.error}")
     low = max(low, result.gas_used - 1)
-    # Most calls need little more than they use (what the 63/64 rule keeps
-    # back from subcalls, a stipend): try that first, which usually cuts
-    # the search to a dozen runs.
-    optimistic = (result.gas_used + 2300) * 64 // 63
+    consumed = result.gas_used + result.refund
+    if low < consumed < high:
+        if _succeeds(run, consumed):
+            if consumed - 1 == low or not _succeeds(run, consumed - 1):
+                return consumed
+            high = consumed - 1
+        else:
+            low = consumed
+    optimistic = (consumed + GAS_CALL_STIPEND) * 64 // 63
     if low < optimistic < high:
-        if _succeeds(open_state, block, request, overrides, optimistic):
+        if _succeeds(run, optimistic):
             high = optimistic
         else:
             low = optimistic
     while high - low > 1:
         middle = (low + high) // 2
-        if _succeeds(open_state, block, request, overrides, middle):
+        if _succeeds(run, middle):
             high = middle
         else:
             low = middle
     return high
 
 
-def _succeeds(
-    open_state: Callable[[], State], block: BlockEnvironment, request: CallRequest, overrides: StateOverrides, gas: int
-) -> bool:
+def _runs_on_one_state(
+    open_state: Callable[[], State], block: BlockEnvironment, request: CallRequest, overrides: StateOverrides
+) -> Callable[[int], CallResult]:
+    """
+    A function that runs C{request} with a given gas, every run on one
+    state with the overrides applied: a run's changes are journaled from
+    the start of its transaction (L{State.begin_transaction}) and undone
+    after it, so the next run starts from the same state with the accounts,
+    slots and trie nodes already read.
+
+    @raise InsufficientFundsError: (from a run) the sender cannot pay.
+    @raise InvalidTransactionError: (from a run) the gas is below the intrinsic gas.
+    """
+    state = open_state()
+    apply_overrides(state, overrides)
+    # The overrides become the runs' starting point: no run may undo them.
+    state.begin_transaction()
+
+    def run(gas: int) -> CallResult:
+        try:
+            return run_request(lambda: state, block, request, NO_OVERRIDES, gas)
+        finally:
+            state.revert(0)
+
+    return run
+
+
+def _succeeds(run: Callable[[int], CallResult], gas: int) -> bool:
     """
     Whether the call succeeds with C{gas}.
     """
     try:
-        return run_request(open_state, block, request, overrides, gas).success
+        return run(gas).success
     except InvalidTransactionError:
         return False
 

@@ -91,6 +91,8 @@ class CallResult:
     @ivar limit_dependent: whether the run did something whose outcome
         could differ with more gas (see
         L{nodex.evm.frame.ExecutionContext.limit_dependent}).
+    @ivar refund: the refund deducted from C{gas_used} (EIP-3529): the
+        run consumed C{gas_used + refund} before it was paid.
     """
 
     success: bool
@@ -98,6 +100,7 @@ class CallResult:
     gas_used: int
     error: str | None
     limit_dependent: bool = False
+    refund: int = 0
 
 
 def error_description(error: Exception | None) -> str | None:
@@ -317,9 +320,10 @@ def run_call(
     context = ExecutionContext(state, block, TransactionEnvironment(sender, gas_price), tracer)
     evm, _ = _run_message(state, context, sender, tx, gas - intrinsic)
     gas_used = gas - evm.gas_left
-    if evm.error is None:
-        gas_used -= min(gas_used // 5, evm.refund_counter)
-    return CallResult(evm.error is None, evm.output, gas_used, error_description(evm.error), context.limit_dependent)
+    refund = min(gas_used // 5, evm.refund_counter) if evm.error is None else 0
+    return CallResult(
+        evm.error is None, evm.output, gas_used - refund, error_description(evm.error), context.limit_dependent, refund
+    )
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex.chain import calls
 from nodex.chain.calls import (
     ERROR_SELECTOR,
     PANIC_SELECTOR,
@@ -21,6 +22,7 @@ from nodex.chain.calls import (
     estimate_gas,
     execute_call,
 )
+from nodex.chain.execution import CallResult, run_call
 from nodex.crypto import keccak256
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import write_code, write_trie_nodes
@@ -76,10 +78,18 @@ def stored_world(build: Callable[[State], None]) -> Callable[[], State]:
     return lambda: State.from_store(store, root)
 
 
+FORWARDER = Address(b"\x0f" * 20)
+FORWARDER_CODE = (
+    # Copy the call data to memory, CALL the Storage contract with it and all
+    # the gas left (GAS: all but a 64th is forwarded), revert if it failed.
+    bytes.fromhex("365f5f37" "5f5f365f5f73") + STORAGE + bytes.fromhex("5af1" "602657" "5f5ffd" "5b00")
+)
+
+
 def make_world() -> Callable[[], State]:
     """
-    A store with ALICE funded, the Reverter and the Storage contract (value 5);
-    return a function that opens a fresh state over it.
+    A store with ALICE funded, the Reverter, the Storage contract (value 5)
+    and a forwarder to it; return a function that opens a fresh state over it.
     """
 
     def build(state: State) -> None:
@@ -87,6 +97,7 @@ def make_world() -> Callable[[], State]:
         state.set_code(REVERTER, runtime("Reverter"))
         state.set_code(STORAGE, runtime("Storage"))
         state.set_storage(STORAGE, 0, 5)
+        state.set_code(FORWARDER, FORWARDER_CODE)
 
     return stored_world(build)
 
@@ -348,23 +359,66 @@ class EstimateGasTests(SynchronousTestCase):
             self.assertTrue(self.succeeds(request, estimate))
             self.assertFalse(self.succeeds(request, estimate - 1))
 
-    def test_few_runs(self) -> None:
+    def count_runs(self, request: CallRequest) -> tuple[int, list[int], int]:
         """
-        The search tries the gas used plus a margin first, so an ERC-style
-        call needs a dozen runs, not the thirty a bisection of the block's
-        gas limit would.
-        """
-        runs = []
+        Estimate C{request}, counting the states opened and the runs.
 
-        def counting() -> State:
-            runs.append(1)
+        @return: the estimate, the gas of each run, the states opened.
+        """
+        runs: list[int] = []
+        opened = []
+
+        def counting_run(*args: object, **kwargs: object) -> CallResult:
+            runs.append(args[6] if len(args) > 6 else kwargs["gas"])  # type: ignore[arg-type]
+            return run_call(*args, **kwargs)  # type: ignore[arg-type]
+
+        def counting_open() -> State:
+            opened.append(1)
             return self.open_state()
 
-        request = CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7))
-        estimate = estimate_gas(counting, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        self.patch(calls, "run_call", counting_run)
+        estimate = estimate_gas(counting_open, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        return estimate, runs, len(opened)
+
+    def test_three_runs(self) -> None:
+        """
+        A call without subcalls is estimated in at most three runs on one
+        state: all the gas, the gas it consumed before its refund (the
+        answer), and one less, which fails (not run when the first run's gas
+        used, refund deducted, shows it already).
+        """
+        for data, expected in ((selector("set(uint256)") + word(7), 2), (selector("set(uint256)") + word(0), 3)):
+            request = CallRequest(sender=ALICE, to=STORAGE, data=data)
+            estimate, runs, opened = self.count_runs(request)
+            self.assertEqual(runs, [30_000_000, estimate, estimate - 1][:expected])
+            self.assertEqual(opened, 1)
+            self.assertTrue(self.succeeds(request, estimate))
+            self.assertFalse(self.succeeds(request, estimate - 1))
+
+    def test_subcall(self) -> None:
+        """
+        A call whose subcall gets all but a 64th of the gas left needs more
+        than it consumed; the search still finds the least gas, in a dozen
+        runs or so, not the thirty a bisection of the block's gas limit would.
+        """
+        request = CallRequest(sender=ALICE, to=FORWARDER, data=selector("set(uint256)") + word(7))
+        estimate, runs, opened = self.count_runs(request)
         self.assertTrue(self.succeeds(request, estimate))
         self.assertFalse(self.succeeds(request, estimate - 1))
         self.assertLessEqual(len(runs), 16)
+        self.assertEqual(opened, 1)
+
+    def test_runs_do_not_leak(self) -> None:
+        """
+        The runs share one state, each run's changes undone: a creation,
+        which bumps the sender's nonce and would collide with its own
+        account if the nonce stayed, is estimated as on a fresh state.
+        """
+        creation = bytes.fromhex(json.loads((CONTRACTS / "Storage.json").read_text())["bytecode"][2:]) + word(5)
+        request = CallRequest(sender=ALICE, to=None, data=creation)
+        estimate = estimate_gas(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        self.assertTrue(self.succeeds(request, estimate))
+        self.assertFalse(self.succeeds(request, estimate - 1))
 
     def test_creation(self) -> None:
         """
