@@ -13,8 +13,12 @@ Entries of the C{log_index} column:
     canonical block C{section * SECTION_SIZE + offset} sets that bloom bit;
   - C{INDEXED_KEY}: the 8-byte number through which the bitmaps are
     written (absent: none are);
-  - C{STALE_MARK | section}: a block of that section left the canonical
-    chain, so its bitmaps may be wrong until they are rebuilt.
+  - C{STALE_MARK | section | number (8 bytes)}: the block C{number} of
+    that section left the canonical chain, so the section's bitmaps may be
+    wrong from that block on until they are rebuilt (the rebuild keeps the
+    bits of the blocks below the lowest such number and reads the blooms
+    of the blocks from it on only); C{STALE_MARK | section} alone, which
+    stores written before that refinement hold, asks for the whole section.
 
 The bitmaps are derived from the blooms after the fact by L{LogIndexer},
 which the chain runs in its writer (every L{INDEX_LAG} blocks and at start):
@@ -91,9 +95,18 @@ def bitmap_key(section: int, bit: int) -> bytes:
 
 def stale_key(section: int) -> bytes:
     """
-    The key whose presence says that the bitmaps of C{section} may be wrong.
+    The key whose presence says that the bitmaps of C{section} may be wrong
+    anywhere (a whole-section rebuild).
     """
     return STALE_MARK + section.to_bytes(6, "big")
+
+
+def stale_block_key(number: int) -> bytes:
+    """
+    The key whose presence says that the bitmaps of the block C{number}'s
+    section may be wrong from that block on.
+    """
+    return stale_key(number // SECTION_SIZE) + number.to_bytes(8, "big")
 
 
 def index_block(batch: WriteBatch, header: Header) -> None:
@@ -120,7 +133,7 @@ def unindex_block(batch: WriteBatch, header: Header) -> None:
     @param header: the header of the block that L{index_block} indexed.
     """
     delete_block_bloom(batch, header.number)
-    batch.put(LOG_INDEX, stale_key(header.number // SECTION_SIZE), b"")
+    batch.put(LOG_INDEX, stale_block_key(header.number), b"")
 
 
 def read_bloom(store: KeyValueStore, number: int) -> bytes | None:
@@ -143,7 +156,22 @@ def stale_sections(store: KeyValueStore) -> set[int]:
     """
     The sections whose bitmaps wait for a rebuild.
     """
-    return {int.from_bytes(key[1:], "big") for key, _ in store.iterate(LOG_INDEX, STALE_MARK)}
+    return {int.from_bytes(key[1:7], "big") for key, _ in store.iterate(LOG_INDEX, STALE_MARK)}
+
+
+def stale_from(store: KeyValueStore) -> dict[int, tuple[int, list[bytes]]]:
+    """
+    The stale sections, each with the lowest block from which its bitmaps
+    may be wrong (its first block for a whole-section mark) and its marks' keys.
+    """
+    stale: dict[int, tuple[int, list[bytes]]] = {}
+    for key, _ in store.iterate(LOG_INDEX, STALE_MARK):
+        section = int.from_bytes(key[1:7], "big")
+        number = int.from_bytes(key[7:], "big") if len(key) > 7 else section * SECTION_SIZE
+        lowest, keys = stale.get(section, (number, []))
+        keys.append(key)
+        stale[section] = (min(lowest, number), keys)
+    return stale
 
 
 class LogIndexer:
@@ -176,11 +204,11 @@ class LogIndexer:
         store = self._store
         batch = store.batch()
         through = indexed_through(store)
-        stale = sorted(stale_sections(store))
         rebuilt = {}
-        for section in stale:
-            rebuilt[section] = self._rebuild(batch, section, min(through, head))
-            batch.delete(LOG_INDEX, stale_key(section))
+        for section, (lowest, keys) in sorted(stale_from(store).items()):
+            rebuilt[section] = self._rebuild(batch, section, min(through, head), lowest)
+            for key in keys:
+                batch.delete(LOG_INDEX, key)
         through = min(through, head)
         last = min(head, through + limit)
         section = self._section
@@ -232,27 +260,33 @@ class LogIndexer:
         for bit in changed:
             batch.put(LOG_INDEX, bitmap_key(section, bit), bitmaps[bit].to_bytes(SECTION_SIZE // 8, "big"))
 
-    def _rebuild(self, batch: WriteBatch, section: int, through: int) -> dict[int, int]:
+    def _rebuild(self, batch: WriteBatch, section: int, through: int, lowest: int) -> dict[int, int]:
         """
-        Recompute a section's bitmaps from the blooms of its blocks up to
-        C{through}; put them in the batch, deleting the stored ones no
-        block sets any more.
+        Recompute a section's bitmaps from block C{lowest} up to C{through}:
+        the bits of the blocks below C{lowest} stay as written, those of the
+        blocks from it on come from their blooms; put the changed bitmaps in
+        the batch, deleting the stored ones no block sets any more.  (A
+        rewind of the dev chain's last few blocks reads no bloom at all:
+        it was the cost of C{evm_revert} that grew with the chain, up to
+        1,024 bloom reads.)
 
         @return: the section's bitmaps.
         """
         base = section * SECTION_SIZE
-        bitmaps: dict[int, int] = {}
-        for number in range(base, min(through, base + SECTION_SIZE - 1) + 1):
+        written = dict(self._bitmaps) if section == self._section else self._read_section(section)
+        kept = (1 << max(lowest - base, 0)) - 1
+        bitmaps = {bit: bitmap & kept for bit, bitmap in written.items() if bitmap & kept}
+        for number in range(max(lowest, base), min(through, base + SECTION_SIZE - 1) + 1):
             bloom = read_block_bloom(self._store, number)
             if bloom is None:
                 continue
             flag = 1 << (number - base)
             for bit in set_bits(bloom):
                 bitmaps[bit] = bitmaps.get(bit, 0) | flag
-        for bit in self._read_section(section):
+        for bit in written:
             if bit not in bitmaps:
                 batch.delete(LOG_INDEX, bitmap_key(section, bit))
-        self._write_bitmaps(batch, section, bitmaps, set(bitmaps))
+        self._write_bitmaps(batch, section, bitmaps, {bit for bit, bitmap in bitmaps.items() if written.get(bit) != bitmap})
         if section == self._section:
             self._section = -1
         return bitmaps
@@ -427,6 +461,8 @@ __all__ = [
     "indexed_through",
     "read_bloom",
     "set_bits",
+    "stale_block_key",
+    "stale_from",
     "stale_key",
     "stale_sections",
     "unindex_block",

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex.chain import logindex as module
 from nodex.chain.logindex import (
     BITMAP_MARK,
     SECTION_SIZE,
@@ -25,7 +26,7 @@ from nodex.chain.logindex import (
 )
 from nodex.db.errors import StoreError
 from nodex.db.memory import MemoryStore
-from nodex.db.schema import LOG_INDEX, write_block_bloom
+from nodex.db.schema import LOG_INDEX, delete_block_bloom, write_block_bloom
 from nodex.primitives import Address, Hash32
 from nodex.structures.bloom import EMPTY_BLOOM, bloom_may_contain, logs_bloom
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
@@ -266,6 +267,69 @@ class IndexTests(SynchronousTestCase):
         self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(RARE)]])), [])
         self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(TOKEN)]])), list(range(20)))
 
+    def test_rewind_reads_no_bloom(self) -> None:
+        """
+        A rewind of the last blocks is undone from the bitmaps alone (the
+        rewound blocks' bits cleared), whatever the section's length: no
+        block's bloom is read again.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 900, {5, 895}, bitmaps=False)
+        indexer = LogIndexer(store)
+        indexer.catch_up(899)
+        batch = store.batch()
+        for header in headers[890:]:
+            unindex_block(batch, header)
+        store.write(batch)
+        read = []
+        self.patch(module, "read_block_bloom", lambda store, number: read.append(number))
+        indexer.catch_up(889)
+        self.assertEqual(read, [])
+        self.assertEqual(stale_sections(store), set())
+        self.assertEqual(list(candidate_blocks(store, 0, 899, [[value_mask(RARE)]])), [5])
+        self.assertEqual(list(candidate_blocks(store, 0, 899, [[value_mask(TOKEN)]])), list(range(890)))
+
+    def test_reorganisation_rebuilds_from_the_lowest_block(self) -> None:
+        """
+        Blocks replaced at several heights in one batch (a reorganisation)
+        are rebuilt from the lowest of them: the blooms of the blocks below
+        it are not read, the bits of the new blocks are set and the old
+        ones' cleared.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 50, {45})
+        batch = store.batch()
+        for number in (47, 44, 49):  # in no particular order
+            unindex_block(batch, headers[number])
+            index_block(batch, make_header(number, [Log(OTHER, (RARE,), b"")]))
+        store.write(batch)
+        read = []
+        real = module.read_block_bloom
+        self.patch(module, "read_block_bloom", lambda store, number: read.append(number) or real(store, number))
+        LogIndexer(store).catch_up(49)
+        self.assertEqual(read, list(range(44, 50)))
+        self.assertEqual(list(candidate_blocks(store, 0, 49, [[value_mask(RARE)]])), [44, 45, 47, 49])
+        self.assertEqual(
+            list(candidate_blocks(store, 0, 49, [[value_mask(TOKEN)]])), [n for n in range(50) if n not in (44, 47, 49)]
+        )
+
+    def test_whole_section_mark(self) -> None:
+        """
+        A section marked stale as a whole (the mark stores written before
+        the per-block marks hold) is rebuilt from all its blooms.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 30, {25})
+        batch = store.batch()
+        delete_block_bloom(batch, headers[25].number)
+        batch.put(LOG_INDEX, stale_key(0), b"")
+        write_block_bloom(batch, 25, make_header(25, [Log(TOKEN, (TRANSFER,), b"")]).logs_bloom)
+        store.write(batch)
+        self.assertEqual(stale_sections(store), {0})
+        LogIndexer(store).catch_up(29)
+        self.assertEqual(stale_sections(store), set())
+        self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(RARE)]])), [])
+
 
 class CandidateTests(SynchronousTestCase):
     """
@@ -363,7 +427,6 @@ class CandidatePropertyTests(SynchronousTestCase):
         height, after blocks are replaced at their height and after a
         rewind, before and after the indexer catches up.
         """
-        import nodex.chain.logindex as module
 
         addresses = [Address(bytes([index + 1]) * 20) for index in range(6)]
         topics = [Hash32(bytes([index + 100]) * 32) for index in range(8)]
