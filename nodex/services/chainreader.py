@@ -248,8 +248,13 @@ class ChainReader:
 
     def get_total_difficulty(self, block_hash: bytes) -> Deferred[int | None]:
         """
-        The total difficulty up to a stored block, or L{None}.
+        The total difficulty up to a stored block, or L{None}; the head's at
+        once (the block object a client asks for right after its block was
+        mined), others in a reader thread.
         """
+        head = self.head
+        if block_hash == head.header.hash:
+            return succeed(head.total_difficulty)
         return self._run_reader(read_total_difficulty, self.store, block_hash)
 
     def is_canonical(self, block_hash: bytes) -> Deferred[bool]:

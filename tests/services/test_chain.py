@@ -777,6 +777,9 @@ class RecentReadsTests(SynchronousTestCase):
         self.assertEqual(self.successResultOf(self.chain.get_header_by_hash(block.hash)), block.header)
         [view] = self.successResultOf(self.chain.get_block_receipts(block.hash))
         self.assertEqual(view.receipt, receipt.receipt)
+        self.assertEqual(
+            self.successResultOf(self.chain.get_total_difficulty(block.hash)), self.chain.head.total_difficulty
+        )
         self.assertEqual(self.threads.reads, [])
 
     def test_unknown_and_side_in_thread(self) -> None:
@@ -792,13 +795,16 @@ class RecentReadsTests(SynchronousTestCase):
         unknown = self.chain.get_receipt(b"\x07" * 32)
         on_side = self.chain.get_transaction(side_tx.hash)
         below_head = self.chain.get_block_by_number(0)
+        side_difficulty = self.chain.get_total_difficulty(side.hash)
         self.assertNoResult(unknown)
         self.assertNoResult(on_side)
         self.assertNoResult(below_head)
+        self.assertNoResult(side_difficulty)
         self.threads.release()
         self.assertIsNone(self.successResultOf(unknown))
         self.assertIsNone(self.successResultOf(on_side))
         self.assertEqual(self.successResultOf(below_head).header, self.genesis)
+        self.assertEqual(self.successResultOf(side_difficulty), self.chain.head.total_difficulty)
 
     def test_old_in_thread(self) -> None:
         """
