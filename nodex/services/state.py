@@ -27,6 +27,7 @@ from nodex.chain.calls import (
     call_environment,
     call_within,
     estimate_gas,
+    estimate_within,
     execute_call,
 )
 from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
@@ -514,16 +515,55 @@ class StateService(Service):
 
         @return: a Deferred firing with the gas, or failing as L{call} does.
         """
+        answered = self._estimate_at_once(header, request, overrides)
+        if isinstance(answered, Failure):
+            return fail(answered)
+        if answered is not None:
+            return succeed(answered)
         return self._limited(self._run_in_thread(self._thd_estimate_gas, header, request, overrides))
+
+    def _estimate_at_once(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int | Failure | None:
+        """
+        Try the estimate on this thread, in runs of at most
+        L{inline_call_gas} gas each and within the inline trials' time
+        budget, as L{call} tries calls (L{nodex.chain.calls.estimate_within}:
+        three runs of a few thousand gas answer most estimates of a test
+        suite, and the crossing to a reader thread and back cost more).
+
+        @return: the estimate or the failure, or L{None} when the estimate
+            needs more (it then runs in the pool).
+        """
+        if not self.inline_call_gas or not self._inline_allowed():
+            return None
+        started = self._clock.seconds()
+        try:
+            return self._estimate(header, request, overrides, self.inline_call_gas)
+        except Exception:
+            return Failure()
+        finally:
+            self._window_spent += self._clock.seconds() - started
 
     def _thd_estimate_gas(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int:
         """
         Run the search in the reader thread.
         """
+        estimate = self._estimate(header, request, overrides, None)
+        assert estimate is not None
+        return estimate
+
+    def _estimate(
+        self, header: Header, request: CallRequest, overrides: StateOverrides, budget: int | None
+    ) -> int | None:
+        """
+        The estimate, searched with all the gas, or tried within C{budget}
+        gas a run (L{None} if that is not enough to know it).
+        """
         block = call_environment(header, self._chain_id, self._block_hashes(header), self._forks)
         upper = min(header.gas_limit, self.estimate_gas_cap)
         try:
-            return estimate_gas(self._opener(header), block, request, overrides, upper)
+            if budget is None:
+                return estimate_gas(self._opener(header), block, request, overrides, upper)
+            return estimate_within(self._opener(header), block, request, overrides, upper, budget)
         except StateOverrideError:
             raise
         except (StateError, TrieError) as exc:

@@ -468,6 +468,77 @@ class InlineCallTests(CountedRunsMixin, SynchronousTestCase):
         self.assertEqual(len(self.runs), 1)
 
 
+class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
+    """
+    Tests for estimates tried on the calling thread, in runs of at most
+    L{INLINE_CALL_GAS}, before the reader pool.
+    """
+
+    def setUp(self) -> None:
+        """
+        A service whose reader runs are counted, and the same store's
+        estimates made in the pool only.
+        """
+        self.service = self.counted_service()
+        self.pooled = StateService(self.store, 33, maybeDeferred, Clock(), inline_call_gas=0)
+
+    def estimate(self, service: StateService, request: CallRequest, code: bytes | None = None) -> Deferred[int]:
+        """
+        Estimate C{request} after the block, with C{code} put at its target by an override.
+        """
+        overrides = StateOverrides() if code is None else StateOverrides({request.to: AccountOverride(code=code)})
+        return service.estimate_gas(self.after, request, overrides)
+
+    def test_answered_at_once(self) -> None:
+        """
+        A storage write, with and without a refund, is estimated without a
+        reader run, with the pool's answer.
+        """
+        for value in (7, 0):
+            request = CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(value))
+            self.assertEqual(
+                self.successResultOf(self.estimate(self.service, request)),
+                self.successResultOf(self.estimate(self.pooled, request)),
+            )
+        self.assertEqual(self.runs, [])
+
+    def test_revert_at_once(self) -> None:
+        """
+        A call that reverts without looking at its gas fails at once.
+        """
+        failure = self.failureResultOf(self.estimate(self.service, CallRequest(to=REVERTER, data=selector("revertWithReason()"))))
+        failure.trap(ExecutionRevertedError)
+        self.assertEqual(self.runs, [])
+
+    def test_gas_reader_goes_to_the_pool(self) -> None:
+        """
+        Code that reads GAS (as a call forwarding its gas does) is
+        estimated in the pool.
+        """
+        # GAS, POP, STOP.
+        code = bytes.fromhex("5a5000")
+        target = Address(b"\x54" * 20)
+        request = CallRequest(sender=ALICE, to=target)
+        self.assertEqual(
+            self.successResultOf(self.estimate(self.service, request, code)),
+            self.successResultOf(self.estimate(self.pooled, request, code)),
+        )
+        self.assertEqual(len(self.runs), 1)
+
+    def test_beyond_the_trial_goes_to_the_pool(self) -> None:
+        """
+        A call that needs more than the trial's gas is estimated in the pool.
+        """
+        # A countdown from 60,000 (about 1.5 Mgas): PUSH2 60000, JUMPDEST,
+        # PUSH1 1, SWAP1, SUB, DUP1, PUSH1 3, JUMPI, STOP.
+        code = bytes.fromhex("61ea60" "5b" "6001" "90" "03" "80" "6003" "57" "00")
+        target = Address(b"\x55" * 20)
+        request = CallRequest(sender=ALICE, to=target)
+        estimate = self.successResultOf(self.estimate(self.service, request, code))
+        self.assertGreater(estimate, INLINE_CALL_GAS)
+        self.assertEqual(len(self.runs), 1)
+
+
 BLOCKHASH_CODE = bytes.fromhex("5f35405f5260205ff3")
 """Returns BLOCKHASH of the number in its call data."""
 
