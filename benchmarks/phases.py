@@ -38,7 +38,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("EVM (interpreter, instructions, precompiles)", r"/nodex/evm/"),
     ("signatures (recovery, signing)", r"coincurve|recover_address|recover_public_key|sign_transaction|\(sign\) "),
     ("encode (result objects, JSON out)", r"/nodex/rpc/(encoders|objects)\.py|json/encoder\.py|encode_result"),
-    ("parse (HTTP request, JSON in)", r"json/decoder\.py|/nodex/rpc/nesting\.py|_parse|twisted/web/http\.py"),
+    ("parse (HTTP request, JSON in)", r"json/decoder\.py|/nodex/rpc/nesting\.py|^_parse \(.*/nodex/rpc/dispatch\.py|twisted/web/http\.py"),
     ("decode (parameters, raw transactions)", r"/nodex/rpc/decoders\.py|decode_transaction|/nodex/structures/"),
     ("block production and chain (build, seal, import, write batch)", r"/nodex/chain/"),
     ("services (pool, miner, state and chain services, dev chain)", r"/nodex/services/"),
