@@ -569,6 +569,8 @@ def main() -> int:
     run_parser.add_argument("--verbose", action="store_true", help="print mocha's whole output")
     run_parser.add_argument("--show-failures", type=int, default=60, help="lines of mocha's failures to print")
     options = parser.parse_args()
+    # A SIGTERM stops the nodes and mocha as Ctrl-C does (the finally blocks run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if options.command == "setup":
         setup(options.workdir, options.source, options.compile_only)
         return 0
