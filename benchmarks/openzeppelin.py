@@ -75,7 +75,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -83,6 +82,8 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from nodeprocess import NODEX_SERVER, free_port, rpc, wait_for_rpc
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 TAG = "v5.4.0"
@@ -197,83 +198,6 @@ module.exports = {
   },
 };
 """
-
-NODEX_SERVER = """
-import cProfile, sys
-sys.path.insert(0, sys.argv[4])
-from twisted.internet import reactor
-from twisted.logger import globalLogBeginner, textFileLogObserver
-from nodex.config import load_config
-from nodex.tap import compose
-port, datadir, profile, checkout, metrics, extra = sys.argv[1:7]
-log = open(datadir + "/node.log", "w")
-globalLogBeginner.beginLoggingTo([textFileLogObserver(log)], redirectStandardIO=False)
-overrides = {
-    "datadir": datadir,
-    "rpc": {"endpoint": "tcp:" + port + ":interface=127.0.0.1", "ws": "none", "client_version": "anvil/nodex"},
-}
-if metrics != "0":
-    overrides["metrics"] = {"endpoint": "tcp:" + metrics + ":interface=127.0.0.1"}
-while True:
-    try:
-        config = load_config(extra or None, overrides)
-        break
-    except Exception as error:
-        # An older checkout lacks some keys (rpc.ws, rpc.client_version: the
-        # Network Helpers then refuse it): drop what it does not know.
-        unknown = str(error).partition('unknown configuration key "')[2].partition('"')[0]
-        if not unknown.startswith("rpc."):
-            raise
-        del overrides["rpc"][unknown[4:]]
-node = compose(config, reactor)
-node.startService()
-reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
-if profile:
-    profiler = cProfile.Profile()
-    profiler.runcall(reactor.run)
-    profiler.dump_stats(profile)
-else:
-    reactor.run()
-"""
-
-
-def free_port() -> int:
-    """
-    A TCP port that nothing listens on now.
-    """
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def rpc(url: str, method: str, params: list[object] | None = None) -> object:
-    """
-    One JSON-RPC call; its result, or L{RuntimeError}.
-    """
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}).encode()
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        reply = json.load(answer)
-    if "error" in reply:
-        raise RuntimeError(f"{method}: {reply['error']}")
-    return reply["result"]
-
-
-def wait_for_rpc(url: str, process: subprocess.Popen[bytes] | None, timeout: float = 60.0) -> None:
-    """
-    Wait until the node answers C{eth_chainId}.
-    """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"the node exited while starting (status {process.returncode})")
-        try:
-            rpc(url, "eth_chainId")
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer within {timeout} s")
-
 
 def run_command(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
     """

@@ -48,7 +48,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -61,7 +60,8 @@ BENCHMARKS = Path(__file__).resolve().parent
 REPOSITORY = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from openzeppelin import NODEX_SERVER, free_port, wait_for_rpc  # noqa: E402
+from nodeprocess import NODEX_SERVER, free_port, wait_for_rpc  # noqa: E402
+from transfers import RawSender  # noqa: E402
 
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
@@ -94,9 +94,7 @@ class Client:
     """
 
     def __init__(self, port: int) -> None:
-        self._socket = socket.create_connection(("127.0.0.1", port))
-        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._buffer = b""
+        self._sender = RawSender(port)
         self._ids = 0
 
     def call(self, method: str, *params: Any) -> Any:
@@ -105,18 +103,8 @@ class Client:
         """
         self._ids += 1
         body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method, "params": list(params)}).encode()
-        self._socket.sendall(
-            b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        while b"\r\n\r\n" not in self._buffer:
-            self._buffer += self._socket.recv(65536)
-        head, _, rest = self._buffer.partition(b"\r\n\r\n")
-        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        while len(rest) < length:
-            rest += self._socket.recv(65536)
-        self._buffer = rest[length:]
-        answer = json.loads(rest[:length])
+        head = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+        answer = json.loads(self._sender.exchange(head % len(body) + body))
         if "error" in answer:
             raise RuntimeError(f"{method}: {answer['error']}")
         return answer["result"]

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nodeprocess import NODEX_SERVER, free_port
 from nodex.crypto import keccak256, private_key_to_address
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 
@@ -49,37 +50,6 @@ TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 CHAIN_ID = 33
 SENDERS = [keccak256(seed.encode()) for seed in ("cow", "cow1")]
 RECIPIENT = private_key_to_address(keccak256(b"cow2"))
-
-SERVER = """
-import cProfile, sys
-from twisted.internet import reactor
-from twisted.logger import globalLogBeginner, textFileLogObserver
-from nodex.config import load_config
-from nodex.tap import compose
-port, datadir, profile = sys.argv[1], sys.argv[2], sys.argv[3]
-log = open(datadir + "/node.log", "w")
-globalLogBeginner.beginLoggingTo([textFileLogObserver(log)], redirectStandardIO=False)
-config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "tcp:" + port + ":interface=127.0.0.1", "ws": "none"}})
-node = compose(config, reactor)
-node.startService()
-reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
-if profile:
-    profiler = cProfile.Profile()
-    profiler.runcall(reactor.run)
-    profiler.dump_stats(profile)
-else:
-    reactor.run()
-"""
-
-
-def free_port() -> int:
-    """
-    A TCP port that nothing listens on now.
-    """
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
 
 class Client:
     """
@@ -269,7 +239,9 @@ def main() -> None:
     datadir = tempfile.mkdtemp(prefix="nodex-transfers-")
     port = free_port()
     profile = str(Path(args.profile).resolve()) if args.profile else ""
-    command = ["taskset", "-c", "0", sys.executable, "-c", SERVER, str(port), datadir, profile]
+    command = [
+        "taskset", "-c", "0", sys.executable, "-c", NODEX_SERVER, str(port), datadir, profile, str(REPOSITORY), "0", "",
+    ]
     if shutil.which("taskset") is None:
         command = command[3:]
     process = subprocess.Popen(command, cwd=REPOSITORY)
