@@ -10,6 +10,7 @@ JSON-RPC 2.0 forbids.  Its error codes and error type are used
 """
 
 import json
+from math import isfinite
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from itertools import count
@@ -36,6 +37,18 @@ Response = dict[str, Any]
 """One JSON-RPC response object."""
 
 _ID_TYPES = (str, int, float)
+
+
+def _bad_id(request_id: Any) -> bool:
+    """
+    Whether a request's C{id} is not one JSON-RPC allows: a string, a
+    number or null.  A number Python reads as infinite (C{1e999}) is
+    refused too: it cannot be echoed, since JSON has no infinity.
+    """
+    if request_id is None:
+        return False
+    kind = type(request_id)
+    return kind not in _ID_TYPES or (kind is float and not isfinite(request_id))
 _NO_PARAMS: list[Any] = []
 
 
@@ -330,7 +343,7 @@ class Dispatcher:
         if type(request) is not dict or "id" not in request:
             return None
         request_id = request["id"]
-        if request_id is not None and type(request_id) not in _ID_TYPES:
+        if _bad_id(request_id):
             request_id = None
         message = f"batch ran out of its time limit of {self._limits.timeout:g} seconds"
         return _error(LimitExceededError(message), request_id)
@@ -346,8 +359,8 @@ class Dispatcher:
             return _error(InvalidRequestError("a request must be a JSON object"))
         has_id = "id" in request
         request_id = request.get("id")
-        if request_id is not None and type(request_id) not in _ID_TYPES:
-            return _error(InvalidRequestError('"id" must be a string, a number or null'))
+        if request_id is not None and type(request_id) is not int and _bad_id(request_id):
+            return _error(InvalidRequestError('"id" must be a string, a finite number or null'))
         name = request.get("method")
         params = request.get("params", _NO_PARAMS)
         # A request without "jsonrpc" is answered, as the reference node

@@ -250,6 +250,24 @@ class DispatcherTests(SynchronousTestCase):
         answer = self.answer({"id": 3, "method": "test_echo", "params": ["0x21"]})
         self.assertEqual(answer, {"jsonrpc": "2.0", "id": 3, "result": "0x21"})
 
+    def test_infinite_id_refused(self) -> None:
+        """
+        An C{id} that Python's parser reads as an infinite number (C{1e999},
+        C{-1e999}) is -32600 with C{"id": null}, so that the answer is JSON
+        (issue 26: it was echoed as C{Infinity}); the largest finite float
+        is still echoed.
+        """
+        for body in (b'{"jsonrpc":"2.0","id":1e999,"method":"test_echo","params":["0x1"]}',
+                     b'{"jsonrpc":"2.0","id":-1e999,"method":"test_echo","params":["0x1"]}'):
+            raw = self.successResultOf(self.dispatcher.handle(body))
+            answer = json.loads(raw, parse_constant=lambda name: self.fail(f"{name} in {raw!r}"))
+            self.assertEqual(answer["error"]["code"], -32600)
+            self.assertIsNone(answer["id"])
+        batch = b'[{"jsonrpc":"2.0","id":1e999,"method":"test_echo","params":["0x1"]}]'
+        self.assertEqual(json.loads(self.successResultOf(self.dispatcher.handle(batch)))[0]["id"], None)
+        largest = self.answer(b'{"jsonrpc":"2.0","id":1.7976931348623157e308,"method":"test_echo","params":["0x1"]}')
+        self.assertEqual(largest["id"], 1.7976931348623157e308)
+
     def test_null_params(self) -> None:
         """
         Null params count as none.
