@@ -151,11 +151,30 @@ def endpoint(value: Any) -> str:
         raise ValueError('want a Twisted server endpoint description (e.g. "tcp:4444") or "none"')
     if value == "none":
         return value
+    repeated = _repeated_parameter(value)
+    if repeated is not None:
+        # Twisted keeps the last one, the loopback checks read the first.
+        raise ValueError(f'"{repeated}=" is given more than once; give each parameter once')
     try:
         serverFromString(_NoReactor(), value)
     except Exception as exc:
         raise ValueError(f'want a Twisted server endpoint description or "none" ({exc})') from None
     return value
+
+
+def _repeated_parameter(description: str) -> str | None:
+    """
+    The name of a C{name=value} parameter that an endpoint description
+    gives more than once, or L{None}.
+    """
+    seen = set()
+    for argument in re.split(r"(?<!\\):", description)[1:]:
+        name, equals, _ = argument.partition("=")
+        if equals:
+            if name in seen:
+                return name
+            seen.add(name)
+    return None
 
 
 _INTERFACE = re.compile(r"(?:^|(?<!\\):)interface=((?:\\.|[^:\\])*)")
