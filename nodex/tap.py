@@ -51,6 +51,7 @@ from nodex.interfaces import (
     StateOverrides,
 )
 from nodex.primitives import Address
+from nodex.processfiles import PidFile, check_writable, use_bounded_daemon_log
 from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import CallObserver, Dispatcher, EnvelopeLimits
@@ -124,6 +125,7 @@ class Options(usage.Options):
     @ivar start_errors: how the node will report a start error (one of
         L{START_ERRORS}): C{"stderr"} under twistd in the foreground,
         C{"raise"} in a daemon, C{"exit"} when parsed on its own.
+    @ivar pid_path: the pid file the node holds while it runs (L{None}: none).
     """
 
     synopsis = "[options]"
@@ -156,6 +158,7 @@ class Options(usage.Options):
         self.stdout = stdout if stdout is not None else sys.stdout
         self.config: NodeConfig | None = None
         self.start_errors = "exit"
+        self.pid_path: Path | None = None
 
     def opt_peer(self, address: str) -> None:
         """
@@ -224,9 +227,13 @@ class Options(usage.Options):
             prepare_datadir(self.config.datadir)
         except OSError as exc:
             raise usage.UsageError(f"cannot create data directory {self.config.datadir}: {exc.strerror}") from None
+        try:
+            check_writable(self.config.datadir)
+        except OSError as exc:
+            raise usage.UsageError(f"the data directory {self.config.datadir} is not writable: {exc.strerror}") from None
         parent = getattr(self, "parent", None)
         if parent is not None:
-            place_process_files(parent, self.config.datadir)
+            self.pid_path = place_process_files(parent, self.config.datadir)
             self.start_errors = "stderr" if parent.get("nodaemon") else "raise"
 
 
@@ -240,20 +247,34 @@ DAEMON_LOGFILE = "nodex.log"
 """The log of a daemonised node, under its data directory."""
 
 
-def place_process_files(twistd_options: Any, datadir: Path) -> None:
+def place_process_files(twistd_options: Any, datadir: Path) -> Path | None:
     """
-    Move twistd's pid file into the data directory unless C{--pidfile} named
-    one (an empty name still turns it off), and a daemon's log unless
-    C{--logfile} or C{--syslog} chose; so that two nodes started from the
-    same folder do not block each other, and a node's files live with it.
+    Take the pid file from twistd: the node holds it itself, locked
+    (L{nodex.processfiles.PidFile}), in the data directory unless
+    C{--pidfile} named another (an empty name still turns it off); and give
+    a daemon's log, in the data directory unless C{--logfile} or
+    C{--syslog} chose, a bounded rotation (L{use_bounded_daemon_log}).  So
+    two nodes started from the same folder do not block each other, a
+    node's files live with it, and neither a stale pid file nor old logs
+    get in the way.
 
     @param twistd_options: twistd's parsed options, the parent of L{Options}.
+    @return: the pid file the node should hold, or L{None} for none.
     """
-    if twistd_options.get("pidfile") in (TWISTD_DEFAULT_PIDFILE, str(Path(TWISTD_DEFAULT_PIDFILE).absolute())):
-        twistd_options["pidfile"] = str((datadir / PIDFILE).absolute())
+    pidfile = twistd_options.get("pidfile")
+    if pidfile in (TWISTD_DEFAULT_PIDFILE, str(Path(TWISTD_DEFAULT_PIDFILE).absolute())):
+        pidfile = str(datadir / PIDFILE)
+    # twistd would refuse to start while the file names a live process
+    # (any process: pid 1 in a container after a kill -9), and write it
+    # without a lock; the node writes and locks it instead.
+    twistd_options["pidfile"] = ""
     daemon = not twistd_options.get("nodaemon", True)
-    if daemon and not twistd_options.get("logfile") and not twistd_options.get("syslog"):
-        twistd_options["logfile"] = str((datadir / DAEMON_LOGFILE).absolute())
+    if daemon and not twistd_options.get("syslog") and not twistd_options.get("logger"):
+        logfile = twistd_options.get("logfile") or str(datadir / DAEMON_LOGFILE)
+        if logfile != "-":
+            twistd_options["logfile"] = str(Path(logfile).absolute())
+            use_bounded_daemon_log(twistd_options, Path(logfile).absolute())
+    return Path(pidfile).absolute() if pidfile else None
 
 
 def prepare_datadir(path: Path) -> None:
@@ -303,19 +324,52 @@ class NodeService(MultiService):
         self.chain: ChainService | None = None
         self.miner: Miner | None = None
         self.chain_threads: ChainThreads | None = None
+        self.pid_file: PidFile | None = None
 
     def privilegedStartService(self) -> None:
         """
-        Start the children's privileged part: the servers listen (so that a
-        port in use stops the node before any other service has started).
+        Take the pid file (L{nodex.processfiles.PidFile}: a second node on
+        the same files stops here), then start the children's privileged
+        part: the servers listen (so that a port in use stops the node
+        before any other service has started).
 
-        @raise SystemExit: a server cannot listen (L{start_failed}).
+        @raise SystemExit: the pid file is held, or a server cannot listen
+            (L{start_failed}).
         @raise NodeStartError: the same, in a daemon.
         """
+        if self.pid_file is not None:
+            try:
+                self.pid_file.acquire()
+            except (NodexError, OSError) as exc:
+                self.start_failed(exc if isinstance(exc, NodexError) else NodeStartError(
+                    f"cannot write the pid file {self.pid_file.path}: {exc.strerror}"
+                ))
         try:
             super().privilegedStartService()
         except CannotListenError as exc:
+            self.pid_released()
             self.start_failed(exc)
+
+    def pid_released(self) -> None:
+        """
+        Remove and unlock the pid file, if the node holds one.
+        """
+        if self.pid_file is not None:
+            self.pid_file.release()
+
+    def stopService(self) -> Any:
+        """
+        Stop the children, then give up the pid file.
+        """
+        stopping = super().stopService()
+
+        def release(result: Any) -> Any:
+            self.pid_released()
+            return result
+
+        if stopping is None:
+            return release(None)
+        return stopping.addBoth(release)
 
     def start_failed(self, exc: Exception) -> NoReturn:
         """
@@ -374,12 +428,14 @@ class NodeService(MultiService):
             # A store that cannot be opened (held by another process, of
             # another network), a port in use: one clear line, not a traceback.
             self._stop_started_children()
+            self.pid_released()
             self.start_failed(exc)
         except BaseException:
             # A child that cannot start would otherwise leave its started
             # siblings' threads running, and the process would hang instead
             # of exiting with the error.
             self._stop_started_children()
+            self.pid_released()
             raise
         gc.collect()
         gc.freeze()
@@ -1036,6 +1092,8 @@ def makeService(options: Options) -> NodeService:
     except NodexError as exc:
         raise SystemExit(f"nodex: cannot start: {exc}") from exc
     node.start_errors = options.start_errors
+    if options.pid_path is not None:
+        node.pid_file = PidFile(options.pid_path)
     return node
 
 

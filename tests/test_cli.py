@@ -10,6 +10,7 @@ from twisted.application.service import IServiceMaker
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.cli import COMMANDS, Command, NODEX_SERVICE_MAKER, main, twistd_options_class
+from nodex.processfiles import daemon_log_observer
 from nodex.tap import NodeService, Options, place_process_files
 
 
@@ -93,8 +94,10 @@ class TwistdOptionsTests(SynchronousTestCase):
         datadir = Path(self.mktemp()).absolute()
         options = twistd_options_class()()
         options.parseOptions(["nodex", "--datadir", str(datadir)])
-        self.assertEqual(options["pidfile"], str(datadir / "nodex.pid"))
+        self.assertEqual(options["pidfile"], "")
+        self.assertEqual(options.subOptions.pid_path, datadir / "nodex.pid")
         self.assertEqual(options["logfile"], str(datadir / "nodex.log"))
+        self.assertEqual(options["logger"], daemon_log_observer)
         self.assertEqual(options.subOptions.start_errors, "raise")
 
     def test_foreground_logs_to_stdout(self) -> None:
@@ -104,8 +107,9 @@ class TwistdOptionsTests(SynchronousTestCase):
         datadir = Path(self.mktemp()).absolute()
         options = twistd_options_class()()
         options.parseOptions(["--nodaemon", "nodex", "--datadir", str(datadir)])
-        self.assertEqual(options["pidfile"], str(datadir / "nodex.pid"))
+        self.assertEqual(options.subOptions.pid_path, datadir / "nodex.pid")
         self.assertIsNone(options["logfile"])
+        self.assertIsNone(options["logger"])
 
 
 class PlaceProcessFilesTests(SynchronousTestCase):
@@ -116,14 +120,20 @@ class PlaceProcessFilesTests(SynchronousTestCase):
     def test_explicit_choices_win(self) -> None:
         """
         A pid file or log named on the command line (or turned off with an
-        empty name, or syslog) stays as given.
+        empty name, or syslog) stays where given; the node, not twistd,
+        holds the pid file, and a daemon's named log is rotated within bounds.
         """
         datadir = Path("/var/lib/nodex")
-        for given in ({"pidfile": "/run/nodex.pid", "logfile": "/var/log/n.log", "nodaemon": False, "syslog": False},
-                      {"pidfile": "", "logfile": None, "nodaemon": False, "syslog": True}):
-            options = dict(given)
-            place_process_files(options, datadir)
-            self.assertEqual(options, given)
+        options = {"pidfile": "/run/nodex.pid", "logfile": "/var/log/n.log", "nodaemon": False, "syslog": False}
+        self.assertEqual(place_process_files(options, datadir), Path("/run/nodex.pid"))
+        self.assertEqual(
+            options,
+            {"pidfile": "", "logfile": "/var/log/n.log", "nodaemon": False, "syslog": False,
+             "logger": "nodex.processfiles.daemon_log_observer"},
+        )
+        options = {"pidfile": "", "logfile": None, "nodaemon": False, "syslog": True}
+        self.assertIsNone(place_process_files(options, datadir))
+        self.assertEqual(options, {"pidfile": "", "logfile": None, "nodaemon": False, "syslog": True})
 
     def test_defaults_move(self) -> None:
         """
@@ -131,8 +141,8 @@ class PlaceProcessFilesTests(SynchronousTestCase):
         folder) move into the data directory.
         """
         options = {"pidfile": "twistd.pid", "logfile": None, "nodaemon": False, "syslog": False}
-        place_process_files(options, Path("/var/lib/nodex"))
-        self.assertEqual((options["pidfile"], options["logfile"]), ("/var/lib/nodex/nodex.pid", "/var/lib/nodex/nodex.log"))
+        self.assertEqual(place_process_files(options, Path("/var/lib/nodex")), Path("/var/lib/nodex/nodex.pid"))
+        self.assertEqual((options["pidfile"], options["logfile"]), ("", "/var/lib/nodex/nodex.log"))
 
 
 class StartErrorTests(SynchronousTestCase):

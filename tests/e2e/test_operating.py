@@ -7,6 +7,7 @@ start errors, and where the pid file and the log go.
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, ProcessProtocol
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
-from twisted.trial.unittest import TestCase
+from twisted.trial.unittest import SkipTest, TestCase
 from twisted.web.client import HTTPConnectionPool
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
@@ -65,6 +66,25 @@ class NodexProcess(ProcessProtocol):
         self.ended.callback(reason.value.exitCode)
 
 
+def read_only_folder(case: TestCase) -> Path:
+    """
+    A folder the test's process cannot write into: its mode without write
+    rights for an ordinary user; for root, whom modes do not stop, a small
+    read-only tmpfs (the test is skipped where root cannot mount one).
+    """
+    folder = Path(case.mktemp()).resolve()
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        case.addCleanup(folder.chmod, 0o700)
+        return folder
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "none", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        raise SkipTest(f"running as root, and cannot mount a read-only tmpfs: {mounted.stderr.decode().strip()}")
+    case.addCleanup(subprocess.run, ["umount", str(folder)], capture_output=True)
+    return folder
+
+
 class NodexRunTests(TestCase):
     """
     C{nodex run}, started as a process from a folder of its own.
@@ -97,11 +117,25 @@ class NodexRunTests(TestCase):
         """
         C{nodex run} serves C{eth_chainId}, keeps its pid file in the data
         directory (none in the current folder), and exits 0 on SIGTERM,
-        removing the pid file.
+        removing the pid file.  A stale pid file naming a live process (pid
+        1, what a container's restart after a C{kill -9} finds) does not
+        stop it (issue 26: twistd refused, "Another twistd server is
+        running"); a second node on the same data directory stops at once
+        with one line.
         """
         datadir = Path(self.mktemp()).resolve()
+        datadir.mkdir(mode=0o700)
+        (datadir / "nodex.pid").write_text("1")
         process = self.spawn("run", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none")
         port = await process.listening
+        second = self.spawn("run", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none")
+        second.listening.addErrback(lambda failure: None)
+        self.assertEqual(await second.ended, 1)
+        self.assertEqual(
+            second.stderr,
+            f"nodex: cannot start: another node is running with the pid file {datadir / 'nodex.pid'}"
+            f" (pid {process.transport.pid})\n".encode(),  # type: ignore[attr-defined]
+        )
         pool = HTTPConnectionPool(reactor, persistent=False)
         response = await treq.post(
             f"http://127.0.0.1:{port}/",
@@ -129,6 +163,28 @@ class NodexRunTests(TestCase):
         self.assertEqual(process.stdout, b"")
         self.assertEqual(process.stderr.count(b"\n"), 1, process.stderr)
         self.assertTrue(process.stderr.startswith(b'nodex: configuration key "mining.mode"'), process.stderr)
+
+    async def test_unusable_places_are_one_line(self) -> None:
+        """
+        An endpoint that gives C{interface=} twice (Twisted binds the last,
+        the loopback checks read the first) and, where the test can make
+        one, a read-only data directory: one line on standard error, exit
+        status 1 (issue 26: the second was a traceback).
+        """
+        repeated = "tcp:0:interface=127.0.0.1:interface=0.0.0.0"
+        process = self.spawn("run", "--datadir", self.mktemp(), "--ws", "none", "--rpc", repeated)
+        process.listening.addErrback(lambda failure: None)
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual(process.stderr.count(b"\n"), 1, process.stderr)
+        self.assertIn(b'"rpc.endpoint"', process.stderr)
+        self.assertIn(b'"interface=" is given more than once', process.stderr)
+        datadir = read_only_folder(self)
+        process = self.spawn("run", "--datadir", str(datadir), "--ws", "none", "--rpc", "tcp:0:interface=127.0.0.1")
+        process.listening.addErrback(lambda failure: None)
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual(process.stdout, b"")
+        self.assertEqual(process.stderr.count(b"\n"), 1, process.stderr)
+        self.assertTrue(process.stderr.startswith(f"nodex: the data directory {datadir} is not writable:".encode()))
 
     async def test_unknown_option_is_one_line(self) -> None:
         """
@@ -189,12 +245,16 @@ class DaemonTests(TestCase):
 
     async def test_starts_and_stops_on_sigterm(self) -> None:
         """
-        The parent exits 0 once the daemon serves; the pid file and log are
-        in the data directory; SIGTERM stops the daemon and removes the pid file.
+        The parent exits 0 once the daemon serves, even with a stale pid
+        file naming a live process (pid 1) in the data directory; the pid
+        file and log are in the data directory; SIGTERM stops the daemon
+        and removes the pid file.
         """
         datadir = Path(self.mktemp()).resolve()
+        datadir.mkdir(mode=0o700)
+        (datadir / "nodex.pid").write_text("1")
         parent = self.twistd("nodex", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none")
-        self.assertEqual(await parent.ended, 0)
+        self.assertEqual(await parent.ended, 0, parent.stderr)
         pidfile, logfile = datadir / "nodex.pid", datadir / "nodex.log"
         pid = int(pidfile.read_text())
 
