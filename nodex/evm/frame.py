@@ -8,6 +8,7 @@ back to its parent (output, logs, refund, accounts to delete).
 
 from typing import TYPE_CHECKING, Any
 
+from nodex.evm.cancellation import CURRENT_CANCELLATION
 from nodex.primitives import Address
 
 if TYPE_CHECKING:
@@ -99,9 +100,12 @@ class ExecutionContext:
         exceptionally (out of gas among the reasons).  While it is unset,
         the same message given more gas runs the same way to the same
         output (L{nodex.chain.calls.call_within}).
+    @ivar cancellation: what tells the interpreter to stop (L{None}: never),
+        the L{nodex.evm.cancellation.CURRENT_CANCELLATION} of the context
+        that made this one.
     """
 
-    __slots__ = ("state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent")
+    __slots__ = ("state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent", "cancellation")
 
     def __init__(
         self,
@@ -118,6 +122,8 @@ class ExecutionContext:
         # A traced CALL or CREATE step waiting for its cost to be known.
         self.pending_step: tuple[Any, ...] | None = None
         self.limit_dependent = False
+        # Set by the service that runs the transaction, if it may be cancelled.
+        self.cancellation = CURRENT_CANCELLATION.get()
 
 
 class Evm:

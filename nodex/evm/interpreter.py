@@ -8,6 +8,7 @@ changes if it fails; the CALL and CREATE instructions call them recursively.
 
 import sys
 
+from nodex.evm.cancellation import CHECK_GAS, Cancellation
 from nodex.evm.errors import (
     ExceptionalHalt,
     Halt,
@@ -54,6 +55,10 @@ _analysis_cache_size = 0
 _RECURSION_LIMIT = 12000
 
 _CALL_FAMILY = frozenset((0xF0, 0xF1, 0xF2, 0xF4, 0xF5, 0xFA))
+
+# A traced run calls its tracer at every step: it looks at its cancellation
+# by steps, which costs nothing beside the tracer.
+_TRACED_CHECK_STEPS = 1024
 
 
 def analyse_code(code: bytes) -> tuple[bytes, frozenset[int], list[int | None]]:
@@ -169,6 +174,9 @@ def execute_code(message: Message, context: ExecutionContext) -> Evm:
         precompile = context.fork.precompiles.get(code_address)
         if precompile is not None:
             return _run_precompile(message, context, precompile)
+    cancellation = context.cancellation
+    if cancellation is not None:
+        cancellation.check()
     code, destinations, push_values = analyse_code(message.code)
     evm = Evm(message, context, code, destinations)
     evm.push_values = push_values
@@ -217,6 +225,12 @@ def _run(evm: Evm) -> None:
     locals are written back before any other instruction runs; an
     exceptional halt raised here needs no write-back, since it consumes all
     the gas anyway.
+
+    A run that may be cancelled looks at its cancellation at the first JUMP
+    or JUMPI after each L{CHECK_GAS} gas: the comparison of the gas with
+    C{floor} there is the one every jump makes anyway (with a floor of 0
+    for runs that cannot be cancelled), so the look costs nothing between
+    two (L{nodex.evm.cancellation}).
     """
     code = evm.code
     table = evm.context.fork.instructions
@@ -225,6 +239,8 @@ def _run(evm: Evm) -> None:
     destinations = evm.valid_jump_destinations
     pc = evm.pc
     gas = evm.gas_left
+    cancellation = evm.context.cancellation
+    floor = 0 if cancellation is None else max(gas - CHECK_GAS, 0)
     while True:
         op = code[pc]
         if op < 0x80:
@@ -254,8 +270,8 @@ def _run(evm: Evm) -> None:
             if op == JUMP:
                 destination = stack.pop()
                 gas -= GAS_MID
-                if gas < 0:
-                    raise OutOfGasError
+                if gas < floor:
+                    floor = _checkpoint(gas, cancellation)
                 if destination not in destinations:
                     raise InvalidJumpDestError
                 pc = destination
@@ -264,8 +280,8 @@ def _run(evm: Evm) -> None:
                 destination = stack.pop()
                 condition = stack.pop()
                 gas -= GAS_HIGH
-                if gas < 0:
-                    raise OutOfGasError
+                if gas < floor:
+                    floor = _checkpoint(gas, cancellation)
                 if not condition:
                     pc += 1
                 elif destination in destinations:
@@ -297,6 +313,22 @@ def _run(evm: Evm) -> None:
         gas = evm.gas_left
 
 
+def _checkpoint(gas: int, cancellation: Cancellation | None) -> int:
+    """
+    A jump found the gas below its floor: out of gas, or time to look at
+    the cancellation.
+
+    @return: the next floor.
+    @raise OutOfGasError: the gas is negative.
+    @raise ExecutionCancelledError: the run is cancelled.
+    """
+    if gas < 0:
+        raise OutOfGasError
+    assert cancellation is not None
+    cancellation.check()
+    return max(gas - CHECK_GAS, 0)
+
+
 def _run_traced(evm: Evm, tracer: Tracer) -> None:
     """
     The instruction loop with a tracer: gas and stack limits are checked
@@ -313,7 +345,13 @@ def _run_traced(evm: Evm, tracer: Tracer) -> None:
     stack_ops = getattr(tracer, "stack_ops", ())
     stack: list[int] = []
     memory = b""
+    cancellation = context.cancellation
+    steps = 0
     while True:
+        if cancellation is not None:
+            steps += 1
+            if not steps % _TRACED_CHECK_STEPS:
+                cancellation.check()
         pc = evm.pc
         op = code[pc]
         gas = evm.gas_left

@@ -35,6 +35,14 @@ class SubscriptionLimitError(ServiceError):
     """
 
 
+class ServerBusyError(ServiceError):
+    """
+    Work the node refuses at once because too much of its kind already
+    waits (the reader threads' queue, key derivations); the client may try
+    again shortly (RPC code -32011).
+    """
+
+
 class WorkSubmissionError(ServiceError):
     """
     A merged-mining or C{eth_submitWork} submission was refused before its

@@ -6,8 +6,10 @@ Every read opens a fresh L{State} at the block's state root (the node is an
 archive and the trie nodes of a written block never change), so reads run
 in the reader pool beside block imports.  Calls are bounded twice: by the gas
 cap of the network, which bounds the work, and by the per-request time
-limit, after which the answer is L{CallTimeoutError} whatever the thread
-is still doing, so that a long call never holds up other answers.
+limit, after which the answer is L{CallTimeoutError} and the EVM in the
+thread stops at its next look at its cancellation (within about 100,000
+gas, L{nodex.evm.cancellation}), so that a long call neither holds up
+other answers nor keeps a reader thread busy for nothing.
 """
 
 from collections import OrderedDict
@@ -33,6 +35,7 @@ from nodex.chain.calls import (
 from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
 from nodex.chain.tracing.accesslist import AccessListResult, create_access_list
 from nodex.db.kv import KeyValueStore
+from nodex.evm.cancellation import Cancellation, ExecutionCancelledError, cancellable
 from nodex.db.schema import CODE, TRIE_NODES, read_canonical_hash, read_header_rlp, trie_node_reader
 from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
 from nodex.primitives import Address, Hash32
@@ -361,7 +364,27 @@ class StateService(Service):
 
         return block_hash
 
-    def _limited(self, deferred: "Deferred[T]") -> "Deferred[T]":
+    def _cancellation(self) -> Cancellation:
+        """
+        The cancellation of a run that starts now: it stops at the time
+        limit, and when its caller gives up (L{_limited}).
+        """
+        return Cancellation(self._clock.seconds() + self._time_limit, self._clock.seconds)
+
+    def _in_time(self, function: Callable[..., T], *args: Any) -> "Deferred[T]":
+        """
+        Run C{function(*args)} in the reader pool, within the time limit:
+        the EVM runs it starts stop at the limit (or when the caller gives
+        up), and a job still queued then does not start.
+
+        @return: a Deferred failing with L{CallTimeoutError} at the time
+            limit, or with L{nodex.interfaces.ServerBusyError} at once when
+            too many jobs wait for the pool.
+        """
+        cancellation = self._cancellation()
+        return self._limited(self._run_in_thread(_cancellable, cancellation, function, *args), cancellation)
+
+    def _limited(self, deferred: "Deferred[T]", cancellation: Cancellation | None = None) -> "Deferred[T]":
         """
         A Deferred of C{deferred}'s outcome, or failing with
         L{CallTimeoutError} if that has not come within the time limit (an
@@ -369,20 +392,27 @@ class StateService(Service):
 
         One timer and one callback: every call goes through here, and
         C{Deferred.addTimeout} costs three callbacks and a cancellation.
+
+        @param cancellation: cancelled when the caller gives up (the run
+            stops by itself at the time limit).
         """
         limited: Deferred[T]
 
         def cancel(_: object) -> None:
             """
-            The caller gave up: stop the timer.
+            The caller gave up: stop the timer and the run.
             """
             if timer.active():
                 timer.cancel()
+            if cancellation is not None:
+                cancellation.cancel()
 
         def expire() -> None:
             """
             The time is up.
             """
+            if cancellation is not None:
+                cancellation.cancel()
             limited.errback(CallTimeoutError())
 
         def deliver(result: object) -> None:
@@ -429,13 +459,13 @@ class StateService(Service):
                 self._remember_call(key, answered)
             return succeed(answered)
         if key is None:
-            return self._limited(self._run_in_thread(self._thd_call, header, request, overrides))
+            return self._in_time(self._thd_call, header, request, overrides)
 
         def remember(output: bytes) -> bytes:
             self._remember_call(key, output)
             return output
 
-        return self._limited(self._run_in_thread(self._thd_call, header, request, overrides)).addCallback(remember)
+        return self._in_time(self._thd_call, header, request, overrides).addCallback(remember)
 
     def _remember_call(self, key: tuple[bytes, CallRequest], output: bytes) -> None:
         """
@@ -520,7 +550,7 @@ class StateService(Service):
             return fail(answered)
         if answered is not None:
             return succeed(answered)
-        return self._limited(self._run_in_thread(self._thd_estimate_gas, header, request, overrides))
+        return self._in_time(self._thd_estimate_gas, header, request, overrides)
 
     def _estimate_at_once(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int | Failure | None:
         """
@@ -579,7 +609,7 @@ class StateService(Service):
         @return: a Deferred firing with an L{AccessListResult}, or failing
             with L{InsufficientFundsError}, L{CallError} or L{CallTimeoutError}.
         """
-        return self._limited(self._run_in_thread(self._thd_create_access_list, header, request, overrides))
+        return self._in_time(self._thd_create_access_list, header, request, overrides)
 
     def _thd_create_access_list(
         self, header: Header, request: CallRequest, overrides: StateOverrides
@@ -637,6 +667,23 @@ class StateService(Service):
                     codes[code_hash] = code
                     self._code_bytes += len(code)
         return code
+
+
+def _cancellable(cancellation: Cancellation, function: Callable[..., T], *args: Any) -> T:
+    """
+    Run C{function(*args)} (in a reader thread) with C{cancellation} as the
+    cancellation of its EVM runs; a job whose time ran out while it waited
+    does not start.
+
+    @raise CallTimeoutError: the run was cancelled (the caller, which gave
+        up, drops it).
+    """
+    try:
+        with cancellable(cancellation):
+            cancellation.check()
+            return function(*args)
+    except ExecutionCancelledError:
+        raise CallTimeoutError() from None
 
 
 def _call_key(header: Header, request: CallRequest) -> tuple[bytes, CallRequest] | None:

@@ -29,6 +29,7 @@ from nodex.chain.tracing.limits import (
     TraceQueryError,
 )
 from nodex.chain.tracing.replay import TracedTransaction, make_tracer, trace_block, trace_call
+from nodex.evm.cancellation import Cancellation, ExecutionCancelledError, cancellable
 from nodex.interfaces import BlockNotFoundError, IChainService, ITracingService, TraceFilter
 from nodex.services.state import StateService
 from nodex.state.errors import StateError
@@ -139,9 +140,28 @@ class TracingService(Service):
         environment = call_environment(
             header, self._chain.chain_id, self._state.ancestor_hashes(header), self._state.forks
         )
-        with _missing_state(header):
+        with _missing_state(header), self._within_time(budget):
             state = self._state.open_state(header)
             return trace_call(state, environment, request, config, make_tracer(config, budget), self._state.call_gas_cap)
+
+    @contextmanager
+    def _within_time(self, budget: TraceBudget) -> Iterator[None]:
+        """
+        Run the block's EVM runs (in a reader thread) until the budget's
+        deadline: the interpreter stops then (L{nodex.evm.cancellation}),
+        however few steps or frames its tracer charges to the budget (a
+        call tracer over an endless loop charges none), and a replay still
+        queued then does not start.
+
+        @raise TraceLimitError: the time is up.
+        """
+        cancellation = Cancellation(budget.deadline, self._clock.seconds)
+        try:
+            with cancellable(cancellation):
+                cancellation.check()
+                yield
+        except ExecutionCancelledError:
+            raise budget.time_error() from None
 
     # trace_*
 
@@ -253,7 +273,7 @@ class TracingService(Service):
         """
         Replay in the reader thread.
         """
-        with _missing_state(parent):
+        with _missing_state(parent), self._within_time(budget):
             state = self._state.open_state(parent)
             hashes = self._state.ancestor_hashes(block.header)
             return trace_block(

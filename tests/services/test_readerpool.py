@@ -9,6 +9,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
+from nodex.services.errors import ServerBusyError
 from nodex.services.readerpool import ReaderPool
 
 
@@ -65,3 +66,24 @@ class ReaderPoolSizeTests(SynchronousTestCase):
         A pool of no threads is refused.
         """
         self.assertRaises(ValueError, ReaderPool, reactor, 0, "none")
+
+    def test_queue_bounded(self) -> None:
+        """
+        At most C{max_queued} jobs wait (not started, they all wait); the
+        next is refused at once with L{ServerBusyError}, and once the queue
+        drains a job is accepted again.
+        """
+        pool = ReaderPool(reactor, 2, "bounded", max_queued=3)
+        accepted = [pool.run(int, "1") for _ in range(3)]
+        self.assertEqual(pool.queued(), 3)
+        failure = self.failureResultOf(pool.run(int, "1"), ServerBusyError)
+        self.assertEqual(
+            str(failure.value), "the node is busy: 3 requests wait for its 2 reader threads; try again shortly"
+        )
+        self.assertEqual(pool.queued(), 3)
+        pool.start()
+        pool.stop()
+        self.assertEqual(pool.queued(), 0)
+        self.assertNoResult(pool.run(int, "1"))
+        for deferred in accepted:
+            deferred.addErrback(lambda failure: None)

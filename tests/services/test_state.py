@@ -9,7 +9,8 @@ import rlp
 from trie import HexaryTrie
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.internet import reactor
+from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
 from nodex.chain.calls import CallRequest, CallTimeoutError, ExecutionRevertedError
@@ -643,3 +644,40 @@ class BlockHashTests(SynchronousTestCase):
         self.assertEqual(self.block_hash(self.s2, 1), self.s1.hash)
         self.assertEqual(self.block_hash(self.s2, 0), self.genesis.hash)
         self.assertEqual(self.block_hash(self.s2, 2), bytes(32))
+
+
+ENDLESS = b"\x5b\x5f\x56"
+"""JUMPDEST, PUSH0, JUMP: code that loops until its gas runs out."""
+
+
+class TimedOutCallsTests(TestCase):
+    """
+    L{StateService} with its own reader threads and the real reactor: a
+    call past its time limit stops running (issue 26).
+    """
+
+    async def test_endless_calls_free_the_readers(self) -> None:
+        """
+        Eight calls of an endless loop (a state override) with a gas cap
+        that would keep a thread busy for hours each, on two reader threads:
+        each answers L{CallTimeoutError} at the limit, the EVM stops in its
+        thread, and a read sent after them is answered (before, the threads
+        kept running the calls to the end of their gas, and the read waited
+        behind them).  An estimate of the same loop stops too.
+        """
+        store, _, after = build_store()
+        service = StateService(
+            store, 33, None, reactor, call_gas_cap=10**15, time_limit=0.2, readers=2, inline_call_gas=0
+        )
+        service.startService()
+        self.addCleanup(service.stopService)
+        overrides = StateOverrides({NOBODY: AccountOverride(code=ENDLESS)})
+        calls = [service.call(after, CallRequest(to=NOBODY, data=bytes([n])), overrides) for n in range(8)]
+        for call in calls:
+            with self.assertRaises(CallTimeoutError):
+                await call
+        estimate = service.estimate_gas(replace(after, gas_limit=10**15), CallRequest(to=NOBODY), overrides)
+        with self.assertRaises(CallTimeoutError):
+            await estimate
+        self.assertEqual(await service.get_storage(after, STORAGE, 0), 5)
+        self.assertEqual(await service.get_balance(after, ALICE), 10**18)

@@ -125,6 +125,21 @@ class TracingServiceTests(SynchronousTestCase):
         failure = self.failureResultOf(tracing.trace_block(self.block.hash, TraceConfig()), TraceLimitError)
         self.assertEqual(str(failure.value), "trace exceeded the time limit of 2 seconds")
 
+    def test_endless_call_stops_at_the_time_limit(self) -> None:
+        """
+        C{debug_traceCall} of an endless loop with the call tracer, which
+        charges the budget nothing per step (so the budget never looked at
+        the clock), with gas for hours: the EVM stops at the time limit and
+        the answer names the limit (issue 26).
+        """
+        self.state.call_gas_cap = 10**15
+        tracing = self.make_service(SteppingClock(1.0), TraceLimits(time_limit=5.0))
+        overrides = StateOverrides({STORER: AccountOverride(code=b"\x5b\x5f\x56")})
+        request = CallRequest(sender=SENDER, to=STORER)
+        config = TraceConfig(tracer=CALL_TRACER, state_overrides=overrides)
+        failure = self.failureResultOf(tracing.trace_call(self.block.header, request, config), TraceLimitError)
+        self.assertEqual(str(failure.value), "trace exceeded the time limit of 5 seconds")
+
     def test_trace_call(self) -> None:
         """
         A call is traced on a block's state, with the state overrides.

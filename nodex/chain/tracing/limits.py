@@ -116,6 +116,7 @@ class TraceBudget:
 
     @ivar steps: the entries produced so far.
     @ivar size: the estimated bytes produced so far.
+    @ivar deadline: when the time is up, on the clock.
     """
 
     def __init__(self, limits: TraceLimits, now: Callable[[], float], timeout: float | None = None) -> None:
@@ -126,7 +127,7 @@ class TraceBudget:
         self.limits = limits
         self._now = now
         self.time_limit = limits.time_limit if timeout is None else min(timeout, limits.time_limit)
-        self._deadline = now() + self.time_limit
+        self.deadline = now() + self.time_limit
         self.steps = 0
         self.size = 0
         self._next_check = _TIME_CHECK_INTERVAL
@@ -151,8 +152,14 @@ class TraceBudget:
         """
         @raise TraceLimitError: the time is up.
         """
-        if self._now() > self._deadline:
-            raise TraceLimitError(f"trace exceeded the time limit of {self.time_limit:g} seconds")
+        if self._now() > self.deadline:
+            raise self.time_error()
+
+    def time_error(self) -> "TraceLimitError":
+        """
+        The error of a trace whose time is up.
+        """
+        return TraceLimitError(f"trace exceeded the time limit of {self.time_limit:g} seconds")
 
 
 __all__ = [
