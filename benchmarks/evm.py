@@ -635,7 +635,16 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--precompiles", action="store_true", help="time nodex's precompiles on their own instead"
     )
+    parser.add_argument(
+        "--cancellable", action="store_true",
+        help="run nodex's transactions as the node runs a client's call: with a cancellation (a deadline far away)"
+        " that the interpreter looks at (docs/state-and-logs.md, 'Calls stop at their time limit')",
+    )
     options = parser.parse_args(argv)
+    if options.cancellable:
+        from nodex.evm.cancellation import CURRENT_CANCELLATION, Cancellation
+
+        CURRENT_CANCELLATION.set(Cancellation(time.monotonic() + 10**9, time.monotonic))
     if options.precompiles:
         print(precompile_report())
         return 0

@@ -460,6 +460,8 @@ SCHEMA: dict[str, Any] = {
         "network_name": _network_name,
         "allow_insecure_unlock": _boolean,
         "light_kdf": _boolean,
+        "unlock_new_accounts": _boolean,
+        "allow_key_export": _boolean,
     },
     "genesis": _table,
     "scoring": _SCORING_SCHEMA,
@@ -674,6 +676,8 @@ class NodeConfig:
     wallet_network_name: str = "Ethereum"
     wallet_allow_insecure_unlock: bool = False
     wallet_light_kdf: bool = False
+    wallet_unlock_new_accounts: bool = True
+    wallet_allow_key_export: bool = True
     forks: Mapping[int, str] = field(default_factory=lambda: {0: "Cancun+CLZ"})
     worker_niceness: int = 10
     compat: str = "reference"
@@ -748,6 +752,8 @@ def build(raw: Raw) -> NodeConfig:
             wallet_network_name=raw["wallet"].get("network_name", "Ethereum"),
             wallet_allow_insecure_unlock=raw["wallet"].get("allow_insecure_unlock", False),
             wallet_light_kdf=raw["wallet"].get("light_kdf", False),
+            wallet_unlock_new_accounts=raw["wallet"].get("unlock_new_accounts", True),
+            wallet_allow_key_export=raw["wallet"].get("allow_key_export", True),
             forks={int(block): name for block, name in raw["chain"].get("forks", {"0": "Cancun+CLZ"}).items()},
             worker_niceness=raw.get("worker_niceness", 10),
             compat=raw.get("compat", "reference"),

@@ -51,6 +51,7 @@ from nodex.services.errors import (
     DevChainInputError,
     BlockNotFoundError,
     InvalidTransactionRejectedError,
+    KeyExportRefusedError,
     LocalWalletOffError,
     ServerBusyError,
     ServiceError,
@@ -59,6 +60,7 @@ from nodex.services.errors import (
     UnknownAccountError,
     WorkSubmissionError,
     UnlockRefusedError,
+    UnlockThrottledError,
 )
 from nodex.services.scoring import PeerEvent, ScoringRecord
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
@@ -1306,6 +1308,7 @@ __all__ = [
     "ImportResult",
     "Unused",
     "ReceiptView",
+    "KeyExportRefusedError",
     "ServerBusyError",
     "ServiceError",
     "TransactionLocation",
@@ -1314,6 +1317,7 @@ __all__ = [
     "TypedDataError",
     "UnknownAccountError",
     "UnlockRefusedError",
+    "UnlockThrottledError",
     "WIRE_PROTOCOL_VERSION",
     "IReputation",
     "PeerEvent",

@@ -655,13 +655,18 @@ def compose_wallet(config: NodeConfig, reactor: Any) -> Wallet:
     regtest the development keys held unlocked (reference §13.4); the
     keystore under C{<datadir>/keystore}.  Unlocking is refused when the
     RPC server (HTTP or WebSocket) listens beyond loopback, unless
-    C{wallet.allow_insecure_unlock}.
+    C{wallet.allow_insecure_unlock}; new keys are held unlocked and
+    C{personal_dumpRawKey} gives keys out only when the configuration says
+    so (C{wallet.unlock_new_accounts}, C{wallet.allow_key_export}: regtest
+    and devnet).
     """
     options: dict[str, Any] = {
         "enabled": config.wallet_enabled,
         "keystore": config.datadir / KEYSTORE_DIRECTORY,
         "network_name": config.wallet_network_name,
         "kdf": LIGHT_SCRYPT if config.wallet_light_kdf else STANDARD_SCRYPT,
+        "unlock_new_accounts": config.wallet_unlock_new_accounts,
+        "allow_key_export": config.wallet_allow_key_export,
         "allow_unlock": config.wallet_allow_insecure_unlock
         or (endpoint_on_loopback(config.rpc.endpoint) and endpoint_on_loopback(config.rpc.ws)),
     }

@@ -33,6 +33,7 @@ from nodex.interfaces import (
     FilterNotFoundError,
     InvalidBanError,
     InvalidPrivateKeyError,
+    KeyExportRefusedError,
     KeyfileError,
     LocalWalletOffError,
     LogLimitError,
@@ -47,6 +48,7 @@ from nodex.interfaces import (
     UnknownAccountError,
     WorkSubmissionError,
     UnlockRefusedError,
+    UnlockThrottledError,
     WrongPassphraseError,
 )
 
@@ -200,6 +202,8 @@ ERROR_CODES: dict[type[Exception], int] = {
     TypedDataError: INVALID_METHOD_PARAMS,
     WrongPassphraseError: -32000,
     UnlockRefusedError: -32000,
+    UnlockThrottledError: -32000,
+    KeyExportRefusedError: -32000,
     AccountExistsError: -32000,
     KeyfileError: -32000,
     TraceError: -32000,

@@ -21,6 +21,7 @@ exception by design: they are public, and the banner prints them with a
 warning.
 """
 
+import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +32,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
@@ -40,14 +42,18 @@ from nodex.primitives import Address
 from nodex.services.errors import (
     AccountExistsError,
     AccountLockedError,
+    KeyExportRefusedError,
     LocalWalletOffError,
+    ServerBusyError,
     ServiceError,
     UnknownAccountError,
     UnlockRefusedError,
+    UnlockThrottledError,
 )
 from nodex.services.threads import worker_pool
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from nodex.wallet.keyfile import STANDARD_SCRYPT, ScryptParams, check_private_key, decrypt_keyfile, encrypt_key, keyfile_name
+from nodex.wallet.errors import WrongPassphraseError
 from nodex.wallet.keystore import KeyStoreDirectory, SkippedFile, StoredKey
 from nodex.wallet.messages import DEFAULT_NETWORK_NAME, signature_bytes, signed_message_hash
 from nodex.wallet.typed_data import typed_data_hash
@@ -63,6 +69,22 @@ DEFAULT_UNLOCK_SECONDS = 1800.0
 
 KEYSTORE_DIRECTORY = "keystore"
 """The keystore's folder under the data directory."""
+
+MAX_WAITING_DERIVATIONS = 2
+"""
+Key derivations (scrypt: about a second and 256 MiB each) that may wait for
+the wallet's threads besides those running; beyond, a request that needs
+one is refused at once with L{ServerBusyError}.
+"""
+
+FIRST_FAILURE_DELAY = 1.0
+MAX_FAILURE_DELAY = 60.0
+"""
+After a wrong passphrase for an account, the next attempt for it is refused
+for L{FIRST_FAILURE_DELAY} seconds, doubled after each further failure in a
+row up to L{MAX_FAILURE_DELAY}: about 1,440 guesses a day at most, while a
+user who mistypes waits a second.
+"""
 
 RunInThread = Callable[..., "Deferred[Any]"]
 
@@ -115,6 +137,19 @@ class _Unlocked:
         return f"<unlocked until {self.deadline}>"
 
 
+class _Failures:
+    """
+    The wrong passphrases given in a row for one account, and until when
+    the next attempt is refused.
+    """
+
+    __slots__ = ("count", "not_before")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.not_before = 0.0
+
+
 def _hex(address: bytes) -> str:
     """
     C{0x} and the lowercase hex of an address.
@@ -149,6 +184,8 @@ class Wallet(Service):
         announce: bool = False,
         run_in_thread: RunInThread | None = None,
         threads: int = 2,
+        allow_key_export: bool = True,
+        unlock_new_accounts: bool = True,
     ) -> None:
         """
         @param chain_id: the chain that legacy transactions are signed for (EIP-155).
@@ -168,6 +205,11 @@ class Wallet(Service):
         @param announce: log the seed and held accounts with their keys at start.
         @param run_in_thread: runs key derivation and file writes; by
             default the service's own pool of C{threads} threads.
+        @param allow_key_export: whether L{dump_raw_key} gives keys out
+            (C{wallet.allow_key_export}: regtest and devnet only by default).
+        @param unlock_new_accounts: whether new and imported keys are held
+            unlocked for 30 minutes (C{wallet.unlock_new_accounts}: regtest
+            and devnet only by default); else they are stored locked.
         """
         super().__init__()
         self.enabled = enabled
@@ -192,6 +234,13 @@ class Wallet(Service):
         self._run_in_thread = run_in_thread
         self._threads = threads
         self._pool: ThreadPool | None = None
+        self._allow_key_export = allow_key_export
+        self._unlock_new_accounts = unlock_new_accounts
+        self._derivations = 0
+        self._max_derivations = threads + MAX_WAITING_DERIVATIONS
+        self._opening: set[Address] = set()
+        self._scan_waiters: list[Deferred[None]] | None = None
+        self._failures: dict[Address, _Failures] = {}
 
     @classmethod
     def regtest(cls, chain_id: int, clock: IReactorTime, **options: Any) -> "Wallet":
@@ -436,10 +485,10 @@ class Wallet(Service):
         if stored is None:
             return fail(UnknownAccountError(f"no keystore entry for address {_hex(address)}"))
 
-        def thd_use() -> Any:
-            return use(subject, decrypt_keyfile(stored.keyfile, passphrase))
+        async def opened() -> Any:
+            return use(subject, await self._open_key(stored, passphrase))
 
-        return self._run(thd_use)
+        return Deferred.fromCoroutine(opened())
 
     def sign_message(self, address: bytes, message: bytes) -> "Deferred[bytes]":
         """
@@ -496,8 +545,14 @@ class Wallet(Service):
         The private key of C{address}, if it is held unlocked now.
 
         @return: a Deferred firing with the 32-byte key, or failing with
-            L{UnknownAccountError}.
+            L{UnknownAccountError}, or L{KeyExportRefusedError} where the
+            configuration does not allow it (main and testnet by default).
         """
+        if self.enabled and not self._allow_key_export:
+            return fail(KeyExportRefusedError(
+                "personal_dumpRawKey is refused: this node gives out no private key"
+                " (set wallet.allow_key_export to allow it)"
+            ))
         try:
             return succeed(self._signing_key(address))
         except ServiceError as exc:
@@ -554,15 +609,15 @@ class Wallet(Service):
         address = private_key_to_address(private_key)
         if address in self._stored or address in self._importing:
             raise AccountExistsError(f"account {_hex(address)} already exists in the keystore")
+        when = datetime.fromtimestamp(self._clock.seconds(), timezone.utc)
         self._importing.add(address)
         try:
-            when = datetime.fromtimestamp(self._clock.seconds(), timezone.utc)
-            stored = await self._run(self._thd_write_key, private_key, passphrase, when)
+            stored = await self._derive(self._thd_write_key, private_key, passphrase, when)
         finally:
             self._importing.discard(address)
         self._stored[address] = stored
         self.log.info("keystore: stored account {address} in {name}", address=_hex(address), name=stored.path.name)
-        if self._allow_unlock:
+        if self._allow_unlock and self._unlock_new_accounts:
             self._hold(address, private_key, DEFAULT_UNLOCK_SECONDS)
         return address
 
@@ -601,7 +656,7 @@ class Wallet(Service):
         """
         stored = self._stored.get(address)
         if stored is None and self._directory is not None:
-            self._adopt(*await self._run(self._directory.scan))
+            await self._rescan()
             stored = self._stored.get(address)
         if stored is None:
             return False
@@ -610,12 +665,111 @@ class Wallet(Service):
                 "account unlock is refused: the RPC server listens beyond the loopback interface"
                 " (set wallet.allow_insecure_unlock to allow it)"
             )
-        key = await self._run(decrypt_keyfile, stored.keyfile, passphrase)
+        key = await self._open_key(stored, passphrase)
         if self._stored.get(stored.address) is not stored:
             return False
         self._hold(stored.address, key, duration)
         self.log.info("account {address} unlocked for {duration} s", address=_hex(stored.address), duration=duration)
         return True
+
+    def _rescan(self) -> "Deferred[None]":
+        """
+        Scan the keystore folder again for files copied in, in a thread; a
+        scan asked for while one runs waits for that one (unlocks of many
+        unknown addresses cost one scan at a time).
+
+        @return: a Deferred firing once the scan's files are known.
+        """
+        assert self._directory is not None
+        waiter: Deferred[None] = Deferred()
+        if self._scan_waiters is not None:
+            self._scan_waiters.append(waiter)
+            return waiter
+        self._scan_waiters = [waiter]
+        self._run(self._directory.scan).addBoth(self._scanned)
+        return waiter
+
+    def _scanned(self, result: Any) -> None:
+        """
+        A scan ended: know its files and release its waiters; the next request starts another.
+        """
+        waiters, self._scan_waiters = self._scan_waiters or [], None
+        if not isinstance(result, Failure):
+            self._adopt(*result)
+        for waiter in waiters:
+            if isinstance(result, Failure):
+                waiter.errback(result)
+            else:
+                waiter.callback(None)
+
+    # Key derivations
+
+    async def _derive(self, function: Callable[..., Any], *args: Any) -> Any:
+        """
+        Run a key derivation (scrypt) in the wallet's threads, unless
+        L{MAX_WAITING_DERIVATIONS} already wait beside the running ones.
+
+        @raise ServerBusyError: too many derivations run or wait.
+        """
+        if self._derivations >= self._max_derivations:
+            raise ServerBusyError(
+                f"the node is busy: {self._derivations} key derivations run or wait; try again shortly"
+            )
+        self._derivations += 1
+        try:
+            return await self._run(function, *args)
+        finally:
+            self._derivations -= 1
+
+    async def _open_key(self, stored: StoredKey, passphrase: str) -> bytes:
+        """
+        Decrypt a keystore key with C{passphrase}: one attempt at a time per
+        account, and after a wrong passphrase none for a while (see
+        L{FIRST_FAILURE_DELAY}); each wrong passphrase is logged.
+
+        @raise WrongPassphraseError: the passphrase does not open it.
+        @raise UnlockThrottledError: wrong passphrases came just before, or
+            another attempt for the account runs.
+        @raise ServerBusyError: too many derivations run or wait.
+        """
+        address = stored.address
+        failures = self._failures.get(address)
+        now = self._clock.seconds()
+        if failures is not None and now < failures.not_before:
+            raise UnlockThrottledError(
+                f"too many wrong passphrases for account {_hex(address)}: "
+                f"try again in {max(1, math.ceil(failures.not_before - now))} s"
+            )
+        if address in self._opening:
+            raise UnlockThrottledError(
+                f"another attempt to open account {_hex(address)} is running: try again when it ends"
+            )
+        self._opening.add(address)
+        try:
+            key: bytes = await self._derive(decrypt_keyfile, stored.keyfile, passphrase)
+        except WrongPassphraseError:
+            self._failed(address)
+            raise
+        finally:
+            self._opening.discard(address)
+        self._failures.pop(address, None)
+        return key
+
+    def _failed(self, address: Address) -> None:
+        """
+        Count a wrong passphrase for C{address}, refuse attempts for a while, and log it.
+        """
+        failures = self._failures.setdefault(address, _Failures())
+        failures.count += 1
+        delay = min(FIRST_FAILURE_DELAY * 2 ** (failures.count - 1), MAX_FAILURE_DELAY)
+        failures.not_before = self._clock.seconds() + delay
+        self.log.warn(
+            "keystore: wrong passphrase for account {address} ({count} in a row); "
+            "attempts refused for {delay:g} s",
+            address=_hex(address),
+            count=failures.count,
+            delay=delay,
+        )
 
     def lock(self, address: bytes) -> bool:
         """
@@ -639,6 +793,9 @@ class Wallet(Service):
 __all__ = [
     "COW_SEEDS",
     "DEFAULT_UNLOCK_SECONDS",
+    "FIRST_FAILURE_DELAY",
+    "MAX_FAILURE_DELAY",
+    "MAX_WAITING_DERIVATIONS",
     "KEYSTORE_DIRECTORY",
     "MINER_SEED",
     "Secret",

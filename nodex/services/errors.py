@@ -75,6 +75,19 @@ class UnlockRefusedError(ServiceError):
     """
 
 
+class UnlockThrottledError(ServiceError):
+    """
+    An attempt to open a keystore key is refused for now: wrong passphrases
+    for the account came just before, or another attempt for it runs.
+    """
+
+
+class KeyExportRefusedError(ServiceError):
+    """
+    C{personal_dumpRawKey} on a node whose configuration gives out no keys.
+    """
+
+
 class AccountExistsError(ServiceError):
     """
     A key imported into the keystore is already there.

@@ -23,6 +23,7 @@ from twisted.internet.task import deferLater
 from twisted.trial.unittest import SkipTest
 
 from nodex.crypto import keccak256, private_key_to_address
+from nodex.services.accounts import FIRST_FAILURE_DELAY
 from tests.e2e.test_web3_node import COW, Web3NodeTestCase, checksummed
 from tests.wallet.test_typed_data import MAIL
 
@@ -145,7 +146,8 @@ class KeystoreLifeTests(WalletNodeTestCase):
     async def test_wrong_passphrase(self) -> None:
         """
         personal_sendTransaction with a wrong passphrase sends nothing and says so;
-        with the right one it sends and leaves the account locked.
+        the account then refuses every attempt for a second; after it, the
+        right passphrase sends and leaves the account locked.
         """
         w3 = await self.start_wallet_node()
         await self.result("personal_importRawKey", KEY.hex(), "right")
@@ -155,8 +157,13 @@ class KeystoreLifeTests(WalletNodeTestCase):
         self.assertEqual(
             await self.error("personal_sendTransaction", request, "wrong"), (-32000, "could not decrypt key with given password")
         )
-        self.assertEqual(await self.error("personal_unlockAccount", ADDRESS, "wrong", None), (-32000, "could not decrypt key with given password"))
+        code, message = await self.error("personal_unlockAccount", ADDRESS, "right", None)
+        self.assertEqual(code, -32000)
+        self.assertTrue(message.startswith(f"too many wrong passphrases for account {ADDRESS}: try again in "), message)
         self.assertEqual(await self.blocking(w3.eth.get_transaction_count, checksummed(ADDRESS)), 0)
+        from twisted.internet import reactor
+
+        await deferLater(reactor, FIRST_FAILURE_DELAY + 0.1, lambda: None)
         tx_hash = await self.result("personal_sendTransaction", request, "right")
         self.assertEqual((await self.receipt(tx_hash))["from"].lower(), ADDRESS)
         self.assertEqual((await self.error("eth_sign", ADDRESS, "0x00"))[0], -32602)
@@ -284,15 +291,16 @@ class StandardScryptTests(WalletNodeTestCase):
 
     async def test_reactor_answers_during_unlocks(self) -> None:
         """
-        While two standard-scrypt unlocks run (about a second each), the
-        node keeps answering eth_blockNumber.
+        While two standard-scrypt unlocks of two accounts run (about a
+        second each), the node keeps answering eth_blockNumber.
         """
         # A derivation takes one to several seconds on a loaded machine.
         await self.start_wallet_node("[rpc]\ntimeout = 120\n")
-        address = await self.result("personal_importRawKey", KEY.hex(), "pw")
-        await self.result("personal_lockAccount", address)
+        addresses = [await self.result("personal_importRawKey", key.hex(), "pw") for key in (KEY, keccak256(KEY))]
+        for address in addresses:
+            await self.result("personal_lockAccount", address)
         unlocks = gatherResults(
-            [Deferred.fromCoroutine(self.result("personal_unlockAccount", address, "pw", None)) for _ in range(2)]
+            [Deferred.fromCoroutine(self.result("personal_unlockAccount", address, "pw", None)) for address in addresses]
         )
         answered: list[float] = []
         started = time.monotonic()
@@ -304,6 +312,61 @@ class StandardScryptTests(WalletNodeTestCase):
                 break
         self.assertEqual(await unlocks, [True, True])
         self.assertGreater(len(answered), 3)
+
+
+class HostileUnlockTests(WalletNodeTestCase):
+    """
+    Guessing passphrases, and asking for keys, as an unauthenticated caller
+    (issue 26).
+    """
+
+    async def test_sixteen_wrong_then_right(self) -> None:
+        """
+        Sixteen wrong-passphrase unlocks at once with the standard scrypt
+        parameters (about a second and 256 MiB each), then the right one:
+        one derivation runs and says the passphrase is wrong, the others
+        are refused at once, the right one too while the account waits out
+        its second; after it, the right one unlocks (before, all seventeen
+        derivations were queued: the right unlock timed out behind them,
+        and they burned on for seconds after the answers).
+        """
+        # A long time limit: a derivation takes seconds on a loaded machine.
+        await self.start_wallet_node("[wallet]\nlight_kdf = false\n[rpc]\ntimeout = 60\n")
+        await self.result("personal_importRawKey", KEY.hex(), "right")
+        await self.result("personal_lockAccount", ADDRESS)
+        wrong = [
+            Deferred.fromCoroutine(self.rpc("personal_unlockAccount", ADDRESS, f"guess {n}", None)) for n in range(16)
+        ]
+        answers = await gatherResults(wrong)
+        right = await self.rpc("personal_unlockAccount", ADDRESS, "right", None)
+        messages = [answer["error"]["message"] for answer in answers + [right]]
+        self.assertEqual(messages.count("could not decrypt key with given password"), 1, messages)
+        self.assertFalse([message for message in messages if "timed out" in message or "timeout" in message])
+        self.assertEqual({answer["error"]["code"] for answer in answers + [right]}, {-32000})
+        from twisted.internet import reactor
+
+        await deferLater(reactor, FIRST_FAILURE_DELAY + 0.1, lambda: None)
+        self.assertTrue(await self.result("personal_unlockAccount", ADDRESS, "right", None))
+
+    async def test_testnet_gives_no_key(self) -> None:
+        """
+        On testnet with the wallet turned on, a new account is stored
+        locked and C{personal_dumpRawKey} gives no key, even unlocked
+        (before, the key of a new account was returned to any caller).
+        """
+        await self.start_wallet_node(
+            "[wallet]\nenabled = true\nlight_kdf = true\n", "--network", "testnet", "--p2p", "none"
+        )
+        address = await self.result("personal_newAccount", "pw")
+        self.assertEqual((await self.error("eth_sign", address, "0x00"))[0], -32602)
+        refused = (
+            -32000,
+            "personal_dumpRawKey is refused: this node gives out no private key (set wallet.allow_key_export to allow it)",
+        )
+        self.assertEqual(await self.error("personal_dumpRawKey", address), refused)
+        self.assertTrue(await self.result("personal_unlockAccount", address, "pw", None))
+        self.assertEqual(await self.error("personal_dumpRawKey", address), refused)
+        self.assertEqual(len(await self.result("eth_sign", address, "0x00")), 132)
 
 
 class WalletOffTests(WalletNodeTestCase):

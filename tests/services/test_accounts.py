@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from twisted.internet.defer import maybeDeferred
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import Clock
 from twisted.logger import globalLogPublisher
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
@@ -18,13 +18,23 @@ from zope.interface.verify import verifyObject
 
 from nodex.crypto import keccak256, private_key_to_address
 from nodex.interfaces import IAccounts
-from nodex.services.accounts import DEFAULT_UNLOCK_SECONDS, Wallet, key_from_seed, regtest_keys
+from nodex.services.accounts import (
+    DEFAULT_UNLOCK_SECONDS,
+    FIRST_FAILURE_DELAY,
+    MAX_FAILURE_DELAY,
+    Wallet,
+    key_from_seed,
+    regtest_keys,
+)
 from nodex.services.errors import (
     AccountExistsError,
     AccountLockedError,
+    KeyExportRefusedError,
     LocalWalletOffError,
+    ServerBusyError,
     UnknownAccountError,
     UnlockRefusedError,
+    UnlockThrottledError,
 )
 from nodex.structures.transactions import FeeMarketTransaction, LegacyTransaction, decode_transaction
 from nodex.wallet.errors import InvalidPrivateKeyError, TypedDataError, WrongPassphraseError
@@ -176,7 +186,8 @@ class KeystoreTests(SynchronousTestCase):
         A started wallet over C{self.folder} with light scrypt and no threads.
         """
         options.setdefault("kdf", LIGHT_SCRYPT)
-        wallet = Wallet(33, self.clock, keystore=self.folder, run_in_thread=maybeDeferred, **options)
+        options.setdefault("run_in_thread", maybeDeferred)
+        wallet = Wallet(33, self.clock, keystore=self.folder, **options)
         wallet.startService()
         self.addCleanup(wallet.stopService)
         return wallet
@@ -268,6 +279,7 @@ class KeystoreTests(SynchronousTestCase):
         self.assertNotIn("wrong", failure.getErrorMessage().replace("could not", ""))
         self.assertTrue(self.wallet.holds(ADDRESS))
         self.wallet.lock(ADDRESS)
+        self.clock.advance(FIRST_FAILURE_DELAY)
         self.failureResultOf(self.wallet.unlock(ADDRESS, "", 60), WrongPassphraseError)
         self.assertFalse(self.wallet.holds(ADDRESS))
 
@@ -409,6 +421,145 @@ class KeystoreTests(SynchronousTestCase):
         failure = self.failureResultOf(wallet.unlock(address, "pw", 60), UnlockRefusedError)
         self.assertIn("wallet.allow_insecure_unlock", failure.getErrorMessage())
         self.successResultOf(wallet.sign_transaction_with_passphrase(TRANSFER, address, "pw"))
+
+    def test_failed_unlocks_throttled_and_logged(self) -> None:
+        """
+        After a wrong passphrase, the account refuses attempts (with any
+        passphrase) for a second, then two, four ... up to a minute, each
+        refusal at once and saying how long; every wrong passphrase is
+        logged with the account, never the passphrase.  The right one,
+        after the wait, unlocks and ends the series.
+        """
+        self.successResultOf(self.wallet.import_raw_key(KEY, "pw"))
+        self.wallet.lock(ADDRESS)
+        events: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        delays = []
+        for attempt in range(8):
+            self.failureResultOf(self.wallet.unlock(ADDRESS, f"guess {attempt}", 60), WrongPassphraseError)
+            refused = self.failureResultOf(self.wallet.unlock(ADDRESS, "pw", 60), UnlockThrottledError)
+            delay = int(refused.getErrorMessage().rsplit("in ", 1)[1].split(" s")[0])
+            self.assertEqual(
+                refused.getErrorMessage(),
+                f"too many wrong passphrases for account 0x{ADDRESS.hex()}: try again in {delay} s",
+            )
+            delays.append(delay)
+            self.clock.advance(delay - 0.5)
+            self.failureResultOf(self.wallet.unlock(ADDRESS, "pw", 60), UnlockThrottledError)
+            self.clock.advance(0.5)
+        self.assertEqual(delays, [1, 2, 4, 8, 16, 32, MAX_FAILURE_DELAY, MAX_FAILURE_DELAY])
+        warnings = [event for event in events if "wrong passphrase" in event.get("log_format", "")]
+        self.assertEqual([event["count"] for event in warnings], list(range(1, 9)))
+        self.assertEqual(warnings[-1]["address"], "0x" + ADDRESS.hex())
+        self.assertNotIn("guess", repr(warnings))
+        self.assertTrue(self.successResultOf(self.wallet.unlock(ADDRESS, "pw", 60)))
+        self.wallet.lock(ADDRESS)
+        self.failureResultOf(self.wallet.unlock(ADDRESS, "wrong", 60), WrongPassphraseError)
+        refused = self.failureResultOf(self.wallet.unlock(ADDRESS, "pw", 60), UnlockThrottledError)
+        self.assertTrue(refused.getErrorMessage().endswith("try again in 1 s"))
+
+    def test_sixteen_wrong_then_right(self) -> None:
+        """
+        Sixteen wrong-passphrase unlocks sent at once, then the right one
+        (issue 26: every derivation was queued, the right unlock timed out
+        and a core burned on for ~25 s after the answers): one derivation
+        runs, the other fifteen are refused at once, and the right one is
+        answered at once too (the account waits out the wrong one's second),
+        then unlocks after it; nothing else runs.
+        """
+        started: list[Deferred[Any]] = []
+
+        def thread(function: Any, *args: Any) -> Deferred[Any]:
+            started.append(Deferred())
+            started[-1].addCallback(lambda _: function(*args))
+            return started[-1]
+
+        self.successResultOf(self.wallet.import_raw_key(KEY, "pw"))
+        wallet = self.make_wallet(run_in_thread=thread)
+        wrong = [wallet.unlock(ADDRESS, f"guess {n}", 60) for n in range(16)]
+        self.assertEqual(len(started), 1)
+        for refused in wrong[1:]:
+            failure = self.failureResultOf(refused, UnlockThrottledError)
+            self.assertIn("is running: try again when it ends", failure.getErrorMessage())
+        right = wallet.unlock(ADDRESS, "pw", 60)
+        self.failureResultOf(right, UnlockThrottledError)
+        started.pop(0).callback(None)
+        self.failureResultOf(wrong[0], WrongPassphraseError)
+        self.failureResultOf(wallet.unlock(ADDRESS, "pw", 60), UnlockThrottledError)
+        self.assertEqual(started, [])
+        self.clock.advance(FIRST_FAILURE_DELAY)
+        right = wallet.unlock(ADDRESS, "pw", 60)
+        started.pop(0).callback(None)
+        self.assertTrue(self.successResultOf(right))
+        self.assertEqual(started, [])
+
+    def test_one_scan_at_a_time(self) -> None:
+        """
+        Unlocks of addresses the wallet does not know scan the keystore
+        folder again (for files copied in), one scan at a time: those that
+        come while one runs wait for it.
+        """
+        started: list[Deferred[Any]] = []
+
+        def thread(function: Any, *args: Any) -> Deferred[Any]:
+            started.append(Deferred())
+            started[-1].addCallback(lambda _: function(*args))
+            return started[-1]
+
+        wallet = self.make_wallet(run_in_thread=thread)
+        unknown = [wallet.unlock(bytes([n]) * 20, "pw", 60) for n in range(1, 11)]
+        self.assertEqual(len(started), 1)
+        started.pop(0).callback(None)
+        self.assertEqual([self.successResultOf(result) for result in unknown], [False] * 10)
+        self.assertEqual(started, [])
+
+    def test_derivations_bounded(self) -> None:
+        """
+        At most the threads' number plus L{MAX_WAITING_DERIVATIONS} key
+        derivations run or wait, across accounts and kinds (unlocks, new
+        keys, passphrase signatures); the next is refused at once with
+        L{ServerBusyError}, and accepted again once one ends.
+        """
+        started: list[Deferred[Any]] = []
+
+        def thread(function: Any, *args: Any) -> Deferred[Any]:
+            started.append(Deferred())
+            started[-1].addCallback(lambda _: function(*args))
+            return started[-1]
+
+        wallet = self.make_wallet(run_in_thread=thread, threads=2)
+        keys = [keccak256(b"key %d" % n) for n in range(5)]
+        pending = [wallet.import_raw_key(key, "pw") for key in keys[:4]]
+        self.assertEqual(len(started), 4)
+        failure = self.failureResultOf(wallet.import_raw_key(keys[4], "pw"), ServerBusyError)
+        self.assertEqual(failure.getErrorMessage(), "the node is busy: 4 key derivations run or wait; try again shortly")
+        self.failureResultOf(wallet.sign_transaction_with_passphrase(TRANSFER, ADDRESS, "pw"), UnknownAccountError)
+        started[0].callback(None)
+        self.successResultOf(pending[0])
+        later = wallet.import_raw_key(keys[4], "pw")
+        self.assertEqual(len(started), 5)
+        for waiting in started[1:]:
+            waiting.callback(None)
+        for result in [*pending[1:], later]:
+            self.successResultOf(result)
+
+    def test_no_key_export(self) -> None:
+        """
+        With C{allow_key_export} off (main and testnet by default),
+        C{personal_dumpRawKey} gives no key, even of an unlocked account;
+        with C{unlock_new_accounts} off, new and imported keys are stored locked.
+        """
+        wallet = self.make_wallet(allow_key_export=False, unlock_new_accounts=False)
+        address = self.successResultOf(wallet.new_account("pw"))
+        self.assertFalse(wallet.holds(address))
+        self.assertTrue(self.successResultOf(wallet.unlock(address, "pw", 60)))
+        failure = self.failureResultOf(wallet.dump_raw_key(address), KeyExportRefusedError)
+        self.assertEqual(
+            failure.getErrorMessage(),
+            "personal_dumpRawKey is refused: this node gives out no private key (set wallet.allow_key_export to allow it)",
+        )
+        self.successResultOf(wallet.sign_message(address, b"still signs"))
 
     def test_stop_drops_keys(self) -> None:
         """
