@@ -6,7 +6,7 @@ node's services (L5).  The edges depend only on these; the composition root
 Every method that may touch storage or the network returns a Deferred.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -887,33 +887,43 @@ class IFilterService(Interface):
         @return: a Deferred failing with L{BlockNotFoundError} for an unknown hash.
         """
 
-    def new_log_filter(from_block: "int | None", to_block: "int | None", log_filter: LogFilter) -> int:
+    def new_log_filter(
+        from_block: "int | None", to_block: "int | None", log_filter: LogFilter, owner: "Hashable | None" = None
+    ) -> int:
         """
         Install a log filter; return its random 128-bit id.
 
-        @raise LogLimitError: too many filters are installed.
+        @param owner: the client that asks, whose quota it counts against
+            (L{None}: none).
+        @raise LogLimitError: too many filters are installed, in all or by
+            the client.
         """
 
-    def new_block_filter() -> int:
+    def new_block_filter(owner: "Hashable | None" = None) -> int:
         """
         Install a filter of new canonical block hashes; return its id.
+
+        @raise LogLimitError: as L{new_log_filter}.
         """
 
-    def new_pending_transaction_filter() -> int:
+    def new_pending_transaction_filter(owner: "Hashable | None" = None) -> int:
         """
         Install a filter of newly pending transaction hashes; return its id.
+
+        @raise LogLimitError: as L{new_log_filter}.
         """
 
     def get_filter_changes(filter_id: int) -> "list[LogEntry] | list[Hash32]":
         """
-        Everything the filter gathered since the previous poll.
+        Everything the filter gathered since the previous poll; restarts its expiry.
 
-        @raise FilterNotFoundError: unknown, uninstalled or expired id.
+        @raise FilterNotFoundError: unknown, uninstalled or expired id, or
+            (a subclass, once) removed because too many changes waited in it.
         """
 
     def get_filter_logs(filter_id: int) -> "Deferred[list[LogEntry]]":
         """
-        Every log a log filter selects in its range now.
+        Every log a log filter selects in its range now; does not restart its expiry.
 
         @return: a Deferred failing with L{FilterNotFoundError}.
         """

@@ -841,7 +841,7 @@ def compose_raw_chain(
 
 
 def compose_subscriptions(
-    chain: ChainService, pool: ITransactionPool | None, peers: IPeerNetwork | None = None
+    chain: ChainService, pool: ITransactionPool | None, peers: IPeerNetwork | None = None, clock: Any = None
 ) -> SubscriptionMethods:
     """
     The subscription service over the chain and the pool, and its RPC
@@ -849,8 +849,9 @@ def compose_subscriptions(
     that a WebSocket is needed).
 
     @param peers: the peer network, whose sync reaches the C{syncing} subscriptions.
+    @param clock: times the slices of the deliveries (the reactor).
     """
-    service = SubscriptionService(chain, pool)
+    service = SubscriptionService(chain, pool, clock=clock)
     if isinstance(peers, PeerNetwork):
         peers.sync.add_observer(service.sync_status_changed)
     return SubscriptionMethods(service)
@@ -1009,7 +1010,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
         peers.use_pool(pool)
         peers.setServiceParent(node)
     providers.append(PeerMethods(peers))
-    subscriptions = compose_subscriptions(chain, pool, peers)
+    subscriptions = compose_subscriptions(chain, pool, peers, reactor)
     providers.append(subscriptions)
     providers += compose_dev_chain(config, chain, making, impersonation, evm.reset)
     providers += compose_tracing(config, reactor, node, chain, state, pending)

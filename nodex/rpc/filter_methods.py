@@ -17,6 +17,7 @@ from nodex.interfaces import IChainService, IFilterService, LogEntry, LogFilter
 from nodex.primitives import Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import tag_number
+from nodex.rpc.client import current_client
 from nodex.rpc.decoders import BlockParameter, BlockTag, DecodeError, Field
 from nodex.rpc.registry import Method, Param
 from nodex.structures.logs import MAX_TOPICS
@@ -190,10 +191,8 @@ class FilterMethods:
         return [
             Method("eth_getLogs", self.get_logs, (Param("filter", filter_query),), logs),
             Method("eth_newFilter", self.new_filter, (Param("filter", new_filter_query),), encoders.quantity),
-            Method("eth_newBlockFilter", self._filters.new_block_filter, (), encoders.quantity),
-            Method(
-                "eth_newPendingTransactionFilter", self._filters.new_pending_transaction_filter, (), encoders.quantity
-            ),
+            Method("eth_newBlockFilter", self.new_block_filter, (), encoders.quantity),
+            Method("eth_newPendingTransactionFilter", self.new_pending_transaction_filter, (), encoders.quantity),
             Method("eth_getFilterChanges", self._filters.get_filter_changes, (identifier,), changes),
             Method("eth_getFilterLogs", self._filters.get_filter_logs, (identifier,), changes),
             Method("eth_uninstallFilter", self._filters.uninstall_filter, (identifier,)),
@@ -211,10 +210,24 @@ class FilterMethods:
 
     def new_filter(self, query: FilterQuery) -> int:
         """
-        C{eth_newFilter}: install a log filter (C{safe} and C{finalized}
-        bounds are the blocks they name at install).
+        C{eth_newFilter}: install a log filter, for the client that asks
+        (C{safe} and C{finalized} bounds are the blocks they name at install).
         """
-        return self._filters.new_log_filter(self._number(query.from_block), self._number(query.to_block), query.log_filter)
+        return self._filters.new_log_filter(
+            self._number(query.from_block), self._number(query.to_block), query.log_filter, current_client()
+        )
+
+    def new_block_filter(self) -> int:
+        """
+        C{eth_newBlockFilter}, for the client that asks.
+        """
+        return self._filters.new_block_filter(current_client())
+
+    def new_pending_transaction_filter(self) -> int:
+        """
+        C{eth_newPendingTransactionFilter}, for the client that asks.
+        """
+        return self._filters.new_pending_transaction_filter(current_client())
 
 
 __all__ = ["FilterMethods", "FilterQuery", "filter_query", "log_entry_object", "new_filter_query"]

@@ -18,14 +18,21 @@ The transport rules:
     connection whose pong does not come within C{ping_timeout};
   - what the socket does not take waits in the transport's buffer; once
     that buffer is full (the client is not reading), at most
-    C{max_queue_bytes} more are accepted, and the client is then
-    disconnected rather than allowed to grow the node's memory.
+    C{max_queue_bytes} more are accepted, counted from the first time the
+    buffer filled until it drains, and the client is then disconnected
+    (with a warning that says why) rather than allowed to grow the node's
+    memory; meanwhile, and while more than C{max_pending_answers} of its
+    answers are being worked out, its further requests are not read;
+  - at most C{max_connections} connections, and C{max_connections_per_address}
+    from one address, are served; one more is refused with 503 before its
+    handshake.
 
 Why autobahn: it is the maintained WebSocket implementation for Twisted
 (RFC 6455 with its test suite, frame and message limits, automatic
 ping/pong, UTF-8 validation and unmasking in compiled code).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +46,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from nodex.rpc.channel import send_now
+from nodex.rpc.client import CURRENT_CLIENT
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.server import HTTPPolicy
 from nodex.rpc.subscription_methods import CURRENT_MESSAGE, MessageScope, SubscriptionMethods
@@ -56,6 +64,10 @@ class WebSocketSettings:
     @ivar ping_interval: seconds between the server's pings.
     @ivar ping_timeout: seconds a pong may take.
     @ivar open_timeout: seconds the opening handshake may take.
+    @ivar max_connections: the most connections served at once.
+    @ivar max_connections_per_address: the most from one address.
+    @ivar max_pending_answers: answers of one connection being worked out
+        beyond which its further requests wait unread.
     """
 
     max_message_bytes: int = 5 * 1024 * 1024
@@ -64,6 +76,9 @@ class WebSocketSettings:
     ping_interval: float = 30.0
     ping_timeout: float = 30.0
     open_timeout: float = 10.0
+    max_connections: int = 1024
+    max_connections_per_address: int = 256
+    max_pending_answers: int = 64
 
 
 def text_frame(payload: bytes) -> bytes:
@@ -92,18 +107,28 @@ class _SendWatch:
     when its buffer is full (paused) and when it has drained (resumed).
 
     @ivar paused: the transport's buffer is over its size.
-    @ivar queued: bytes written since it was paused.
+    @ivar queued: bytes written since it first filled.
     """
 
     paused = False
     queued = 0
 
+    def __init__(self, changed: Callable[[], None]) -> None:
+        """
+        @param changed: called when the buffer fills or drains.
+        """
+        self._changed = changed
+
     def pauseProducing(self) -> None:
         """
-        The transport's buffer passed its size: start counting.
+        The transport's buffer passed its size: start counting (the
+        transport says so again at every write while it is full; the count
+        goes on from the first).
         """
-        self.paused = True
-        self.queued = 0
+        if not self.paused:
+            self.paused = True
+            self.queued = 0
+            self._changed()
 
     def resumeProducing(self) -> None:
         """
@@ -111,11 +136,19 @@ class _SendWatch:
         """
         self.paused = False
         self.queued = 0
+        self._changed()
 
     def stopProducing(self) -> None:
         """
         The connection is gone: nothing to stop.
         """
+
+
+REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+    b"Connection: close\r\nRetry-After: 1\r\n\r\n%s"
+)
+"""The answer to a connection beyond the limits (before its handshake)."""
 
 
 class RPCWebSocketProtocol(WebSocketServerProtocol):
@@ -138,8 +171,15 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         self.subscriptions: set[bytes] = set()
         self.max_subscriptions = 0
         self._held: dict[bytes, list[bytes]] = {}
-        self._watch = _SendWatch()
+        self._watch = _SendWatch(self._reading_changed)
         self._ended = False
+        self._refused = False
+        self._address = ""
+        self._pending_answers = 0
+        self._reading_paused = False
+        self._outbox: list[bytes] = []
+        self._outbox_bytes = 0
+        self._flush_call: Any = None
 
     # Opening
 
@@ -161,11 +201,34 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
     def connectionMade(self) -> None:
         """
         Count the connection from its first byte, so that a stopping node
-        also drops those still in their opening handshake.
+        also drops those still in their opening handshake; refuse it with
+        503 when the server holds its limit of connections (in all, or
+        from this address).
         """
         super().connectionMade()
         self.max_subscriptions = self.factory.settings.max_subscriptions
+        self._address = getattr(self.transport.getPeer(), "host", "")
+        refusal = self.factory.admit(self._address)
+        if refusal is not None:
+            self._refused = True
+            body = refusal.encode() + b"\n"
+            self.transport.write(REFUSED % (len(body), body))
+            self.transport.loseConnection()
+            return
         self.factory.opened(self)
+
+    def dataReceived(self, data: bytes) -> None:
+        """
+        Read a refused connection's bytes no further.
+        """
+        if not self._refused:
+            super().dataReceived(data)
+
+    def client_identity(self) -> str:
+        """
+        The client, for the methods' quotas (L{nodex.rpc.client}): this connection.
+        """
+        return f"ws:{self.peer}"
 
     def onOpen(self) -> None:
         """
@@ -197,24 +260,47 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         """
         scope = MessageScope(self)
         token = CURRENT_MESSAGE.set(scope)
+        client = CURRENT_CLIENT.set(self)
         try:
             answer = self.factory.dispatcher.answer(payload)
         finally:
+            CURRENT_CLIENT.reset(client)
             CURRENT_MESSAGE.reset(token)
         if isinstance(answer, Deferred):
-            answer.addCallback(self._answered, scope).addErrback(self._failed)
+            self._pending_answers += 1
+            self._reading_changed()
+            answer.addCallback(self._answered, scope, True).addErrback(self._failed)
         else:
             self._answered(answer, scope)
 
-    def _answered(self, body: bytes | None, scope: MessageScope) -> None:
+    def _answered(self, body: bytes | None, scope: MessageScope, awaited: bool = False) -> None:
         """
         Send an answer, then the notifications its new subscriptions held.
         """
+        if awaited:
+            self._pending_answers -= 1
+            self._reading_changed()
         if body is not None:
             self._send(body)
         for created in scope.created:
             for message in self._held.pop(created, ()):
                 self._send(message)
+
+    def _reading_changed(self) -> None:
+        """
+        Read the client's requests only while its answers can leave: not
+        while the transport's buffer is full, nor while more than
+        C{max_pending_answers} of its answers are being worked out.
+        """
+        if self._ended or self.transport is None:
+            return
+        wanted = self._watch.paused or self._pending_answers > self.factory.settings.max_pending_answers
+        if wanted and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pauseProducing()
+        elif not wanted and self._reading_paused:
+            self._reading_paused = False
+            self.transport.resumeProducing()
 
     def _failed(self, failure: Failure) -> None:
         """
@@ -233,44 +319,87 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
 
     def push(self, subscription_id: bytes, message: bytes) -> None:
         """
-        Send one notification, or keep it while its subscription is unannounced.
+        Send one notification, or keep it while its subscription is
+        unannounced.  Notifications wait in an outbox until the end of the
+        reactor's turn and leave in one write (a block's logs for many
+        subscriptions would otherwise cost a system call each).
         """
         held = self._held.get(subscription_id)
         if held is not None:
             held.append(message)
-        else:
-            self._send(message, at_once=True)
+            return
+        if self.state != WebSocketProtocol.STATE_OPEN:
+            return
+        framed = text_frame(message)
+        self._outbox.append(framed)
+        self._outbox_bytes += len(framed)
+        watch = self._watch
+        if watch.paused and watch.queued + self._outbox_bytes > self.factory.settings.max_queue_bytes:
+            self._overflowed()
+            return
+        if self._flush_call is None:
+            self._flush_call = self.factory.reactor.callLater(0, self._flush)
 
-    def _send(self, data: bytes, at_once: bool = False) -> None:
+    def _flush(self) -> None:
         """
-        Send a text message, unless the connection is closing; disconnect a
-        client that lets more than C{max_queue_bytes} wait.
+        Send the notifications in the outbox in one write (L{send_now}: on
+        the socket now when nothing waits before them).
+        """
+        self._flush_call = None
+        if not self._outbox:
+            return
+        data = b"".join(self._outbox)
+        self._outbox = []
+        self._outbox_bytes = 0
+        if self.state != WebSocketProtocol.STATE_OPEN:
+            return
+        if self._counted(len(data)):
+            send_now(self.transport, data)
 
-        @param at_once: put it on the socket now when nothing waits before it
-            (L{send_now}): a notification goes to many connections in one
-            turn of the reactor, and a buffered write costs each of them two
-            more system calls on the next turn.  Answers are buffered, so that
-            the answers to pipelined requests leave in one write.
+    def _send(self, data: bytes) -> None:
+        """
+        Send a text message (after the notifications waiting before it),
+        unless the connection is closing; disconnect a client that lets
+        more than C{max_queue_bytes} wait.
         """
         if self.state != WebSocketProtocol.STATE_OPEN:
             return
+        if self._outbox:
+            self._flush()
+            if self.state != WebSocketProtocol.STATE_OPEN:
+                return
+        framed = text_frame(data)
+        if self._counted(len(framed)):
+            self.transport.write(framed)
+
+    def _counted(self, size: int) -> bool:
+        """
+        Count C{size} more bytes to send while the transport's buffer is
+        full; past C{max_queue_bytes}, disconnect.
+
+        @return: whether they may be written.
+        """
         watch = self._watch
         if watch.paused:
-            watch.queued += len(data)
-            limit = self.factory.settings.max_queue_bytes
-            if watch.queued > limit:
-                self._log.warn(
-                    "WebSocket client {peer} does not read its answers: more than {limit} bytes wait; disconnecting",
-                    peer=self.peer,
-                    limit=limit,
-                )
-                self._end()
-                self.dropConnection(abort=True)
-                return
-        if at_once:
-            send_now(self.transport, text_frame(data))
-        else:
-            self.transport.write(text_frame(data))
+            watch.queued += size
+            if watch.queued > self.factory.settings.max_queue_bytes:
+                self._overflowed()
+                return False
+        return True
+
+    def _overflowed(self) -> None:
+        """
+        The client lets more than C{max_queue_bytes} wait: say so in the
+        log, end its subscriptions and drop it.
+        """
+        self._log.warn(
+            "WebSocket client {peer} does not read what it is sent: more than {limit} bytes wait for it"
+            " beyond the socket's buffer; disconnecting",
+            peer=self.peer,
+            limit=self.factory.settings.max_queue_bytes,
+        )
+        self._end()
+        self.dropConnection(abort=True)
 
     # Closing
 
@@ -292,10 +421,15 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         """
         End every subscription and forget the connection (once).
         """
-        if self._ended:
+        if self._ended or self._refused:
             return
         self._ended = True
         self._held.clear()
+        self._outbox = []
+        self._outbox_bytes = 0
+        if self._flush_call is not None and self._flush_call.active():
+            self._flush_call.cancel()
+        self._flush_call = None
         subscriptions = self.factory.subscriptions
         if subscriptions is not None:
             subscriptions.end_all(self)
@@ -313,6 +447,7 @@ class RPCWebSocketFactory(WebSocketServerFactory):
     """
 
     protocol = RPCWebSocketProtocol
+    _log = Logger()
 
     def __init__(
         self,
@@ -331,6 +466,7 @@ class RPCWebSocketFactory(WebSocketServerFactory):
         self.subscriptions = subscriptions
         self.settings = settings
         self._open: dict[RPCWebSocketProtocol, Deferred[None]] = {}
+        self._per_address: dict[str, int] = {}
         self.setProtocolOptions(
             maxFramePayloadSize=settings.max_message_bytes,
             maxMessagePayloadSize=settings.max_message_bytes,
@@ -345,11 +481,33 @@ class RPCWebSocketFactory(WebSocketServerFactory):
             perMessageCompressionAccept=lambda offers: None,
         )
 
+    def admit(self, address: str) -> str | None:
+        """
+        Whether a new connection from C{address} may be served.
+
+        @return: L{None}, or why not (the 503 answer's text).
+        """
+        settings = self.settings
+        if len(self._open) >= settings.max_connections:
+            self._log.warn(
+                "refusing a WebSocket connection from {address}: {limit} connections are open",
+                address=address, limit=settings.max_connections,
+            )
+            return f"too many connections: the server holds its limit of {settings.max_connections}"
+        if self._per_address.get(address, 0) >= settings.max_connections_per_address:
+            return (
+                f"too many connections from {address}: the server holds its limit of"
+                f" {settings.max_connections_per_address} per address"
+            )
+        return None
+
     def opened(self, connection: RPCWebSocketProtocol) -> None:
         """
         Count a new connection.
         """
         self._open[connection] = Deferred()
+        address = connection._address
+        self._per_address[address] = self._per_address.get(address, 0) + 1
 
     def closed(self, connection: RPCWebSocketProtocol) -> None:
         """
@@ -357,6 +515,12 @@ class RPCWebSocketFactory(WebSocketServerFactory):
         """
         waiter = self._open.pop(connection, None)
         if waiter is not None:
+            address = connection._address
+            left = self._per_address[address] - 1
+            if left:
+                self._per_address[address] = left
+            else:
+                del self._per_address[address]
             waiter.callback(None)
 
     def connection_count(self) -> int:

@@ -15,18 +15,30 @@ thread and calls each subscription's C{deliver} there:
     logs.  Nothing is queued or replayed, so nothing is delivered twice.
 
 The same object goes to every subscription of a kind (one L{NewHead} per
-block for all C{newHeads} subscribers), so that the edge can encode it once.
+block for all C{newHeads} subscribers, one L{LogEntry} per log for all the
+C{logs} subscriptions that select it), one after the other, so that the
+edge can encode it once.
+
+Many subscriptions stay cheap (issue 26): the C{logs} subscriptions are
+matched through one index (L{nodex.chain.logmatch}), each block's logs
+once; and every delivery runs in slices of the reactor's time
+(L{nodex.services.slices}), in the order of the changes, so that a block of
+a thousand logs for thousands of subscriptions does not hold the reactor
+for the whole of it.
 """
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import Clock
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from nodex.chain.logsearch import LogEntry, LogFilter, block_log_entries
+from nodex.chain.logmatch import LogFilterIndex
+from nodex.chain.logsearch import LogEntry, LogFilter
 from nodex.chain.processing import cumulative_difficulty
 from nodex.interfaces import (
     ChainEvent,
@@ -41,6 +53,7 @@ from nodex.interfaces import (
 from nodex.primitives import Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.receipts import Receipt
+from nodex.services.slices import SliceRunner
 from nodex.structures.transactions import Transaction
 
 NEW_HEADS = SubscriptionKind.NEW_HEADS
@@ -56,6 +69,9 @@ MAX_SUBSCRIPTIONS = 100_000
 
 Deliver = Callable[[Any], None]
 """Called with each notification's object; it must not raise."""
+
+_NOTIFICATIONS_PER_STEP = 64
+"""Notifications delivered between two looks at the slice's clock (L{SliceRunner})."""
 
 _log = Logger()
 
@@ -89,6 +105,7 @@ class SubscriptionService:
         pool: ITransactionPool | None,
         random_bytes: Callable[[int], bytes] = secrets.token_bytes,
         max_subscriptions: int = MAX_SUBSCRIPTIONS,
+        clock: IReactorTime | None = None,
     ) -> None:
         """
         Start observing C{chain} and C{pool}.
@@ -97,12 +114,16 @@ class SubscriptionService:
             notifications without it).
         @param random_bytes: draws the ids (tests fix it).
         @param max_subscriptions: the most subscriptions at once.
+        @param clock: times the slices of the deliveries; L{None} (tests):
+            every delivery is done at once.
         """
         self._chain = chain
         self._random_bytes = random_bytes
         self._max = max_subscriptions
         self._by_id: dict[bytes, _Subscription] = {}
         self._by_kind: dict[str, dict[bytes, _Subscription]] = {kind: {} for kind in KINDS}
+        self._log_index = LogFilterIndex()
+        self._runner = SliceRunner(Clock() if clock is None else clock)
         chain.add_observer(self._chain_changed)
         if pool is not None:
             pool.add_observer(self._transaction_pending)
@@ -136,6 +157,8 @@ class SubscriptionService:
         subscription = _Subscription(kind, deliver, log_filter or LogFilter(), full_transactions)
         self._by_id[subscription_id] = subscription
         self._by_kind[kind][subscription_id] = subscription
+        if kind == LOGS:
+            self._log_index.add(subscription_id, subscription.log_filter)
         return subscription_id
 
     def unsubscribe(self, subscription_id: bytes) -> bool:
@@ -148,7 +171,15 @@ class SubscriptionService:
         if subscription is None:
             return False
         del self._by_kind[subscription.kind][subscription_id]
+        if subscription.kind == LOGS:
+            self._log_index.remove(subscription_id)
         return True
+
+    def stop(self) -> None:
+        """
+        Drop the deliveries still waiting for the reactor (the node stops).
+        """
+        self._runner.stop()
 
     def count(self) -> int:
         """
@@ -160,20 +191,25 @@ class SubscriptionService:
 
     def _chain_changed(self, event: ChainEvent) -> None:
         """
-        Deliver one change of the canonical chain (see the module's docstring).
+        Deliver one change of the canonical chain (see the module's
+        docstring), after the deliveries given before it.
         """
-        log_subscribers = self._by_kind[LOGS]
-        if log_subscribers:
-            for index, block in enumerate(event.abandoned):
-                self._deliver_logs(block, _receipts(event.abandoned_receipts, index), True)
-        if not event.adopted:
+        if not event.adopted and not (event.abandoned and self._by_kind[LOGS]):
             return
-        totals = self._total_difficulties(event.adopted)
+        # The totals are the head's now, when the event is told.
+        totals = self._total_difficulties(event.adopted) if event.adopted else []
+        self._runner.run(self._deliver_event(event, totals))
+
+    def _deliver_event(self, event: ChainEvent, totals: list[int]) -> Iterator[None]:
+        """
+        Deliver one change (a generator: it yields where the runner may pause).
+        """
+        for index, block in enumerate(event.abandoned):
+            yield from self._deliver_logs(block, _receipts(event.abandoned_receipts, index), True)
         for index, block in enumerate(event.adopted):
             if self._by_kind[NEW_HEADS]:
-                self._deliver(NEW_HEADS, NewHead(block, totals[index]))
-            if log_subscribers:
-                self._deliver_logs(block, _receipts(event.adopted_receipts, index), False)
+                yield from self._deliver(NEW_HEADS, NewHead(block, totals[index]))
+            yield from self._deliver_logs(block, _receipts(event.adopted_receipts, index), False)
 
     def _total_difficulties(self, adopted: tuple[Block, ...]) -> list[int]:
         """
@@ -187,25 +223,51 @@ class SubscriptionService:
             total -= cumulative_difficulty(adopted[index])
         return totals
 
-    def _deliver_logs(self, block: Block, receipts: tuple[Receipt, ...], removed: bool) -> None:
+    def _deliver_logs(self, block: Block, receipts: tuple[Receipt, ...], removed: bool) -> Iterator[None]:
         """
-        Deliver one block's logs to each log subscription that selects them, in block order.
+        Deliver one block's logs to each log subscription that selects
+        them, in block order: each entry to all its subscribers in turn, so
+        that the edge encodes it once.
         """
-        if not any(receipt.logs for receipt in receipts):
+        if not self._by_kind[LOGS] or not any(receipt.logs for receipt in receipts):
             return
         hashes: list[Hash32] = [transaction.hash for transaction in block.transactions]
-        for subscription in list(self._by_kind[LOGS].values()):
-            entries = block_log_entries(block.hash, block.number, hashes, receipts, subscription.log_filter, removed)
+        subscriptions = self._by_id
+        sent = 0
+        for found in self._log_index.match_logs(block.hash, block.number, hashes, receipts, removed):
+            if found is None:
+                yield None
+                continue
+            selection, entries = found
+            members = list(selection.members)
             for entry in entries:
-                _call(subscription.deliver, entry)
+                for member in members:
+                    subscription = subscriptions.get(member)
+                    if subscription is not None:
+                        _call(subscription.deliver, entry)
+                        sent += 1
+                        if not sent % _NOTIFICATIONS_PER_STEP:
+                            yield None
 
     def _transaction_pending(self, transaction: Transaction) -> None:
         """
         Deliver a newly pending transaction (its hash, or itself to the
         subscriptions that asked for whole transactions).
         """
-        for subscription in list(self._by_kind[PENDING_TRANSACTIONS].values()):
-            _call(subscription.deliver, transaction if subscription.full_transactions else transaction.hash)
+        if self._by_kind[PENDING_TRANSACTIONS]:
+            self._runner.run(self._deliver_pending(transaction))
+
+    def _deliver_pending(self, transaction: Transaction) -> Iterator[None]:
+        """
+        Deliver one pending transaction (a generator).
+        """
+        subscriptions = self._by_kind[PENDING_TRANSACTIONS]
+        for sent, subscription_id in enumerate(list(subscriptions), 1):
+            subscription = subscriptions.get(subscription_id)
+            if subscription is not None:
+                _call(subscription.deliver, transaction if subscription.full_transactions else transaction.hash)
+            if not sent % _NOTIFICATIONS_PER_STEP:
+                yield None
 
     def sync_status_changed(self, status: SyncStatus) -> None:
         """
@@ -214,14 +276,20 @@ class SubscriptionService:
         A node without peers never syncs, so its C{syncing} subscriptions
         stay silent.
         """
-        self._deliver(SYNCING, status)
+        if self._by_kind[SYNCING]:
+            self._runner.run(self._deliver(SYNCING, status))
 
-    def _deliver(self, kind: str, item: Any) -> None:
+    def _deliver(self, kind: str, item: Any) -> Iterator[None]:
         """
-        Deliver the same object to every subscription of C{kind}.
+        Deliver the same object to every subscription of C{kind} (a generator).
         """
-        for subscription in list(self._by_kind[kind].values()):
-            _call(subscription.deliver, item)
+        subscriptions = self._by_kind[kind]
+        for sent, subscription_id in enumerate(list(subscriptions), 1):
+            subscription = subscriptions.get(subscription_id)
+            if subscription is not None:
+                _call(subscription.deliver, item)
+            if not sent % _NOTIFICATIONS_PER_STEP:
+                yield None
 
 
 def _call(deliver: Deliver, item: Any) -> None:

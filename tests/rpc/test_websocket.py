@@ -11,6 +11,7 @@ from typing import Any
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import Clock, deferLater
@@ -440,6 +441,128 @@ class SendQueueTests(SynchronousTestCase):
         self.assertTrue(transport.disconnecting or transport.disconnected)
         self.assertEqual((node.service.count(), factory.connection_count()), (0, 0))
         protocol.connectionLost(Failure(ConnectionDone()))
+
+
+    def connect(self, settings: WebSocketSettings, node: Node | None = None) -> tuple[Any, Any, Any, Clock]:
+        """
+        A protocol of a factory with C{settings}, after its handshake over a
+        L{StringTransport}: the node, the factory, the protocol and the clock.
+        """
+        node = node or Node()
+        clock = Clock()
+        factory = RPCWebSocketFactory(node.dispatcher, HTTPPolicy(), node.subscriptions, settings, reactor=clock)
+        protocol = factory.buildProtocol(None)
+        protocol.makeConnection(StringTransport())
+        protocol.dataReceived(
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        return node, factory, protocol, clock
+
+    def test_count_from_the_first_pause(self) -> None:
+        """
+        The transport says its buffer is full again at every write while it
+        is: the count goes on from the first time (issue 26: each call
+        restarted it, and a client that never read was never dropped, 53 MB
+        queued for one), and is over at the limit plus one byte.
+        """
+        settings = WebSocketSettings(max_queue_bytes=1000, ping_interval=0, open_timeout=0)
+        node, factory, protocol, _ = self.connect(settings)
+        transport = protocol.transport
+        transport.producer.pauseProducing()
+        protocol._send(b"x" * 496)
+        transport.producer.pauseProducing()
+        protocol._send(b"x" * 496)
+        self.assertFalse(transport.disconnecting)
+        self.assertEqual(protocol._watch.queued, 1000)
+        transport.producer.pauseProducing()
+        protocol._send(b"")
+        self.assertTrue(transport.disconnecting or transport.disconnected)
+        self.assertEqual(factory.connection_count(), 0)
+        protocol.connectionLost(Failure(ConnectionDone()))
+
+    def test_notifications_batched_and_bounded(self) -> None:
+        """
+        Notifications wait in an outbox until the end of the reactor's turn
+        and leave in one write; while the buffer is full they count toward
+        the limit as they come, so that a client that does not read is
+        dropped even before the outbox is written.
+        """
+        settings = WebSocketSettings(max_queue_bytes=2000, ping_interval=0, open_timeout=0)
+        node, factory, protocol, clock = self.connect(settings)
+        transport = protocol.transport
+        protocol.dataReceived(frame(TEXT, b'{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}'))
+        sent = transport.value()
+        for number in range(1, 4):
+            node.mine(number)
+        self.assertEqual(transport.value(), sent)
+        clock.advance(0)
+        written = transport.value()[len(sent):]
+        self.assertEqual(written.count(b'"method":"eth_subscription"'), 3)
+        transport.producer.pauseProducing()
+        for number in range(4, 10):
+            node.mine(number)
+            if transport.disconnecting:
+                break
+        self.assertTrue(transport.disconnecting or transport.disconnected)
+        self.assertEqual(node.service.count(), 0)
+        protocol.connectionLost(Failure(ConnectionDone()))
+
+    def test_reading_stops_while_answers_wait(self) -> None:
+        """
+        While the transport's buffer is full, and while more than
+        C{max_pending_answers} answers are being worked out, the client's
+        further requests are not read; reading resumes once they can go.
+        """
+        settings = WebSocketSettings(max_pending_answers=2, ping_interval=0, open_timeout=0)
+        node, _, protocol, _ = self.connect(settings)
+        transport = protocol.transport
+        transport.producer.pauseProducing()
+        self.assertEqual(transport.producerState, "paused")
+        transport.producer.resumeProducing()
+        self.assertEqual(transport.producerState, "producing")
+        slow = frame(TEXT, b'{"jsonrpc":"2.0","id":1,"method":"eth_slow"}')
+        protocol.dataReceived(slow + slow)
+        self.assertEqual(transport.producerState, "producing")
+        protocol.dataReceived(slow)
+        self.assertEqual(transport.producerState, "paused")
+        node.slow.waiting[0].callback("0x1")
+        self.assertEqual(transport.producerState, "producing")
+        for waiter in node.slow.waiting[1:]:
+            waiter.callback("0x1")
+        protocol.connectionLost(Failure(ConnectionDone()))
+
+    def test_connection_limits(self) -> None:
+        """
+        At most C{max_connections} connections, and
+        C{max_connections_per_address} from one address: at the limit one
+        is served, one past it is answered 503 with the reason and closed
+        before its handshake; a closed connection gives its place back.
+        """
+        node = Node()
+        settings = WebSocketSettings(max_connections=3, max_connections_per_address=2, ping_interval=0, open_timeout=0)
+        factory = RPCWebSocketFactory(node.dispatcher, HTTPPolicy(), node.subscriptions, settings, reactor=Clock())
+
+        def connect(host: str) -> tuple[Any, StringTransport]:
+            protocol = factory.buildProtocol(None)
+            transport = StringTransport(peerAddress=IPv4Address("TCP", host, 4000))
+            protocol.makeConnection(transport)
+            return protocol, transport
+
+        first, _ = connect("192.0.2.1")
+        connect("192.0.2.1")
+        _, refused = connect("192.0.2.1")
+        self.assertTrue(refused.value().startswith(b"HTTP/1.1 503 Service Unavailable\r\n"))
+        self.assertIn(b"too many connections from 192.0.2.1: the server holds its limit of 2 per address", refused.value())
+        self.assertTrue(refused.disconnecting)
+        connect("192.0.2.2")
+        _, full = connect("192.0.2.3")
+        self.assertIn(b"too many connections: the server holds its limit of 3\n", full.value())
+        self.assertEqual(factory.connection_count(), 3)
+        first.connectionLost(Failure(ConnectionDone()))
+        _, accepted = connect("192.0.2.3")
+        self.assertFalse(accepted.disconnecting)
+        self.assertEqual(factory.connection_count(), 3)
 
 
 class OverHTTPTests(SynchronousTestCase):

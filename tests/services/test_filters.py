@@ -24,7 +24,7 @@ from nodex.db.memory import MemoryStore
 from nodex.interfaces import BlockNotFoundError, ChainEvent, ChainHead, IFilterService
 from nodex.primitives import Address, Hash32
 from nodex.services.chain import ChainService
-from nodex.services.filters import FILTER_EXPIRY, FilterService
+from nodex.services.filters import FILTER_EXPIRY, FilterOverflowError, FilterService
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.logs import Log
@@ -401,3 +401,179 @@ class RealChainTests(SynchronousTestCase):
         self.assertEqual([entry.transaction_hash for entry in found], [b1.transactions[0].hash, b2.transactions[0].hash])
         old = self.successResultOf(self.service.get_block_logs(a1.hash, LogFilter()))
         self.assertEqual(self.amounts(old), [(7, False)])
+
+
+class SteppingClock(Clock):
+    """
+    A clock that moves on by C{step} seconds at every reading, as if each
+    step of work took that long.
+    """
+
+    def __init__(self, step: float) -> None:
+        super().__init__()
+        self.step = step
+
+    def seconds(self) -> float:
+        self.rightNow += self.step
+        return self.rightNow
+
+
+class FilterBoundsTests(SynchronousTestCase):
+    """
+    The bounds of the filters (issue 26): shared work, unread changes,
+    clients' quotas, expiry, the reactor's time.
+    """
+
+    def setUp(self) -> None:
+        """
+        A chain of one stored block and a filter service on it.
+        """
+        self.store = MemoryStore()
+        block, receipts = make_block(0, [])
+        store_block(self.store, block, receipts)
+        self.chain = FakeChain(block)
+        self.pool = FakePool()
+        self.clock = Clock()
+        self.service = self.make_service(self.clock)
+
+    def make_service(self, clock: Clock, **options: object) -> FilterService:
+        """
+        A filter service over the test chain.
+        """
+        return FilterService(self.store, self.chain, self.pool, maybeDeferred, clock, **options)  # type: ignore[arg-type]
+
+    def adopt(self, number: int, logs: list[list[Log]]) -> Block:
+        """
+        Store and publish a new canonical block.
+        """
+        block, receipts = make_block(number, logs)
+        store_block(self.store, block, receipts)
+        self.chain.publish(ChainEvent((block,), adopted_receipts=(receipts,)))
+        return block
+
+    def test_thousand_filters_share_entries(self) -> None:
+        """
+        A thousand match-all filters and a block of 923 logs (issue 26: each
+        filter built its own 923 entries on the reactor, a six-second stall
+        and 155 MB): every filter gets all 923, and they are the same 923
+        entry objects, built once.
+        """
+        filters = [self.service.new_log_filter(None, None, LogFilter()) for _ in range(1000)]
+        self.adopt(1, [[Log(EMITTER, (TOPIC,), n.to_bytes(2, "big"))] for n in range(923)])
+        first = self.service.get_filter_changes(filters[0])
+        self.assertEqual([int.from_bytes(entry.log.data, "big") for entry in first], list(range(923)))
+        for filter_id in filters[1:]:
+            changes = self.service.get_filter_changes(filter_id)
+            self.assertEqual(len(changes), 923)
+            self.assertTrue(all(mine is theirs for mine, theirs in zip(changes, first)))
+
+    def test_unread_changes_bounded(self) -> None:
+        """
+        A log filter may hold L{MAX_PENDING_CHANGES} unread logs; one more
+        and it is removed: its next poll says why (once), later ones that
+        it is not found.  A filter polled in time keeps going.
+        """
+        from nodex.services import filters as module
+
+        self.patch(module, "MAX_PENDING_CHANGES", 4)
+        slow = self.service.new_log_filter(None, None, LogFilter())
+        steady = self.service.new_log_filter(None, None, LogFilter())
+        self.adopt(1, topic_logs(1) * 2)
+        self.adopt(2, topic_logs(2) * 2)
+        self.assertEqual(len(self.service.get_filter_changes(steady)), 4)
+        self.assertEqual(self.service.count(), 2)
+        self.adopt(3, topic_logs(3))
+        self.assertEqual(self.service.count(), 1)
+        error = self.assertRaises(FilterOverflowError, self.service.get_filter_changes, slow)
+        self.assertEqual(
+            str(error),
+            f"filter 0x{slow:x} was removed: more than 4 changes waited unread in it; "
+            "install a new filter, and read the blocks since its last poll with eth_getLogs",
+        )
+        self.assertIsInstance(error, FilterNotFoundError)
+        error = self.assertRaises(FilterNotFoundError, self.service.get_filter_changes, slow)
+        self.assertEqual(str(error), "filter not found")
+        self.assertEqual(len(self.service.get_filter_changes(steady)), 1)
+
+    def test_hash_filters_bounded(self) -> None:
+        """
+        A block filter reads the one feed of block hashes, which keeps the
+        latest L{MAX_HISTORY}: a filter that leaves exactly that many unread
+        gets them all; one more and it is removed, as a log filter is.
+        """
+        from nodex.services import filters as module
+
+        self.patch(module, "MAX_HISTORY", 3)
+        service = self.make_service(self.clock)
+        at_limit, past_limit = service.new_block_filter(), service.new_block_filter()
+        blocks = [self.adopt(number, []) for number in (1, 2, 3)]
+        self.assertEqual(service.get_filter_changes(at_limit), [block.hash for block in blocks])
+        self.adopt(4, [])
+        self.assertRaises(FilterOverflowError, service.get_filter_changes, past_limit)
+        self.assertEqual(len(service.get_filter_changes(at_limit)), 1)
+        self.assertEqual(len(self.successResultOf(service.get_filter_logs(at_limit))), 3)
+
+    def test_filter_logs_does_not_renew(self) -> None:
+        """
+        C{eth_getFilterLogs} reads a filter without restarting its expiry
+        (issue 26: it kept an unread filter alive for ever); a poll of its
+        changes does.
+        """
+        read = self.service.new_log_filter(None, None, LogFilter())
+        polled = self.service.new_log_filter(None, None, LogFilter())
+        self.clock.advance(FILTER_EXPIRY - 1)
+        self.successResultOf(self.service.get_filter_logs(read))
+        self.service.get_filter_changes(polled)
+        self.clock.advance(1)
+        self.failureResultOf(self.service.get_filter_logs(read), FilterNotFoundError)
+        self.clock.advance(FILTER_EXPIRY - 2)
+        self.successResultOf(self.service.get_filter_logs(polled))
+        self.service.get_filter_changes(polled)
+
+    def test_quota_per_client(self) -> None:
+        """
+        Each client keeps at most its quota of filters (issue 26: one
+        client could take the whole node's 10,000): at the quota it is
+        refused, others are not; a filter uninstalled or expired gives its
+        place back.  Filters without a client count only in the total.
+        """
+        service = self.make_service(self.clock, max_filters_per_client=2)
+        first = service.new_log_filter(None, None, LogFilter(), owner="client a")
+        service.new_block_filter(owner="client a")
+        error = self.assertRaises(LogLimitError, service.new_pending_transaction_filter, owner="client a")
+        self.assertEqual(
+            str(error), "this client has installed its limit of 2 filters; uninstall some or let them expire"
+        )
+        service.new_block_filter(owner="client b")
+        for _ in range(3):
+            service.new_block_filter()
+        service.uninstall_filter(first)
+        service.new_block_filter(owner="client a")
+        self.assertRaises(LogLimitError, service.new_block_filter, owner="client a")
+        self.clock.advance(FILTER_EXPIRY)
+        service.new_block_filter(owner="client a")
+        service.new_block_filter(owner="client a")
+
+    def test_delivery_in_slices(self) -> None:
+        """
+        When delivering a block's logs takes longer than a slice of the
+        reactor's time, the rest is delivered at the next turns of the
+        reactor, in order: a poll meanwhile gets what has come so far, the
+        next poll the rest.
+        """
+        clock = SteppingClock(0.001)
+        service = self.make_service(clock)
+        filters = [service.new_log_filter(None, None, LogFilter(topics=((Hash32(n.to_bytes(32, "big")),),)))
+                   for n in range(300)]
+        watcher = service.new_log_filter(None, None, LogFilter())
+        logs = [[Log(EMITTER, (Hash32(n.to_bytes(32, "big")),), n.to_bytes(2, "big"))] for n in range(300)]
+        self.adopt(1, logs)
+        self.adopt(2, [[Log(EMITTER, (TOPIC,), b"\xff\xff")]])
+        self.assertTrue(service._runner.pending)
+        received = service.get_filter_changes(watcher)
+        self.assertLess(len(received), 301)
+        while service._runner.pending:
+            clock.advance(0)
+        received += service.get_filter_changes(watcher)
+        self.assertEqual([int.from_bytes(entry.log.data, "big") for entry in received], [*range(300), 0xFFFF])
+        self.assertEqual([len(service.get_filter_changes(filter_id)) for filter_id in filters], [1] * 300)
