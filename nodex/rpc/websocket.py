@@ -333,8 +333,10 @@ class RPCWebSocketProtocol(WebSocketServerProtocol):
         framed = text_frame(message)
         self._outbox.append(framed)
         self._outbox_bytes += len(framed)
+        # The outbox waits too: it counts toward the limit, with what the
+        # full transport holds beyond its buffer.
         watch = self._watch
-        if watch.paused and watch.queued + self._outbox_bytes > self.factory.settings.max_queue_bytes:
+        if self._outbox_bytes + (watch.queued if watch.paused else 0) > self.factory.settings.max_queue_bytes:
             self._overflowed()
             return
         if self._flush_call is None:

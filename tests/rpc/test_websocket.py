@@ -15,6 +15,7 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import Clock, deferLater
+from twisted.logger import globalLogPublisher
 from twisted.python.failure import Failure
 from twisted.test.proto_helpers import StringTransport
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -404,6 +405,41 @@ class WebSocketServerTests(TestCase):
         self.assertEqual((await self.ask(other, CHAIN_ID))["result"], "0x21")
 
 
+    async def test_subscribers_that_do_not_read_are_dropped(self) -> None:
+        """
+        Two clients with 128 C{logs} subscriptions each that never read, and
+        a block of 923 logs (issue 26: 53 MB queued for one such client,
+        and 8 of them took the node from 92 to 518 MB): each is dropped once
+        more than C{max_queue_bytes} wait for it, with a warning that says
+        why; a client that reads is served meanwhile and after.
+        """
+        port = self.serve(WebSocketSettings(max_queue_bytes=1024 * 1024))
+        silent = []
+        for _ in range(2):
+            client = await self.client(port)
+            for _ in range(4):
+                batch = [{"jsonrpc": "2.0", "id": n, "method": "eth_subscribe", "params": ["logs"]} for n in range(32)]
+                answers = await self.ask(client, batch)
+                self.assertEqual(len([answer for answer in answers if "result" in answer]), 32)
+            client.transport.pauseProducing()
+            silent.append(client)
+        reader = await self.client(port)
+        self.assertEqual(self.node.service.count(), 256)
+        warnings: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(warnings.append)
+        self.addCleanup(globalLogPublisher.removeObserver, warnings.append)
+        self.node.mine(1, [topic_logs(n)[0] for n in range(923)])
+        for _ in range(400):
+            if self.factory.connection_count() == 1 and not self.node.service._runner.pending:
+                break
+            await deferLater(reactor, 0.05, lambda: None)
+        self.assertEqual(self.factory.connection_count(), 1)
+        self.assertEqual(self.node.service.count(), 0)
+        reasons = [event for event in warnings if "does not read what it is sent" in event.get("log_format", "")]
+        self.assertEqual(len(reasons), 2)
+        self.assertEqual((await self.ask(reader, CHAIN_ID))["result"], "0x21")
+
+
 class SendQueueTests(SynchronousTestCase):
     """
     The outgoing queue of one connection, over a L{StringTransport}.
@@ -484,11 +520,11 @@ class SendQueueTests(SynchronousTestCase):
     def test_notifications_batched_and_bounded(self) -> None:
         """
         Notifications wait in an outbox until the end of the reactor's turn
-        and leave in one write; while the buffer is full they count toward
-        the limit as they come, so that a client that does not read is
-        dropped even before the outbox is written.
+        and leave in one write; they count toward the limit as they come
+        (with what a full buffer holds), so that a client that does not
+        read is dropped even before the outbox is written.
         """
-        settings = WebSocketSettings(max_queue_bytes=2000, ping_interval=0, open_timeout=0)
+        settings = WebSocketSettings(max_queue_bytes=6000, ping_interval=0, open_timeout=0)
         node, factory, protocol, clock = self.connect(settings)
         transport = protocol.transport
         protocol.dataReceived(frame(TEXT, b'{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}'))

@@ -23,8 +23,8 @@ from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt
 from tests.chain.test_logsearch import make_block
 from tests.chain.test_processing import build_on, sample_rules, sample_store, transfer
-from tests.services.test_filters import EMITTER, OTHER, TOPIC, FakeChain, FakePool, topic_logs
 from tests.chain.chainmaker import import_one
+from tests.services.test_filters import EMITTER, OTHER, TOPIC, FakeChain, FakePool, SteppingClock, topic_logs
 
 
 class Recorder:
@@ -288,3 +288,62 @@ class SubscriptionServiceChainTests(SynchronousTestCase):
         for head, stored, total in seen:
             self.assertEqual(stored, head.block)
             self.assertEqual(total, head.total_difficulty)
+
+
+class ManySubscriptionsTests(SynchronousTestCase):
+    """
+    Many subscriptions and long blocks (issue 26).
+    """
+
+    def test_thousand_log_subscriptions_share_entries(self) -> None:
+        """
+        A thousand match-all C{logs} subscriptions and a block of 923 logs:
+        each gets all 923 in order, and every subscriber gets the same
+        entry object for a log (built once, encoded once by the edge), one
+        subscriber after the other.
+        """
+        genesis, _ = make_block(0, [])
+        chain = FakeChain(genesis)
+        service = SubscriptionService(chain, None)  # type: ignore[arg-type]
+        delivered: list[tuple[int, Any]] = []
+        for member in range(1000):
+            service.subscribe(LOGS, lambda item, member=member: delivered.append((member, item)))
+        block, receipts = make_block(1, [[Log(EMITTER, (TOPIC,), n.to_bytes(2, "big"))] for n in range(923)])
+        chain.publish(ChainEvent((block,), adopted_receipts=(receipts,)))
+        self.assertEqual(len(delivered), 923_000)
+        by_member: dict[int, list[Any]] = {}
+        for member, item in delivered:
+            by_member.setdefault(member, []).append(item)
+        first = by_member[0]
+        self.assertEqual([int.from_bytes(entry.log.data, "big") for entry in first], list(range(923)))
+        self.assertTrue(all(by_member[member][n] is first[n] for member in (1, 500, 999) for n in (0, 461, 922)))
+        # One log to all its subscribers, then the next.
+        self.assertEqual({item for _, item in delivered[:1000]}, {first[0]})
+
+    def test_deliveries_in_slices_keep_order(self) -> None:
+        """
+        Deliveries that take longer than a slice of the reactor's time go
+        on at its next turns, in the order of the changes: each block's
+        head, then its logs, then the next block's.
+        """
+        genesis, _ = make_block(0, [])
+        chain = FakeChain(genesis)
+        clock = SteppingClock(0.001)
+        service = SubscriptionService(chain, None, clock=clock)  # type: ignore[arg-type]
+        events: list[Any] = []
+        for _ in range(20):
+            service.subscribe(LOGS, events.append)
+        service.subscribe(NEW_HEADS, events.append)
+        blocks = []
+        for number in (1, 2):
+            block, receipts = make_block(number, [[Log(EMITTER, (TOPIC,), bytes([number, n]))] for n in range(50)])
+            chain.publish(ChainEvent((block,), adopted_receipts=(receipts,)))
+            blocks.append(block)
+        self.assertLess(len(events), 2 * (1 + 50 * 20))
+        while service._runner.pending:
+            clock.advance(0)
+        self.assertEqual(len(events), 2 * (1 + 50 * 20))
+        heads = [index for index, item in enumerate(events) if isinstance(item, NewHead)]
+        self.assertEqual(heads, [0, 1 + 50 * 20])
+        self.assertEqual([events[index].block for index in heads], blocks)
+        self.assertEqual([item.log.data[1] for item in events[1:21]], [0] * 20)
