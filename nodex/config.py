@@ -420,6 +420,13 @@ SCHEMA: dict[str, Any] = {
         "ws": endpoint,
         "ws_max_subscriptions": _integer(1, 100_000),
         "ws_max_queue_bytes": _integer(65536),
+        "ws_max_connections": _integer(1, 1_000_000),
+        "ws_max_connections_per_address": _integer(1, 1_000_000),
+        "max_connections": _integer(1, 1_000_000),
+        "max_connections_per_address": _integer(1, 1_000_000),
+        "read_timeout": _seconds,
+        "idle_timeout": _seconds,
+        "max_filters_per_client": _integer(1, 10_000),
         "revert_error_code": _revert_error_code,
         "client_version": _client_version,
         "trace_max_steps": _integer(1),
@@ -602,6 +609,13 @@ class RPCConfig:
     ws: str = "none"
     ws_max_subscriptions: int = 128
     ws_max_queue_bytes: int = 16 * 1024 * 1024
+    ws_max_connections: int = 1024
+    ws_max_connections_per_address: int = 256
+    max_connections: int = 1024
+    max_connections_per_address: int = 256
+    read_timeout: float = 30.0
+    idle_timeout: float = 120.0
+    max_filters_per_client: int = 1000
     revert_error_code: int = -32015
     client_version: str = ""
     trace_max_steps: int = 1_000_000
@@ -722,6 +736,13 @@ def build(raw: Raw) -> NodeConfig:
                 ws=rpc.get("ws", "none"),
                 ws_max_subscriptions=rpc.get("ws_max_subscriptions", 128),
                 ws_max_queue_bytes=rpc.get("ws_max_queue_bytes", 16 * 1024 * 1024),
+                ws_max_connections=rpc.get("ws_max_connections", 1024),
+                ws_max_connections_per_address=rpc.get("ws_max_connections_per_address", 256),
+                max_connections=rpc.get("max_connections", 1024),
+                max_connections_per_address=rpc.get("max_connections_per_address", 256),
+                read_timeout=rpc.get("read_timeout", 30.0),
+                idle_timeout=rpc.get("idle_timeout", 120.0),
+                max_filters_per_client=rpc.get("max_filters_per_client", 1000),
                 revert_error_code=rpc.get("revert_error_code", -32015),
                 client_version=rpc.get("client_version", ""),
                 trace_max_steps=rpc.get("trace_max_steps", 1_000_000),

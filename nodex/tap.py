@@ -37,7 +37,10 @@ from nodex.config import (
     server_endpoint_description,
 )
 from nodex.db.handle import StoreHandle
-from nodex.db.rocks import RocksStore
+from nodex.db.rocks import DEFAULT_MAX_OPEN_FILES, RocksStore
+from nodex.descriptors import DescriptorPlan
+from nodex.descriptors import plan as descriptors_plan
+from nodex.descriptors import raise_limit as raise_descriptor_limit
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
 from nodex.interfaces import (
@@ -66,7 +69,7 @@ from nodex.rpc.fee_methods import FeeMethods
 from nodex.rpc.filter_methods import FilterMethods
 from nodex.rpc.sco import ScoMethods
 from nodex.rpc.registry import IMethodProvider, MethodRegistry, ModuleSettings
-from nodex.rpc.server import HTTPPolicy, RPCServer
+from nodex.rpc.server import ConnectionLimits, HTTPPolicy, RPCServer
 from nodex.rpc.state_methods import StateMethods
 from nodex.rpc.subscription_methods import SubscriptionMethods
 from nodex.rpc.trace_methods import TraceMethods
@@ -524,7 +527,9 @@ def build_rpc_server(
     return RPCServer(dispatcher, policy)
 
 
-def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[ChainService, ChainThreads]:
+def compose_chain(
+    config: NodeConfig, reactor: Any, node: NodeService, database_files: int = DEFAULT_MAX_OPEN_FILES
+) -> tuple[ChainService, ChainThreads]:
     """
     Add the store (opened, and its genesis written on the first start,
     when the node starts) and the chain service to C{node}.
@@ -534,10 +539,12 @@ def compose_chain(config: NodeConfig, reactor: Any, node: NodeService) -> tuple[
     in reverse order); the chain service runs on its own writer thread and
     reader pool, which it returns for the services that share the readers.
 
+    @param database_files: the most table files RocksDB keeps open
+        (L{nodex.descriptors}).
     @raise NodexError: the genesis table is wrong.
     """
     path = config.datadir / CHAIN_DIRECTORY
-    store = StoreHandle(lambda: RocksStore.open(str(path)), f"the chain database in {path}")
+    store = StoreHandle(lambda: RocksStore.open(str(path), database_files), f"the chain database in {path}")
     spec = genesis_spec_from_mapping(config.genesis)
     opener = StoreService(store, lambda opened: initialize_chain(opened, config.network, spec))
     opener.setName("store")
@@ -786,6 +793,7 @@ def compose_state_and_logs(
     filters = FilterService(
         chain.store, chain, pool, state.run_in_thread, reactor,
         max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None, time_limit=rpc.timeout,
+        max_filters_per_client=rpc.max_filters_per_client,
     )
     filters.setName("filters")
     filters.setServiceParent(node)
@@ -858,16 +866,23 @@ def compose_subscriptions(
 
 
 def websocket_factory(
-    config: NodeConfig, server: RPCServer, subscriptions: SubscriptionMethods, reactor: Any
+    config: NodeConfig, server: RPCServer, subscriptions: SubscriptionMethods, reactor: Any,
+    max_connections: int | None = None,
 ) -> RPCWebSocketFactory:
     """
     The WebSocket server of a configuration: the HTTP server's dispatcher
     and Host/Origin rules, with the WebSocket limits.
+
+    @param max_connections: the connection cap, if the descriptors'
+        plan lowered the configured one.
     """
+    rpc = config.rpc
     settings = WebSocketSettings(
-        max_message_bytes=config.rpc.max_body_bytes,
-        max_subscriptions=config.rpc.ws_max_subscriptions,
-        max_queue_bytes=config.rpc.ws_max_queue_bytes,
+        max_message_bytes=rpc.max_body_bytes,
+        max_subscriptions=rpc.ws_max_subscriptions,
+        max_queue_bytes=rpc.ws_max_queue_bytes,
+        max_connections=rpc.ws_max_connections if max_connections is None else max_connections,
+        max_connections_per_address=rpc.ws_max_connections_per_address,
     )
     return RPCWebSocketFactory(server.dispatcher, server.policy, subscriptions, settings, reactor=reactor)
 
@@ -983,7 +998,8 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     assert IReactorCore.providedBy(reactor)
     prepare_datadir(config.datadir)
     node = NodeService(config)
-    chain, threads = compose_chain(config, reactor, node)
+    descriptors = plan_descriptors(config)
+    chain, threads = compose_chain(config, reactor, node, descriptors.database_files)
     accounts = compose_wallet(config, reactor)
     accounts.setName("accounts")
     accounts.setServiceParent(node)
@@ -1022,17 +1038,52 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
         if metrics is not None:
             metrics.set_method_names(server.dispatcher.registry.names())
         if config.rpc.endpoint != "none":
-            rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site())
+            limits = ConnectionLimits(
+                max_connections=descriptors.http_connections,
+                max_connections_per_address=config.rpc.max_connections_per_address,
+                read_timeout=config.rpc.read_timeout,
+                idle_timeout=config.rpc.idle_timeout,
+            )
+            rpc = ListeningService("RPC", serverFromString(reactor, config.rpc.endpoint), server.site(limits, reactor))
             rpc.setName("rpc")
             rpc.setServiceParent(node)
         if config.rpc.ws != "none":
-            factory = websocket_factory(config, server, subscriptions, reactor)
+            factory = websocket_factory(config, server, subscriptions, reactor, descriptors.ws_connections)
             ws = ListeningService("WebSocket", serverFromString(reactor, config.rpc.ws), factory, factory.close_all)
             ws.setName("ws")
             ws.setServiceParent(node)
     if config.manhole_endpoint != "none":
         compose_manhole(config, reactor, node, pool, peers)
     return node
+
+
+def plan_descriptors(config: NodeConfig) -> DescriptorPlan:
+    """
+    Raise the process's limit on open descriptors where the system allows,
+    and share it between the database, the peers and the RPC connections
+    (L{nodex.descriptors}); warn when the configured connection caps had
+    to be lowered to fit.
+    """
+    raw_p2p = config.raw["p2p"]
+    peers = 0
+    if config.p2p_endpoint != "none" or config.peers:
+        peers = raw_p2p["max_inbound"] + raw_p2p["max_outbound"] + raw_p2p["max_half_open_per_address"]
+    rpc = config.rpc
+    shared = descriptors_plan(
+        raise_descriptor_limit(),
+        rpc.max_connections if rpc.endpoint != "none" else 0,
+        rpc.ws_max_connections if rpc.ws != "none" else 0,
+        peers,
+    )
+    if shared.lowered:
+        log.warn(
+            "the process may open {limit} files (ulimit -n): serving at most {http} HTTP and {ws} WebSocket"
+            " connections instead of rpc.max_connections = {http_configured} and rpc.ws_max_connections ="
+            " {ws_configured}; raise the limit (systemd: LimitNOFILE=) for more",
+            limit=shared.limit, http=shared.http_connections, ws=shared.ws_connections,
+            http_configured=rpc.max_connections, ws_configured=rpc.ws_max_connections,
+        )
+    return shared
 
 
 def _peer_address(text: str) -> tuple[str, int]:
@@ -1135,6 +1186,7 @@ __all__ = [
     "makeService",
     "mining_coinbase",
     "place_process_files",
+    "plan_descriptors",
     "prepare_datadir",
     "websocket_factory",
 ]

@@ -24,13 +24,23 @@ _open_paths: set[str] = set()
 _open_paths_lock = threading.Lock()
 
 
-def _options() -> Options:
+DEFAULT_MAX_OPEN_FILES = 1024
+"""
+The most table files RocksDB keeps open (its own default keeps every one
+open, which a large database pays for in file descriptors that the RPC
+connections need too: L{nodex.descriptors}).
+"""
+
+
+def _options(max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> Options:
     """
-    The options of the database and of each column family: raw bytes.
+    The options of the database and of each column family: raw bytes, and
+    a bounded number of open table files.
     """
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
+    options.set_max_open_files(max_open_files)
     return options
 
 
@@ -55,10 +65,12 @@ class RocksStore:
         self._iterations: weakref.WeakSet[Generator[tuple[bytes, bytes], None, None]] = weakref.WeakSet()
 
     @classmethod
-    def open(cls, path: str) -> "RocksStore":
+    def open(cls, path: str, max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> "RocksStore":
         """
         Open (creating if needed) the database in directory C{path} and
         check its schema version.
+
+        @param max_open_files: the most table files kept open.
 
         @raise StoreError: the directory is already open, in this process or
             another, or RocksDB cannot open it.
@@ -70,7 +82,7 @@ class RocksStore:
                 raise StoreError(f"the data directory {path} is already open in this process")
             _open_paths.add(path)
         try:
-            database = cls._open_database(path)
+            database = cls._open_database(path, max_open_files)
         except BaseException:
             with _open_paths_lock:
                 _open_paths.discard(path)
@@ -84,7 +96,7 @@ class RocksStore:
         return store
 
     @staticmethod
-    def _open_database(path: str) -> Rdict:
+    def _open_database(path: str, max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> Rdict:
         """
         Open the RocksDB database with every column family, including any
         unknown ones an existing database holds (RocksDB requires opening all).
@@ -102,8 +114,8 @@ class RocksStore:
         try:
             return Rdict(
                 path,
-                options=_options(),
-                column_families={name: _options() for name in sorted(names)},
+                options=_options(max_open_files),
+                column_families={name: _options(max_open_files) for name in sorted(names)},
             )
         except Exception as exc:  # rocksdict raises bare Exceptions
             if "lock" in str(exc).lower():

@@ -32,6 +32,8 @@ from twisted.python.failure import Failure
 from twisted.web.http import HTTPChannel, datetimeToString
 from twisted.web.server import version as SERVER_VERSION
 
+from nodex.rpc.client import CURRENT_CLIENT
+
 SIMPLE_REQUEST_LINE = b"POST / HTTP/1.1\r\n"
 """The request line the direct lane serves."""
 
@@ -46,6 +48,12 @@ _DECLINED_HEADERS = frozenset({b"transfer-encoding", b"expect", b"origin", b"upg
 
 _HELD_LIMIT = 0x4000
 """Bytes held while an answer is awaited before reading from the client stops."""
+
+REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+    b"Connection: close\r\nRetry-After: 1\r\n\r\n%s"
+)
+"""The answer to a connection beyond the server's limits."""
 
 
 def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
@@ -172,19 +180,56 @@ class RPCChannel(HTTPChannel):
     _answering = False
     _lost = False
     _paused_reading = False
+    _refused = False
+    _admitted = False
+    _in_request = False
+    _handling = False
+    _read_call: Any = None
 
     def __init__(self) -> None:
         super().__init__()
         self._held: list[bytes] = []
         self._held_bytes = 0
 
+    def connectionMade(self) -> None:
+        """
+        Serve the connection if the site's limits admit it (the site may
+        close an idle one to make room); otherwise answer 503 with the
+        reason and close.
+        """
+        super().connectionMade()
+        admit = getattr(self.site, "admit", None)
+        if admit is None:
+            return
+        refusal = admit(self)
+        if refusal is not None:
+            self._refused = True
+            body = refusal.encode() + b"\n"
+            self.setTimeout(None)
+            send_now(self.transport, REFUSED % (len(body), body))
+            self.transport.loseConnection()
+            return
+        self._admitted = True
+
+    def client_identity(self) -> str:
+        """
+        The client, for the methods' quotas (L{nodex.rpc.client}): its address.
+        """
+        return "http:" + getattr(self.transport.getPeer(), "host", "")
+
     def dataReceived(self, data: bytes) -> None:
         """
         Answer a simple request directly; give anything else to twisted.web.
+        The first byte of a request starts its deadline: the head and body
+        must have come by then (L{_begin_request}).
         """
+        if self._refused:
+            return
         if self._answering:
             self._hold(data)
             return
+        if not self._in_request:
+            self._begin_request()
         if not self.requests and self.persistent and self.line_mode and not self._buffer:
             request = simple_post(data)
             if request is not None and self._serve(*request):
@@ -196,7 +241,85 @@ class RPCChannel(HTTPChannel):
         Forget an awaited answer's connection, then close as twisted.web does.
         """
         self._lost = True
+        self._cancel_deadline()
+        if self._admitted:
+            self._admitted = False
+            self.site.release(self)
         super().connectionLost(reason)
+
+    # The request deadline and the idle state, for the site's limits.
+
+    def _begin_request(self) -> None:
+        """
+        A request begins: the connection is busy, and the whole request,
+        head and body, must arrive within the site's C{read_timeout}
+        (twisted.web's own timer restarts at every byte, so a client
+        sending one byte every few seconds held a connection for hours).
+        """
+        self._in_request = True
+        site = self.site
+        if self._admitted:
+            site.busy(self)
+        timeout = getattr(site, "read_timeout", None)
+        if timeout and self._read_call is None:
+            self._read_call = self.callLater(timeout, self._read_expired)
+
+    def _request_read(self) -> None:
+        """
+        The request's head and body have all arrived: its deadline is met.
+        """
+        self._in_request = True
+        self._cancel_deadline()
+
+    def _request_done(self) -> None:
+        """
+        The answer is written: the connection is idle until its next request.
+        """
+        self._in_request = False
+        if self._admitted and not self._lost:
+            self.site.idle(self)
+
+    def _cancel_deadline(self) -> None:
+        """
+        Stop the request's deadline, if it runs.
+        """
+        call, self._read_call = self._read_call, None
+        if call is not None and call.active():
+            call.cancel()
+
+    def _read_expired(self) -> None:
+        """
+        The request did not arrive whole in time: close the connection.
+        """
+        self._read_call = None
+        self._log.info(
+            "closing the connection of {peer}: its request did not arrive within {seconds} s",
+            peer=str(self.transport.getPeer()),
+            seconds=self.site.read_timeout,
+        )
+        self.timeoutConnection()
+
+    def allContentReceived(self) -> None:
+        """
+        twisted.web has the whole request: its deadline is met.
+        """
+        self._handling = True
+        self._request_read()
+        super().allContentReceived()
+
+    def requestDone(self, request: Any) -> None:
+        """
+        twisted.web has answered: the connection is idle, unless a request
+        it had read meanwhile is being served, or part of one waits.
+        """
+        self._handling = False
+        super().requestDone(request)
+        if self._handling or self._lost or not self.persistent:
+            return
+        if self._buffer:
+            self._begin_request()
+        else:
+            self._request_done()
 
     def _serve(self, host: bytes | None, content_type: bytes | None, body: bytes) -> bool:
         """
@@ -209,13 +332,19 @@ class RPCChannel(HTTPChannel):
         if server is None or not server.accepts(host, content_type, len(body)):
             return False
         self.resetTimeout()
-        answer = server.dispatcher.answer(body)
+        self._request_read()
+        token = CURRENT_CLIENT.set(self)
+        try:
+            answer = server.dispatcher.answer(body)
+        finally:
+            CURRENT_CLIENT.reset(token)
         if isinstance(answer, Deferred):
             self._answering = True
             saved = self.setTimeout(None)
             answer.addBoth(self._answered, saved)
         else:
             self._send(response_bytes(answer))
+            self._request_done()
         return True
 
     def _answered(self, answer: bytes | None | Failure, saved_timeout: float | None) -> None:
@@ -235,6 +364,7 @@ class RPCChannel(HTTPChannel):
             self.transport.loseConnection()
             return
         self._send(response_bytes(answer))
+        self._request_done()
         self.setTimeout(saved_timeout)
         if self._paused_reading:
             self._paused_reading = False

@@ -9,6 +9,7 @@ get another status (DESIGN §1): 405 wrong method, 415 wrong content type,
 """
 
 import ipaddress
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from io import BytesIO
@@ -16,12 +17,14 @@ from typing import Any
 
 from klein import Klein
 from twisted.internet.defer import Deferred
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.iweb import IRequest
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from nodex.rpc.channel import RPCChannel
+from nodex.rpc.client import CURRENT_CLIENT
 from nodex.rpc.dispatch import Dispatcher
 
 JSON_TYPES = frozenset({b"application/json", b"application/json-rpc"})
@@ -132,6 +135,25 @@ class BoundedRequest(Request):
         super().handleContentChunk(data)
 
 
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """
+    What the HTTP server gives its connections.
+
+    @ivar max_connections: the most connections served at once.
+    @ivar max_connections_per_address: the most from one address.
+    @ivar read_timeout: seconds from a request's first byte by which its
+        head and body must have arrived (L{None}: no limit).
+    @ivar idle_timeout: seconds a connection may stay silent between
+        requests (and before its first).
+    """
+
+    max_connections: int = 1024
+    max_connections_per_address: int = 256
+    read_timeout: float | None = 30.0
+    idle_timeout: float = 120.0
+
+
 class RPCSite(Site):
     """
     The site of the RPC server: requests bounded by L{BoundedRequest}, no
@@ -139,29 +161,123 @@ class RPCSite(Site):
     level instead; formatting an access line costs about a tenth of a
     request's time), and channels that answer simple requests directly
     (L{RPCChannel}) when the site has an C{rpc_server}.
+
+    It also bounds its connections (L{ConnectionLimits}): at the limit, in
+    all or from one address, a new connection takes the place of the
+    connection that has been idle longest (between requests: its client
+    reconnects when it needs to), or, when none is idle, is refused with
+    503.  A connection that sends nothing is idle.
     """
 
     requestFactory = BoundedRequest
     protocol = RPCChannel
+    _log = Logger()
 
-    def __init__(self, resource: IResource, max_body_bytes: int, rpc_server: "RPCServer | None" = None) -> None:
+    def __init__(
+        self,
+        resource: IResource,
+        max_body_bytes: int,
+        rpc_server: "RPCServer | None" = None,
+        limits: ConnectionLimits = ConnectionLimits(),
+        reactor: Any = None,
+    ) -> None:
         """
         @param resource: the root resource.
         @param max_body_bytes: the largest request body accepted.
         @param rpc_server: the server whose simple requests the channels
             answer directly; L{None}: every request goes through C{resource}.
+        @param limits: what the connections are given.
+        @param reactor: runs the connections' timers (the global reactor if L{None}).
         """
         # JSON-RPC bodies are never HTML form submissions; looking for one
         # parses the Content-Type with the email package, which cost about a
         # tenth of an eth_chainId round trip.
-        super().__init__(resource, parsePOSTFormSubmission=False)
+        super().__init__(resource, parsePOSTFormSubmission=False, timeout=limits.idle_timeout, reactor=reactor)
         self.max_body_bytes = max_body_bytes
         self.rpc_server = rpc_server
+        self.limits = limits
+        self.read_timeout = limits.read_timeout
+        self._open: dict[Any, str] = {}
+        self._per_address: dict[str, int] = {}
+        # Idle connections, the longest idle first.
+        self._idle: OrderedDict[Any, str] = OrderedDict()
 
     def log(self, request: Request) -> None:
         """
         Write no access log.
         """
+
+    def connection_count(self) -> int:
+        """
+        How many connections are served.
+        """
+        return len(self._open)
+
+    def admit(self, channel: Any) -> str | None:
+        """
+        Serve a new connection, closing an idle one if the limits need it.
+
+        @return: L{None}, or why it is refused (the 503 answer's text).
+        """
+        address = getattr(channel.transport.getPeer(), "host", "")
+        limits = self.limits
+        if self._per_address.get(address, 0) >= limits.max_connections_per_address:
+            victim = next((idle for idle, where in self._idle.items() if where == address), None)
+            if victim is None:
+                return (
+                    f"too many connections from {address}: the server holds its limit of"
+                    f" {limits.max_connections_per_address} per address, none of them idle"
+                )
+            self._evict(victim)
+        if len(self._open) >= limits.max_connections:
+            if not self._idle:
+                self._log.warn(
+                    "refusing an HTTP connection from {address}: {limit} connections are busy",
+                    address=address, limit=limits.max_connections,
+                )
+                return f"too many connections: the server holds its limit of {limits.max_connections}, none of them idle"
+            self._evict(next(iter(self._idle)))
+        self._open[channel] = address
+        self._per_address[address] = self._per_address.get(address, 0) + 1
+        self._idle[channel] = address
+        return None
+
+    def _evict(self, channel: Any) -> None:
+        """
+        Close an idle connection to make room (it no longer counts from now).
+        """
+        self.release(channel)
+        channel._admitted = False
+        channel.transport.loseConnection()
+
+    def release(self, channel: Any) -> None:
+        """
+        Forget a closed connection.
+        """
+        address = self._open.pop(channel, None)
+        if address is None:
+            return
+        self._idle.pop(channel, None)
+        left = self._per_address[address] - 1
+        if left:
+            self._per_address[address] = left
+        else:
+            del self._per_address[address]
+
+    def busy(self, channel: Any) -> None:
+        """
+        A connection started a request: it may not be closed to make room.
+        """
+        self._idle.pop(channel, None)
+
+    def idle(self, channel: Any) -> None:
+        """
+        A connection has been answered and waits for its next request.
+        """
+        address = self._open.get(channel)
+        if address is not None:
+            self._idle[channel] = address
+            self._idle.move_to_end(channel)
 
 
 class RPCServer:
@@ -188,11 +304,14 @@ class RPCServer:
         """
         return self._policy
 
-    def site(self) -> RPCSite:
+    def site(self, limits: ConnectionLimits = ConnectionLimits(), reactor: Any = None) -> RPCSite:
         """
         A twisted.web site serving this server, simple requests directly.
+
+        @param limits: what its connections are given.
+        @param reactor: runs the connections' timers (the global reactor if L{None}).
         """
-        return RPCSite(self.resource(), self._policy.max_body_bytes, self)
+        return RPCSite(self.resource(), self._policy.max_body_bytes, self, limits, reactor)
 
     def accepts(self, host: bytes | None, content_type: bytes | None, length: int) -> bool:
         """
@@ -241,7 +360,12 @@ class RPCServer:
         if len(body) > self._policy.max_body_bytes:
             request.setResponseCode(413)
             return f"request body exceeds {self._policy.max_body_bytes} bytes\n".encode()
-        answer = self.dispatcher.answer(body)
+        channel = getattr(request, "channel", None)
+        token = CURRENT_CLIENT.set(channel if hasattr(channel, "client_identity") else None)
+        try:
+            answer = self.dispatcher.answer(body)
+        finally:
+            CURRENT_CLIENT.reset(token)
         if isinstance(answer, Deferred):
             return answer.addCallback(self._reply, request)
         return self._reply(answer, request)
@@ -348,4 +472,4 @@ def _deliver(body: bytes | Failure, request: Request) -> None:
     request.finish()
 
 
-__all__ = ["BoundedRequest", "HTTPPolicy", "JSON_TYPES", "RPCServer", "RPCSite"]
+__all__ = ["BoundedRequest", "ConnectionLimits", "HTTPPolicy", "JSON_TYPES", "RPCServer", "RPCSite"]

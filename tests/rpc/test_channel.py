@@ -9,6 +9,7 @@ from typing import Any
 
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred, inlineCallbacks
+from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import ClientFactory, Protocol
 from twisted.internet.task import Clock
@@ -21,7 +22,7 @@ from nodex.rpc.channel import MAX_SIMPLE_HEAD, RPCChannel, response_bytes, simpl
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings, Param
-from nodex.rpc.server import HTTPPolicy, RPCServer
+from nodex.rpc.server import ConnectionLimits, HTTPPolicy, RPCServer
 
 CHAIN_ID = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}'
 
@@ -415,3 +416,114 @@ class RealSocketTests(TestCase):
         [(status, _, body)] = yield self.ask(b'{"jsonrpc":"2.0","id":1,"method":"test_big","params":["0x%x"]}' % size)
         self.assertEqual(status, 200)
         self.assertEqual(len(json.loads(body)["result"]), size)
+
+
+class ConnectionLimitTests(SynchronousTestCase):
+    """
+    The site's limits on connections and on the time a request may take
+    to arrive (issue 26).
+    """
+
+    def setUp(self) -> None:
+        """
+        A site with small limits on a L{Clock}.
+        """
+        self.clock = Clock()
+        server, self.methods = make_server()
+        self.site = server.site(
+            ConnectionLimits(max_connections=3, max_connections_per_address=2, read_timeout=30, idle_timeout=120),
+            reactor=self.clock,
+        )
+
+    def connect(self, host: str = "192.0.2.1") -> tuple[RPCChannel, StringTransport]:
+        """
+        A new connection from C{host}.
+        """
+        channel = self.site.buildProtocol(None)
+        transport = StringTransport(peerAddress=IPv4Address("TCP", host, 40000))
+        channel.makeConnection(transport)
+        transport.protocol = channel
+        self.addCleanup(lambda: None if channel._lost else channel.connectionLost(Failure(ConnectionDone())))
+        return channel, transport
+
+    def close(self, channel: RPCChannel) -> None:
+        """
+        The connection is gone.
+        """
+        channel.connectionLost(Failure(ConnectionDone()))
+
+    def test_slow_request_closed_at_its_deadline(self) -> None:
+        """
+        A client that sends one byte of its request head every 20 seconds
+        is disconnected 30 seconds after its first byte (issue 26: every
+        byte restarted twisted.web's timer, and a 16 KiB head could take 90
+        hours); a request that arrives whole in time is answered, and the
+        idle time after it is not counted.
+        """
+        channel, transport = self.connect()
+        request = post()
+        channel.dataReceived(request[:1])
+        self.clock.advance(20)
+        channel.dataReceived(request[1:2])
+        self.clock.advance(9.9)
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(0.1)
+        self.assertTrue(transport.disconnecting)
+        self.close(channel)
+        channel, transport = self.connect("192.0.2.2")
+        channel.dataReceived(request[:10])
+        self.clock.advance(29)
+        channel.dataReceived(request[10:])
+        self.assertEqual(parse_responses(transport.value())[0][0], 200)
+        self.clock.advance(100)
+        self.assertFalse(transport.disconnecting)
+        channel.dataReceived(request)
+        self.assertEqual(len(parse_responses(transport.value())), 2)
+
+    def test_deadline_through_twisted_web(self) -> None:
+        """
+        A request twisted.web reads (here with C{Expect}) has the same
+        deadline, and after its answer, a request begun in the same read
+        too.
+        """
+        channel, transport = self.connect()
+        channel.dataReceived(post(CHAIN_ID, b"Expect: 100-continue") + post()[:20])
+        self.assertEqual(parse_responses(transport.value().split(b"HTTP/1.1 100 Continue\r\n\r\n")[-1])[0][0], 200)
+        self.clock.advance(29.9)
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(0.1)
+        self.assertTrue(transport.disconnecting)
+        self.close(channel)
+
+    def test_limits_and_idle_connections(self) -> None:
+        """
+        At the limit, per address or in all, a new connection takes the
+        place of the longest idle one (its client reconnects); when none is
+        idle it is refused with 503 and the reason.
+        """
+        first, first_transport = self.connect()
+        second, second_transport = self.connect()
+        second.dataReceived(post()[:5])
+        third, third_transport = self.connect()
+        self.assertTrue(first_transport.disconnecting)
+        self.close(first)
+        self.assertFalse(third_transport.disconnecting)
+        third.dataReceived(post()[:5])
+        _, refused = self.connect()
+        self.assertTrue(refused.value().startswith(b"HTTP/1.1 503 Service Unavailable\r\n"))
+        self.assertIn(
+            b"too many connections from 192.0.2.1: the server holds its limit of 2 per address, none of them idle",
+            refused.value(),
+        )
+        self.assertTrue(refused.disconnecting)
+        other, other_transport = self.connect("192.0.2.9")
+        other.dataReceived(post()[:5])
+        _, full = self.connect("192.0.2.10")
+        self.assertIn(b"too many connections: the server holds its limit of 3, none of them idle", full.value())
+        self.assertEqual(self.site.connection_count(), 3)
+        other.dataReceived(post()[5:])
+        self.assertEqual(parse_responses(other_transport.value())[0][0], 200)
+        newcomer, newcomer_transport = self.connect("192.0.2.10")
+        self.assertTrue(other_transport.disconnecting)
+        self.assertFalse(newcomer_transport.disconnecting)
+        self.assertEqual(self.site.connection_count(), 3)

@@ -1,0 +1,186 @@
+"""
+End-to-end tests of hostile clients (issue 26): a real node (RocksDB,
+HTTP on 127.0.0.1 port 0) and clients that send calls that never end,
+requests that never finish arriving, connections by the hundred.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import treq
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred, gatherResults
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Protocol
+from twisted.internet.task import deferLater
+from twisted.python.failure import Failure
+from twisted.trial.unittest import TestCase
+from twisted.web.client import HTTPConnectionPool
+
+from nodex.tap import NodeService, Options, makeService
+from tests.e2e.test_operating import NodexProcess
+
+REPOSITORY = Path(__file__).resolve().parent.parent.parent
+
+ENDLESS = "0x5b5f56"
+"""JUMPDEST, PUSH0, JUMP: code that loops until its gas runs out."""
+
+
+class _Raw(Protocol):
+    """
+    A raw TCP client: C{lost} fires when the server closes the connection.
+    """
+
+    def __init__(self) -> None:
+        self.lost: Deferred[None] = Deferred()
+        self.received = b""
+
+    def dataReceived(self, data: bytes) -> None:
+        self.received += data
+
+    def connectionLost(self, reason: Failure) -> None:
+        self.lost.callback(None)
+
+
+class HostileNodeTestCase(TestCase):
+    """
+    A regtest node from L{makeService} with a configuration text.
+    """
+
+    async def start_node(self, settings: str = "", *argv: str) -> int:
+        """
+        Start a node with the configuration C{settings}; its RPC port.
+        """
+        config = Path(self.mktemp())
+        config.write_text(settings)
+        options = Options()
+        options.parseOptions([
+            "--datadir", self.mktemp(), "--config", str(config), "--rpc", "tcp:0:interface=127.0.0.1",
+            "--ws", "none", "--p2p", "none", *argv,
+        ])
+        node: NodeService = makeService(options)
+        node.startService()
+        self.addCleanup(node.stopService)
+        self.node = node
+        port = await node.getServiceNamed("rpc").when_listening()
+        self.pool = HTTPConnectionPool(reactor, persistent=False)
+        self.addCleanup(self.pool.closeCachedConnections)
+        self.port = port.getHost().port
+        return self.port
+
+    async def rpc(self, method: str, *params: Any) -> Any:
+        """
+        One request over its own connection; the whole answer.
+        """
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode()
+        response = await treq.post(
+            f"http://127.0.0.1:{self.port}/", data=body, headers={"Content-Type": "application/json"}, pool=self.pool,
+        )
+        return json.loads(await response.content())
+
+    async def raw(self) -> _Raw:
+        """
+        A raw TCP connection to the RPC port.
+        """
+        return await connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", self.port), _Raw())
+
+
+class EndlessCallsTests(HostileNodeTestCase):
+    """
+    Calls that would run for hours stop at their time limit.
+    """
+
+    async def test_endless_calls_then_a_read(self) -> None:
+        """
+        Eight C{eth_call}s of an endless loop (a state override) with a gas
+        cap that would keep a thread busy for hours: each answers -32011 at
+        the limit, and an C{eth_getBalance} sent next is answered (issue 26:
+        the EVM ran on in the four reader threads, and the read timed out
+        three times before it was answered after 19 s).
+        """
+        await self.start_node("[rpc]\ncall_gas_cap = 1000000000000000\ntimeout = 1.0\n")
+        target = "0x" + "42" * 20
+        call = {"to": target}
+        override = {target: {"code": ENDLESS}}
+        calls = [Deferred.fromCoroutine(self.rpc("eth_call", call, "latest", override)) for _ in range(8)]
+        answers = await gatherResults(calls)
+        self.assertEqual({answer["error"]["code"] for answer in answers}, {-32011})
+        for n in range(3):
+            balance = await self.rpc("eth_getBalance", "0x" + bytes([n + 1]).hex() * 20, "latest")
+            self.assertEqual(balance.get("result"), "0x0", balance)
+
+
+class SlowClientTests(HostileNodeTestCase):
+    """
+    Clients that dribble their requests.
+    """
+
+    async def test_slow_header_dropped(self) -> None:
+        """
+        A client that sends its request head a byte at a time, slower than
+        the request deadline allows, is disconnected (issue 26: each byte
+        restarted the idle timer, and it stayed connected for hours).
+        """
+        await self.start_node("[rpc]\nread_timeout = 1.0\n")
+        client = await self.raw()
+        head = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        for byte in head:
+            if client.lost.called:
+                break
+            client.transport.write(bytes([byte]))
+            await deferLater(reactor, 0.2, lambda: None)
+        self.assertTrue(client.lost.called)
+        self.assertEqual((await self.rpc("eth_chainId"))["result"], "0x21")
+
+
+class DescriptorLimitTests(TestCase):
+    """
+    A node whose process may open few files.
+    """
+
+    async def test_idle_connections_beyond_the_limit(self) -> None:
+        """
+        With C{ulimit -n 256}, 260 idle HTTP connections: the node keeps
+        serving, closing the longest idle connections to make room
+        (issue 26: the descriptors ran out, shared with RocksDB, and
+        C{eth_blockNumber} failed).
+        """
+        datadir = Path(self.mktemp()).resolve()
+        process = NodexProcess()
+        code = (
+            "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)); "
+            "from nodex.cli import console_main; console_main()"
+        )
+        command = [sys.executable, "-c", code, "run", "--datadir", str(datadir), "--rpc", "tcp:0:interface=127.0.0.1",
+                   "--ws", "none", "--p2p", "none"]
+        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+        reactor.spawnProcess(process, sys.executable, command, env=env, path=str(datadir.parent))
+        self.addCleanup(self.stop, process)
+        port = await process.listening
+        idle = []
+        for _ in range(260):
+            idle.append(await connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", port), _Raw()))
+        pool = HTTPConnectionPool(reactor, persistent=False)
+        self.addCleanup(pool.closeCachedConnections)
+        for _ in range(3):
+            response = await treq.post(
+                f"http://127.0.0.1:{port}/", data=b'{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}',
+                headers={"Content-Type": "application/json"}, pool=pool, timeout=30,
+            )
+            self.assertEqual(json.loads(await response.content())["result"], "0x0")
+        self.assertGreater(len([client for client in idle if client.lost.called]), 0)
+        self.assertIn(b"serving at most", process.stdout)
+        for client in idle:
+            client.transport.loseConnection()
+
+    async def stop(self, process: NodexProcess) -> None:
+        """
+        Stop the node and wait for its end.
+        """
+        if not process.ended.called:
+            process.transport.signalProcess("TERM")  # type: ignore[attr-defined]
+            process.listening.addErrback(lambda failure: None)
+            await process.ended
