@@ -49,6 +49,21 @@ from nodex.trie import SecureTrie
 GLOBAL_SLOTS = 4096
 """Transactions the whole pool holds before it evicts."""
 
+GLOBAL_BYTES = 32 * 1024 * 1024
+"""
+Bytes of transactions (their encodings) the whole pool holds before it
+evicts, beside the slots: 4,096 transactions of 128 KiB would be 512 MiB in
+memory and on disk, and the slots alone did not stop them.
+"""
+
+FREE_SHARE = 16
+"""
+Transactions that pay nothing (no fee, no value) from accounts that hold
+nothing take at most a sixteenth of the pool's bytes and slots: where the
+minimum gas price is 0 they cost their senders nothing, and would otherwise
+crowd out the rest.
+"""
+
 POOL_KEY_PREFIX = b"pool:"
 """The prefix of the pool's keys in the C{METADATA} column."""
 
@@ -147,6 +162,7 @@ class TransactionPool(Service):
         read_account: AccountReader | None = None,
         account_slots: int = ACCOUNT_SLOTS,
         global_slots: int = GLOBAL_SLOTS,
+        global_bytes: int = GLOBAL_BYTES,
         price_bump_percent: int = PRICE_BUMP_PERCENT,
         store_thread: SerialThread | None = None,
         impersonating: Callable[[bytes], bool] | None = None,
@@ -165,6 +181,8 @@ class TransactionPool(Service):
             L{None} writes at once on the calling thread (unit tests).
         @param read_account: reads an account at a state root (default: from
             C{store}'s state tries).
+        @param global_slots: the most transactions pooled.
+        @param global_bytes: the most bytes of transactions pooled (and persisted).
         @param impersonating: on a dev chain, tells whether an address is
             impersonated now: a transaction carrying the impersonation
             marker of such a sender is admitted (C{docs/devchain.md});
@@ -177,6 +195,10 @@ class TransactionPool(Service):
         self._read_account = read_account or store_account_reader(store)
         self._rules = AdmissionRules(chain.chain_id, account_slots, price_bump_percent)
         self._global_slots = global_slots
+        self._global_bytes = global_bytes
+        self._bytes = 0
+        self._free: dict[Hash32, int] = {}
+        self._free_bytes = 0
         self._senders: dict[Address, _Sender] = {}
         self._by_hash: dict[Hash32, Transaction] = {}
         self._observers: list[PoolObserver] = []
@@ -440,17 +462,16 @@ class TransactionPool(Service):
             sender.state_nonce = state_nonce
             self._prune(address, sender)
         replaced = check_admission(transaction, sender.first_nonce(), balance, sender.transactions, self._rules)
-        removed: list[Transaction] = []
-        if replaced is None and len(self._by_hash) >= self._global_slots:
-            removed.append(self._evict(transaction))
+        free = balance == 0 and transaction.value == 0 and transaction.gas * transaction.max_fee_per_gas == 0
+        removed = self._make_room(transaction, replaced, free)
         if replaced is not None:
             removed.append(replaced)
-            del self._by_hash[replaced.hash]
+            self._untrack(replaced)
         nonce = transaction.nonce
         was_pending = {tx.nonce for tx in sender.pending_run()}
         self._senders[address] = sender
         sender.transactions[nonce] = transaction
-        self._by_hash[tx_hash] = transaction
+        self._track(transaction, free)
         self._persist([], removed)
         promoted = [tx for tx in sender.pending_run() if tx.nonce not in was_pending or tx is transaction]
         return self._notify(promoted, relayed).addCallback(self._keep, transaction)
@@ -467,23 +488,81 @@ class TransactionPool(Service):
             return self._persist([transaction], []).addCallback(lambda _: transaction.hash)
         return transaction.hash
 
-    def _evict(self, incoming: Transaction) -> Transaction:
+    # Slots and bytes
+
+    def _track(self, transaction: Transaction, free: bool = False) -> None:
+        """
+        Count a transaction that enters the pool.
+        """
+        self._by_hash[transaction.hash] = transaction
+        size = len(transaction.encode())
+        self._bytes += size
+        if free:
+            self._free[transaction.hash] = size
+            self._free_bytes += size
+
+    def _untrack(self, transaction: Transaction) -> None:
+        """
+        Stop counting a transaction that leaves the pool.
+        """
+        if self._by_hash.pop(transaction.hash, None) is None:
+            return
+        self._bytes -= len(transaction.encode())
+        size = self._free.pop(transaction.hash, None)
+        if size is not None:
+            self._free_bytes -= size
+
+    def _make_room(self, incoming: Transaction, replaced: Transaction | None, free: bool) -> list[Transaction]:
+        """
+        Make room for C{incoming} (replacing C{replaced}, if any) within the
+        slots and the bytes: drop the cheapest transactions (L{_evict}) until
+        it fits.  A transaction that pays nothing from an account that holds
+        nothing takes at most a L{FREE_SHARE}th of them.
+
+        @return: the dropped transactions (the caller deletes them from the store).
+        @raise TransactionRejectedError: it does not fit (what was dropped
+            meanwhile is deleted from the store).
+        """
+        size = len(incoming.encode())
+        freed = 0 if replaced is None else len(replaced.encode())
+        if free and replaced is None and (
+            self._free_bytes + size > self._global_bytes // FREE_SHARE
+            or len(self._free) >= self._global_slots // FREE_SHARE
+        ):
+            raise TransactionRejectedError(
+                "transaction pool is full of transactions that pay nothing from accounts that hold nothing"
+            )
+        removed: list[Transaction] = []
+        try:
+            if replaced is None and len(self._by_hash) >= self._global_slots:
+                removed.append(self._evict(incoming))
+            while self._bytes - freed + size > self._global_bytes:
+                removed.append(self._evict(incoming, keep=replaced))
+        except TransactionRejectedError:
+            self._persist([], removed)
+            raise
+        return removed
+
+    def _evict(self, incoming: Transaction, keep: Transaction | None = None) -> Transaction:
         """
         Make room for C{incoming} in a full pool: drop the cheapest queued
         transaction, or else the cheapest last pending transaction of another
         sender if C{incoming} pays more.
 
+        @param keep: a transaction not to drop (the one C{incoming} replaces).
         @return: the dropped transaction.
         @raise TransactionRejectedError: nothing may be dropped.
         """
-        victims = self.queued()
+        victims = [tx for tx in self.queued() if tx is not keep]
         if not victims:
             victims = [
                 run[-1]
                 for address, sender in self._senders.items()
                 if address != incoming.sender and (run := list(sender.pending_run()))
             ]
-            victims = [tx for tx in victims if tx.effective_gas_price < incoming.effective_gas_price]
+            victims = [
+                tx for tx in victims if tx.effective_gas_price < incoming.effective_gas_price and tx is not keep
+            ]
         if not victims:
             raise TransactionRejectedError("transaction pool is full")
         victim = min(victims, key=lambda tx: (tx.effective_gas_price, -tx.nonce))
@@ -543,7 +622,7 @@ class TransactionPool(Service):
         """
         Drop one transaction from memory (the caller deletes it from the store).
         """
-        self._by_hash.pop(transaction.hash, None)
+        self._untrack(transaction)
         sender = self._senders.get(transaction.sender)
         if sender is None:
             return
@@ -560,7 +639,7 @@ class TransactionPool(Service):
         stale = [tx for nonce, tx in sender.transactions.items() if nonce < sender.state_nonce]
         for transaction in stale:
             del sender.transactions[transaction.nonce]
-            self._by_hash.pop(transaction.hash, None)
+            self._untrack(transaction)
         self._persist([], stale)
         if not sender.transactions and self._senders.get(address) is sender:
             del self._senders[address]
@@ -573,6 +652,8 @@ class TransactionPool(Service):
         dropped = list(self._by_hash.values())
         self._senders.clear()
         self._by_hash.clear()
+        self._bytes = self._free_bytes = 0
+        self._free.clear()
         self._persist([], dropped)
 
     def remove(self, tx_hashes: Iterable[bytes]) -> None:
@@ -688,7 +769,14 @@ class TransactionPool(Service):
         """
         transactions = []
         broken = self._store.batch()
+        read = 0
         for key, raw in self._store.iterate(METADATA, POOL_KEY_PREFIX):
+            read += len(raw)
+            if read > self._global_bytes:
+                # More than the pool holds (an earlier version counted no
+                # bytes): what is beyond is not read into memory.
+                broken.delete(METADATA, key)
+                continue
             try:
                 transaction = decode_transaction(raw)
                 transaction.sender
@@ -727,6 +815,8 @@ class TransactionPool(Service):
 
 
 __all__ = [
+    "FREE_SHARE",
+    "GLOBAL_BYTES",
     "MAX_RECHECKS",
     "GLOBAL_SLOTS",
     "POOL_KEY_PREFIX",

@@ -20,6 +20,9 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
 
+from nodex.crypto import keccak256
+from nodex.services.pool import FREE_SHARE, GLOBAL_BYTES
+from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService, Options, makeService
 from tests.e2e.test_operating import NodexProcess
 
@@ -50,20 +53,21 @@ class HostileNodeTestCase(TestCase):
     A regtest node from L{makeService} with a configuration text.
     """
 
-    async def start_node(self, settings: str = "", *argv: str) -> int:
+    async def start_node(self, settings: str = "", *argv: str, datadir: str | None = None) -> int:
         """
         Start a node with the configuration C{settings}; its RPC port.
         """
         config = Path(self.mktemp())
         config.write_text(settings)
+        self.datadir = datadir or self.mktemp()
         options = Options()
         options.parseOptions([
-            "--datadir", self.mktemp(), "--config", str(config), "--rpc", "tcp:0:interface=127.0.0.1",
+            "--datadir", self.datadir, "--config", str(config), "--rpc", "tcp:0:interface=127.0.0.1",
             "--ws", "none", "--p2p", "none", *argv,
         ])
         node: NodeService = makeService(options)
         node.startService()
-        self.addCleanup(node.stopService)
+        self.addCleanup(lambda: node.stopService() if node.running else None)
         self.node = node
         port = await node.getServiceNamed("rpc").when_listening()
         self.pool = HTTPConnectionPool(reactor, persistent=False)
@@ -134,6 +138,46 @@ class SlowClientTests(HostileNodeTestCase):
             await deferLater(reactor, 0.2, lambda: None)
         self.assertTrue(client.lost.called)
         self.assertEqual((await self.rpc("eth_chainId"))["result"], "0x21")
+
+
+class PoolFloodTests(HostileNodeTestCase):
+    """
+    Transactions that cost their senders nothing.
+    """
+
+    async def test_unpaid_large_transactions(self) -> None:
+        """
+        On testnet (minimum gas price 0, no mining), transactions of 120 KB
+        at gas price 0 from keys that hold nothing: they take at most a
+        sixteenth of the pool's bytes, the rest are refused with -32010
+        saying why, and after a restart the pool holds no more (issue 26:
+        all 4,096 such transactions were kept, 1 GB of memory and 900 MB on
+        disk, and came back after a restart).
+        """
+        await self.start_node("", "--network", "testnet")
+        size = 120_000
+        accepted, refused = [], []
+        for n in range(24):
+            key = keccak256(b"hostile pool key %d" % n)
+            unsigned = LegacyTransaction(0, 0, 21000 + 4 * size, b"\x42" * 20, 0, b"\x00" * size)
+            raw = sign_transaction(unsigned, key, 31).encode()
+            answer = await self.rpc("eth_sendRawTransaction", "0x" + raw.hex())
+            (accepted if "result" in answer else refused).append(answer)
+        self.assertEqual(len(accepted), GLOBAL_BYTES // FREE_SHARE // len(raw))
+        self.assertEqual(
+            {(answer["error"]["code"], answer["error"]["message"]) for answer in refused},
+            {(-32010, "transaction pool is full of transactions that pay nothing from accounts that hold nothing")},
+        )
+        await self.node.stopService()
+        await self.start_node("", "--network", "testnet", datadir=self.datadir)
+        pool = self.node.getServiceNamed("pool")
+        for _ in range(200):
+            if len(pool) >= len(accepted):
+                break
+            await deferLater(reactor, 0.05, lambda: None)
+        status = await self.rpc("txpool_status")
+        pending = status["result"]["pending"]
+        self.assertEqual(int(pending, 16) if isinstance(pending, str) else pending, len(accepted))
 
 
 class DescriptorLimitTests(TestCase):

@@ -1361,3 +1361,79 @@ class TransactionPoolPropertyTests(PoolFixture, SynchronousTestCase):
             self.assertEqual(stored, {tx.hash for tx in pending + queued})
 
         check()
+
+
+class PoolBytesTests(PoolFixture, SynchronousTestCase):
+    """
+    The pool counts bytes beside slots (issue 26).
+    """
+
+    def sized(self, nonce: int, key: bytes = KEYS[0], gas_price: int = 0, size: int = 1000) -> Transaction:
+        """
+        A transaction carrying C{size} zero bytes of data.
+        """
+        return legacy(nonce, key, gas_price=gas_price, gas=21000 + 4 * size, value=0, data=b"\x00" * size)
+
+    def test_bytes_at_the_limit_and_past_it(self) -> None:
+        """
+        Transactions fill the pool up to exactly its bytes; one byte more
+        evicts the cheapest (a queued one first), or is refused when
+        nothing pays less.
+        """
+        first, second = self.sized(0, KEYS[0], gas_price=2), self.sized(0, KEYS[1], gas_price=1)
+        limit = len(first.encode()) + len(second.encode())
+        pool = self.make_pool(global_bytes=limit)
+        self.successResultOf(pool.add(first))
+        self.successResultOf(pool.add(second))
+        self.assertEqual(len(pool), 2)
+        self.reject(self, pool, self.sized(0, KEYS[2], gas_price=1, size=1), "transaction pool is full")
+        richer = self.sized(0, KEYS[2], gas_price=3, size=1)
+        self.successResultOf(pool.add(richer))
+        self.assertIsNone(pool.get(second.hash))
+        self.assertIsNone(self.store.get(METADATA, POOL_KEY_PREFIX + second.hash))
+        self.assertEqual(set(pool.pending()), {first, richer})
+
+    def test_unpaid_transactions_of_empty_accounts(self) -> None:
+        """
+        Zero-price transactions from accounts that hold nothing (issue 26:
+        256 such keys sent 4,096 transactions of 120 KB, which all stayed in
+        memory, on disk and across restarts) take at most a sixteenth of
+        the pool's bytes; beyond, they are refused, while a funded
+        account's zero-price transaction still gets in.
+        """
+        pool = self.make_pool(global_bytes=64 * 1024)
+        keys = [keccak256(b"unfunded %d" % n) for n in range(20)]
+        accepted = []
+        for key in keys:
+            outcome = pool.add(self.sized(0, key))
+            if outcome.called and isinstance(outcome.result, Failure):
+                failure = self.failureResultOf(outcome, TransactionRejectedError)
+                self.assertEqual(
+                    failure.getErrorMessage(),
+                    "transaction pool is full of transactions that pay nothing from accounts that hold nothing",
+                )
+            else:
+                accepted.append(self.successResultOf(outcome))
+        size = len(self.sized(0, keys[0]).encode())
+        self.assertEqual(len(accepted), 64 * 1024 // 16 // size)
+        self.assertLessEqual(sum(len(pool.get(tx_hash).encode()) for tx_hash in accepted), 64 * 1024 // 16)
+        self.successResultOf(pool.add(self.sized(0, KEYS[0])))
+        self.assertEqual(len(pool), len(accepted) + 1)
+
+    def test_persisted_bytes_bounded(self) -> None:
+        """
+        A store holding more pooled bytes than the pool holds (written by a
+        version that counted no bytes) is read only up to the bytes; the
+        rest is deleted, not loaded.
+        """
+        pool = self.make_pool()
+        transactions = [self.sized(nonce, size=3000) for nonce in range(6)]
+        batch = self.store.batch()
+        for transaction in transactions:
+            batch.put(METADATA, pool_key(transaction.hash), transaction.encode())
+        self.store.write(batch)
+        size = len(transactions[0].encode())
+        restarted = TransactionPool(self.chain, self.store, in_thread, global_bytes=3 * size)
+        self.assertLessEqual(self.successResultOf(restarted.load()), 3)
+        stored = [key for key, _ in self.store.iterate(METADATA, POOL_KEY_PREFIX)]
+        self.assertLessEqual(len(stored), 3)
