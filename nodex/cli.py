@@ -66,7 +66,9 @@ def run_node(argv: list[str]) -> int:
     options report theirs the same way, L{nodex.tap.Options}).
 
     @return: 0 after a clean stop, SIGTERM and SIGINT included (C{twistd}
-        run directly ends itself with the signal instead).
+        run directly ends itself with the signal instead); 1 when the node
+        stopped because its database could not go on (a corrupt file, a
+        full disk: C{NodeService.store_failed}).
     """
     from twisted.python import usage
     from twisted.scripts.twistd import _SomeApplicationRunner
@@ -78,7 +80,8 @@ def run_node(argv: list[str]) -> int:
         sys.stderr.write(f"nodex run: {exc}\n")
         return 1
     _SomeApplicationRunner(options).run()
-    return 0
+    node = getattr(options.subOptions, "node", None)
+    return 0 if node is None else node.exit_status
 
 
 def export_chain(argv: list[str]) -> int:

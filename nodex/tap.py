@@ -36,6 +36,7 @@ from nodex.config import (
     scoring_config,
     server_endpoint_description,
 )
+from nodex.db.errors import FatalStoreError, StoreFullError
 from nodex.db.handle import StoreHandle
 from nodex.db.rocks import DEFAULT_MAX_OPEN_FILES, RocksStore
 from nodex.descriptors import DescriptorPlan
@@ -129,6 +130,7 @@ class Options(usage.Options):
         L{START_ERRORS}): C{"stderr"} under twistd in the foreground,
         C{"raise"} in a daemon, C{"exit"} when parsed on its own.
     @ivar pid_path: the pid file the node holds while it runs (L{None}: none).
+    @ivar node: the node made from these options (L{makeService}).
     """
 
     synopsis = "[options]"
@@ -162,6 +164,7 @@ class Options(usage.Options):
         self.config: NodeConfig | None = None
         self.start_errors = "exit"
         self.pid_path: Path | None = None
+        self.node: "NodeService | None" = None
 
     def opt_peer(self, address: str) -> None:
         """
@@ -315,6 +318,9 @@ class NodeService(MultiService):
         until composed), which the pool shares.
     @ivar start_errors: how the node reports that it cannot start: one of
         L{START_ERRORS}.
+    @ivar exit_status: 1 once the node stopped because its database
+        cannot go on (L{store_failed}), which C{nodex run} exits with.
+    @ivar reactor: the reactor the node runs on (L{None} until composed).
     """
 
     def __init__(self, config: NodeConfig) -> None:
@@ -328,6 +334,8 @@ class NodeService(MultiService):
         self.miner: Miner | None = None
         self.chain_threads: ChainThreads | None = None
         self.pid_file: PidFile | None = None
+        self.exit_status = 0
+        self.reactor: Any = None
 
     def privilegedStartService(self) -> None:
         """
@@ -444,6 +452,27 @@ class NodeService(MultiService):
         gc.freeze()
         sys.setswitchinterval(SWITCH_INTERVAL)
 
+    def store_failed(self, error: FatalStoreError) -> None:
+        """
+        The database cannot go on (a corrupt file, a full disk): say so in
+        one line, and stop the node (with exit status 1 under C{nodex run})
+        rather than answer an error for everything that touches the store.
+        """
+        if self.exit_status:
+            return
+        self.exit_status = 1
+        advice = (
+            "free space on the disk, then start the node again"
+            if isinstance(error, StoreFullError)
+            else "restore the data directory from a backup, or rebuild it with nodex import or from peers"
+        )
+        message = f"nodex: stopping: {error}; {advice}"
+        log.critical("{message}", message=message)
+        if self.start_errors == "stderr":
+            (sys.__stderr__ or sys.stderr).write(message + "\n")
+        if self.reactor is not None and self.reactor.running:
+            self.reactor.stop()
+
     def _stop_started_children(self) -> None:
         """
         Stop the children that started before one failed: their threads
@@ -546,7 +575,9 @@ def compose_chain(
     path = config.datadir / CHAIN_DIRECTORY
     store = StoreHandle(lambda: RocksStore.open(str(path), database_files), f"the chain database in {path}")
     spec = genesis_spec_from_mapping(config.genesis)
-    opener = StoreService(store, lambda opened: initialize_chain(opened, config.network, spec))
+    opener = StoreService(
+        store, lambda opened: initialize_chain(opened, config.network, spec), node.store_failed, reactor
+    )
     opener.setName("store")
     opener.setServiceParent(node)
     threads = ChainThreads(reactor)
@@ -998,6 +1029,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     assert IReactorCore.providedBy(reactor)
     prepare_datadir(config.datadir)
     node = NodeService(config)
+    node.reactor = reactor
     descriptors = plan_descriptors(config)
     chain, threads = compose_chain(config, reactor, node, descriptors.database_files)
     accounts = compose_wallet(config, reactor)
@@ -1151,6 +1183,8 @@ def makeService(options: Options) -> NodeService:
     node.start_errors = options.start_errors
     if options.pid_path is not None:
         node.pid_file = PidFile(options.pid_path)
+    # For nodex run, which answers the node's exit status.
+    options.node = node
     return node
 
 

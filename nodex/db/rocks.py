@@ -12,11 +12,11 @@ interrupted by a crash is never half applied.
 import os
 import threading
 import weakref
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 from rocksdict import Options, Rdict, WriteBatch as RocksWriteBatch
 
-from nodex.db.errors import StoreError
+from nodex.db.errors import FatalStoreError, StoreCorruptionError, StoreError, StoreFullError
 from nodex.db.kv import WriteBatch
 from nodex.db.schema import ALL_COLUMNS, ensure_schema_version
 
@@ -44,10 +44,29 @@ def _options(max_open_files: int = DEFAULT_MAX_OPEN_FILES) -> Options:
     return options
 
 
+def _failure(doing: str, path: str, exc: Exception) -> StoreError:
+    """
+    The store error for a RocksDB failure: a corrupt file and a full disk
+    are fatal (L{FatalStoreError}); RocksDB names the file in the first.
+    """
+    text = str(exc)
+    if "Corruption" in text:
+        return StoreCorruptionError(f"the database in {path} is corrupt: {text}")
+    if "No space left on device" in text:
+        return StoreFullError(f"the disk holding the database in {path} is full: {text}")
+    return StoreError(f"{doing} the store at {path} failed: {text}")
+
+
 class RocksStore:
     """
     A L{nodex.db.kv.KeyValueStore} on RocksDB.  Open it with L{RocksStore.open}.
+
+    @ivar on_fatal: called (in the thread that met it) with the first
+        L{FatalStoreError} before it is raised, so that the node can stop
+        instead of answering errors for everything that touches the store.
     """
+
+    on_fatal: Callable[[FatalStoreError], None] | None = None
 
     def __init__(self, path: str, database: Rdict) -> None:
         """
@@ -147,7 +166,7 @@ class RocksStore:
         try:
             return values.get(key)
         except Exception as exc:  # rocksdict raises bare Exceptions and DbClosedError
-            raise StoreError(f"reading from the store at {self.path} failed: {exc}") from exc
+            raise self._failed("reading from", exc) from exc
 
     def batch(self) -> WriteBatch:
         """
@@ -177,20 +196,32 @@ class RocksStore:
         try:
             self._database.write(rocks_batch)
         except Exception as exc:  # rocksdict raises bare Exceptions
-            raise StoreError(f"writing to the store at {self.path} failed: {exc}") from exc
+            raise self._failed("writing to", exc) from exc
+
+    def _failed(self, doing: str, exc: Exception) -> StoreError:
+        """
+        The error to raise for a RocksDB failure, after telling L{on_fatal}
+        of a fatal one.
+        """
+        error = _failure(doing, self.path, exc)
+        if isinstance(error, FatalStoreError) and self.on_fatal is not None:
+            self.on_fatal(error)
+        return error
 
     def iterate(self, column: str, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
         """
         The pairs of C{column} under C{prefix}, in key order, from a
         consistent view taken when the iteration starts.  Closing the store
         ends the iteration.
+
+        @raise StoreError: RocksDB stopped the walk on a failure (a damaged
+            file), which it otherwise reports as the end of the keys.
         """
         iteration = self._iterate(self._column(column), prefix)
         self._iterations.add(iteration)
         return iteration
 
-    @staticmethod
-    def _iterate(column: Rdict, prefix: bytes) -> Generator[tuple[bytes, bytes], None, None]:
+    def _iterate(self, column: Rdict, prefix: bytes) -> Generator[tuple[bytes, bytes], None, None]:
         """
         Walk one column family from C{prefix} while the keys start with it.
         """
@@ -202,9 +233,13 @@ class RocksStore:
             while valid():
                 key = key_of()
                 if not key.startswith(prefix):
-                    break
+                    return
                 yield key, value_of()
                 advance()
+            try:
+                iterator.status()
+            except Exception as exc:  # rocksdict raises bare Exceptions
+                raise self._failed("reading from", exc) from exc
         finally:
             del iterator, valid, key_of, value_of, advance
 

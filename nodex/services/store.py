@@ -11,10 +11,12 @@ first, stops last: after every service that reads or writes it.
 """
 
 from collections.abc import Callable
+from typing import Any
 
 from twisted.application.service import Service
 from twisted.logger import Logger
 
+from nodex.db.errors import FatalStoreError
 from nodex.db.handle import StoreHandle
 from nodex.db.kv import KeyValueStore
 
@@ -28,14 +30,27 @@ class StoreService(Service):
 
     log = Logger()
 
-    def __init__(self, handle: StoreHandle, prepare: Callable[[KeyValueStore], object] | None = None) -> None:
+    def __init__(
+        self,
+        handle: StoreHandle,
+        prepare: Callable[[KeyValueStore], object] | None = None,
+        on_fatal: Callable[[FatalStoreError], object] | None = None,
+        reactor: Any = None,
+    ) -> None:
         """
         @param handle: the store to open.
         @param prepare: runs on the opened store before any other service
             starts (writes the genesis on the first start, checks the network).
+        @param on_fatal: told, once, on the reactor thread, of the first
+            failure after which the store cannot go on (a corrupt file, a
+            full disk: L{FatalStoreError}), in whichever thread it was met.
+        @param reactor: hands that failure to the reactor thread.
         """
         self.handle = handle
         self._prepare = prepare
+        self._on_fatal = on_fatal
+        self._reactor = reactor
+        self._fatal: FatalStoreError | None = None
 
     def startService(self) -> None:
         """
@@ -45,6 +60,8 @@ class StoreService(Service):
             network or genesis (the store is closed again).
         """
         store = self.handle.open()
+        if self._on_fatal is not None and hasattr(store, "on_fatal"):
+            store.on_fatal = self._fatal_met  # type: ignore[attr-defined]
         try:
             if self._prepare is not None:
                 self._prepare(store)
@@ -52,6 +69,20 @@ class StoreService(Service):
             self.handle.close()
             raise
         super().startService()
+
+    def _fatal_met(self, error: FatalStoreError) -> None:
+        """
+        A thread met a fatal store failure: tell the node, on the reactor
+        thread, the first time.
+        """
+        if self._fatal is not None:
+            return
+        self._fatal = error
+        assert self._on_fatal is not None
+        if self._reactor is None:
+            self._on_fatal(error)
+        else:
+            self._reactor.callFromThread(self._on_fatal, error)
 
     def stopService(self) -> None:
         """

@@ -6,6 +6,7 @@ requests that never finish arriving, connections by the hundred.
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
-from twisted.trial.unittest import TestCase
+from twisted.trial.unittest import SkipTest, TestCase
 from twisted.web.client import HTTPConnectionPool
 
 from nodex.crypto import keccak256
@@ -228,3 +229,127 @@ class DescriptorLimitTests(TestCase):
             process.transport.signalProcess("TERM")  # type: ignore[attr-defined]
             process.listening.addErrback(lambda failure: None)
             await process.ended
+
+
+class FaultTests(HostileNodeTestCase):
+    """
+    A damaged database and a full disk stop the node with one line.
+    """
+
+    def spawn(self, datadir: Path, port: int = 0) -> NodexProcess:
+        """
+        Run C{nodex run} on C{datadir}.
+        """
+        process = NodexProcess()
+        command = [sys.executable, "-c", "from nodex.cli import console_main; console_main()", "run",
+                   "--datadir", str(datadir), "--rpc", f"tcp:{port}:interface=127.0.0.1", "--ws", "none", "--p2p", "none"]
+        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+        reactor.spawnProcess(process, sys.executable, command, env=env, path=str(datadir.parent))
+        self.addCleanup(self.reap, process)
+        return process
+
+    async def reap(self, process: NodexProcess) -> None:
+        """
+        Kill the process if the test left it running.
+        """
+        if not process.ended.called:
+            process.transport.signalProcess("KILL")  # type: ignore[attr-defined]
+            process.listening.addErrback(lambda failure: None)
+            await process.ended
+
+    async def post(self, pool: HTTPConnectionPool, port: int, method: str, *params: Any) -> Any:
+        """
+        One request to a node process; the answer, or L{None} once it is gone.
+        """
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode()
+        try:
+            response = await treq.post(
+                f"http://127.0.0.1:{port}/", data=body, headers={"Content-Type": "application/json"}, pool=pool,
+                timeout=30,
+            )
+            return json.loads(await response.content())
+        except Exception:
+            return None
+
+    async def test_corrupt_database_stops_with_one_line(self) -> None:
+        """
+        With 2,000 bytes of the largest table file zeroed, the node stops at
+        the first read that meets them, with exit status 1 and one line on
+        standard error naming the file (issue 26: it served -32603 with
+        checksum tracebacks for every such read, for ever).
+        """
+        await self.start_node()
+        self.assertEqual((await self.rpc("hardhat_mine", "0x2000"))["result"], True)
+        await self.node.stopService()
+        chaindata = Path(self.datadir) / "chaindata"
+        largest = max(chaindata.glob("*.sst"), key=lambda path: path.stat().st_size)
+        with largest.open("r+b") as table:
+            table.seek(largest.stat().st_size // 2)
+            table.write(b"\x00" * 2000)
+        process = self.spawn(Path(self.datadir).resolve())
+        port = await process.listening
+        pool = HTTPConnectionPool(reactor, persistent=False)
+        self.addCleanup(pool.closeCachedConnections)
+        for first in range(0, 0x2001, 500):
+            if process.ended.called:
+                break
+            batch = [
+                {"jsonrpc": "2.0", "id": number, "method": "eth_getBlockByNumber", "params": [hex(number), False]}
+                for number in range(first, min(first + 500, 0x2001))
+            ]
+            body = json.dumps(batch).encode()
+            try:
+                response = await treq.post(
+                    f"http://127.0.0.1:{port}/", data=body, headers={"Content-Type": "application/json"}, pool=pool,
+                )
+                await response.content()
+            except Exception:
+                break
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual(process.stderr.count(b"\n"), 1, process.stderr)
+        self.assertTrue(process.stderr.startswith(b"nodex: stopping: the database in "), process.stderr)
+        self.assertIn(b" is corrupt: ", process.stderr)
+        self.assertIn(largest.name.encode(), process.stderr)
+
+    async def test_full_disk_stops_with_one_line(self) -> None:
+        """
+        On a full disk the node stops with exit status 1 and one line
+        saying so (issue 26: writes answered -32603 from then on, even
+        after space came back, while /health said healthy); once space is
+        back it starts again where it stopped.
+        """
+        folder = Path(self.mktemp()).resolve()
+        folder.mkdir()
+        if os.geteuid() != 0:
+            raise SkipTest("filling a disk needs a small file system of its own: root mounts a tmpfs")
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "none", str(folder)], capture_output=True)
+        if mounted.returncode != 0:
+            raise SkipTest(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
+        self.addCleanup(subprocess.run, ["umount", "-l", str(folder)], capture_output=True)
+        datadir = folder / "node"
+        process = self.spawn(datadir)
+        port = await process.listening
+        pool = HTTPConnectionPool(reactor, persistent=False)
+        self.addCleanup(pool.closeCachedConnections)
+        filler = folder / "filler"
+        free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+        with filler.open("wb") as handle:
+            handle.write(b"\x00" * max(free - 3 * 1024 * 1024, 0))
+        sender = "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826"
+        for _ in range(400):
+            if process.ended.called:
+                break
+            await self.post(
+                pool, port, "eth_sendTransaction",
+                {"from": sender, "to": "0x" + "42" * 20, "data": "0x" + "01" * 30000, "gas": hex(1_000_000)},
+            )
+        self.assertEqual(await process.ended, 1)
+        self.assertEqual(process.stderr.count(b"\n"), 1, process.stderr)
+        self.assertTrue(process.stderr.startswith(b"nodex: stopping: the disk holding the database in "), process.stderr)
+        self.assertTrue(process.stderr.endswith(b"; free space on the disk, then start the node again\n"))
+        filler.unlink()
+        again = self.spawn(datadir)
+        port = await again.listening
+        self.assertEqual(set((await self.post(pool, port, "eth_blockNumber")).keys()), {"jsonrpc", "id", "result"})
+        answer = await self.post(pool, port, "eth_sendTransaction", {"from": sender, "to": "0x" + "42" * 20})
+        self.assertIn("result", answer)
