@@ -5,12 +5,14 @@ Tests for the stores: one mixin run against L{MemoryStore} and L{RocksStore}.
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.db import KeyValueStore, SchemaVersionError, StoreError, WriteBatch
 from nodex.db.memory import MemoryStore
-from nodex.db.rocks import RocksStore
+from nodex.db.errors import FatalStoreError, StoreCorruptionError, StoreFullError
+from nodex.db.rocks import RocksStore, _failure
 from nodex.db.schema import ALL_COLUMNS, BODIES, CODE, HEADERS, METADATA, SCHEMA_VERSION_KEY
 from tests.conformance import REPOSITORY_ROOT
 
@@ -237,6 +239,53 @@ class RocksStoreTests(StoreTestsMixin, SynchronousTestCase):
         error = self.assertRaises(SchemaVersionError, RocksStore.open, self.path)
         self.assertIn("version 99", str(error))
         self.assertRaises(SchemaVersionError, RocksStore.open, self.path)
+
+    def test_corruption_is_fatal(self) -> None:
+        """
+        A damaged table file: a read that meets it, or a walk over it (which
+        RocksDB ends as if the keys ended), raises L{StoreCorruptionError}
+        naming the file, and tells C{on_fatal} first.
+        """
+        for first in range(0, 20000, 100):
+            batch = self.store.batch()
+            for key in range(first, first + 100):
+                batch.put(HEADERS, key.to_bytes(8, "big"), bytes([key % 251]) * 200)
+            self.store.write(batch)
+        self.store.close()
+        table = max(Path(self.path).glob("*.sst"), key=lambda path: path.stat().st_size)
+        with table.open("r+b") as handle:
+            handle.seek(table.stat().st_size // 2)
+            handle.write(b"\x00" * 2000)
+        self.store = RocksStore.open(self.path)
+        self.addCleanup(self.store.close)
+        told: list[Exception] = []
+        self.store.on_fatal = told.append  # type: ignore[attr-defined]
+        errors = []
+        for key in range(20000):
+            try:
+                self.store.get(HEADERS, key.to_bytes(8, "big"))
+            except StoreError as exc:
+                errors.append(exc)
+        self.assertTrue(errors)
+        self.assertTrue(all(isinstance(error, StoreCorruptionError) for error in errors))
+        self.assertIn(table.name, str(errors[0]))
+        self.assertEqual(told, errors)
+        with self.assertRaises(StoreCorruptionError):
+            for _ in self.store.iterate(HEADERS):
+                pass
+
+    def test_full_disk_is_fatal(self) -> None:
+        """
+        A write refused for want of space raises L{StoreFullError}.
+        """
+        self.assertIsInstance(
+            _failure("writing to", "/x", Exception("IO error: No space left on device: While appending to file")),
+            StoreFullError,
+        )
+        self.assertIsInstance(_failure("reading from", "/x", Exception("Corruption: bad block")), StoreCorruptionError)
+        plain = _failure("reading from", "/x", Exception("IO error: something"))
+        self.assertNotIsInstance(plain, FatalStoreError)
+        self.assertEqual(str(plain), "reading from the store at /x failed: IO error: something")
 
 
 _HOLD_OPEN = """

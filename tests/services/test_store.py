@@ -2,6 +2,8 @@
 Tests for L{nodex.services.store}.
 """
 
+from typing import Any
+
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.db.handle import StoreClosedError, StoreHandle
@@ -46,3 +48,30 @@ class StoreServiceTests(SynchronousTestCase):
         self.assertRaises(ValueError, service.startService)
         self.assertIsNone(handle.opened)
         self.assertFalse(service.running)
+
+    def test_fatal_failure_told_once(self) -> None:
+        """
+        The first fatal failure of the opened store (met in any thread)
+        reaches C{on_fatal} through the reactor; later ones do not.
+        """
+        from twisted.internet.task import Clock
+
+        from nodex.db.errors import StoreCorruptionError
+
+        class FatalStore(MemoryStore):
+            on_fatal = None
+
+        told: list[Exception] = []
+
+        class Reactor(Clock):
+            def callFromThread(self, function: Any, *args: Any) -> None:
+                function(*args)
+
+        store = FatalStore()
+        service = StoreService(StoreHandle(lambda: store), None, told.append, Reactor())
+        service.startService()
+        self.addCleanup(service.stopService)
+        first, second = StoreCorruptionError("first"), StoreCorruptionError("second")
+        store.on_fatal(first)  # type: ignore[misc]
+        store.on_fatal(second)  # type: ignore[misc]
+        self.assertEqual(told, [first])
