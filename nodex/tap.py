@@ -95,6 +95,7 @@ from nodex.p2p.network import NetworkSettings, PeerNetwork
 from nodex.p2p.protocol import PeerSettings
 from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import TransactionPool
+from nodex.services.slices import SliceRunner
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
 from nodex.services.rawchain import RawChainData
@@ -801,12 +802,16 @@ def compose_state_and_logs(
     chain: ChainService,
     threads: ChainThreads,
     making: BlockMaking,
+    deliveries: SliceRunner | None = None,
 ) -> tuple[StateService, PendingBlocks, list[IMethodProvider]]:
     """
     Add the state service (reads at any block, calls, estimates, proofs, on
     its own reader pool) and the filter service to C{node}; make the
     pending block (the block the miner would build now, where calls at
     C{pending} run); return them with the RPC providers of issue 6.
+
+    @param deliveries: the slices in which the filters and the
+        subscriptions get a block's changes (one for both).
     """
     rpc = config.rpc
     pool = making.pool
@@ -824,7 +829,7 @@ def compose_state_and_logs(
     filters = FilterService(
         chain.store, chain, pool, state.run_in_thread, reactor,
         max_block_range=rpc.max_log_blocks or None, max_logs=rpc.max_logs or None, time_limit=rpc.timeout,
-        max_filters_per_client=rpc.max_filters_per_client,
+        max_filters_per_client=rpc.max_filters_per_client, runner=deliveries,
     )
     filters.setName("filters")
     filters.setServiceParent(node)
@@ -880,7 +885,8 @@ def compose_raw_chain(
 
 
 def compose_subscriptions(
-    chain: ChainService, pool: ITransactionPool | None, peers: IPeerNetwork | None = None, clock: Any = None
+    chain: ChainService, pool: ITransactionPool | None, peers: IPeerNetwork | None = None, clock: Any = None,
+    deliveries: SliceRunner | None = None,
 ) -> SubscriptionMethods:
     """
     The subscription service over the chain and the pool, and its RPC
@@ -889,8 +895,9 @@ def compose_subscriptions(
 
     @param peers: the peer network, whose sync reaches the C{syncing} subscriptions.
     @param clock: times the slices of the deliveries (the reactor).
+    @param deliveries: the slices, shared with the filters.
     """
-    service = SubscriptionService(chain, pool, clock=clock)
+    service = SubscriptionService(chain, pool, clock=clock, runner=deliveries)
     if isinstance(peers, PeerNetwork):
         peers.sync.add_observer(service.sync_status_changed)
     return SubscriptionMethods(service)
@@ -1043,7 +1050,10 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     # The P2P service takes the reputation service as its IReputation.
     reputation, reputation_providers = compose_reputation(config, reactor, node)
     peers = compose_p2p(config, reactor, chain, reputation)
-    state, pending, providers = compose_state_and_logs(config, reactor, node, chain, threads, making)
+    # One runner for the filters' and the subscriptions' deliveries: a
+    # block's changes then hold the reactor one slice at a time in all.
+    deliveries = SliceRunner(reactor)
+    state, pending, providers = compose_state_and_logs(config, reactor, node, chain, threads, making, deliveries)
     rules = conventions(config)
     estimate = pending_estimator(state, pending) if rules.ethereum else None
     evm, transaction_providers = compose_transaction_methods(
@@ -1058,7 +1068,7 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
         peers.use_pool(pool)
         peers.setServiceParent(node)
     providers.append(PeerMethods(peers))
-    subscriptions = compose_subscriptions(chain, pool, peers, reactor)
+    subscriptions = compose_subscriptions(chain, pool, peers, reactor, deliveries)
     providers.append(subscriptions)
     providers += compose_dev_chain(config, chain, making, impersonation, evm.reset)
     providers += compose_tracing(config, reactor, node, chain, state, pending)

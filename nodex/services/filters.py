@@ -213,6 +213,7 @@ class FilterService(Service):
         random_bits: Callable[[int], int] = secrets.randbits,
         time_limit: float = SEARCH_TIME_LIMIT,
         max_filters_per_client: int = MAX_FILTERS_PER_CLIENT,
+        runner: SliceRunner | None = None,
     ) -> None:
         """
         Start observing C{chain} and C{pool}.
@@ -228,6 +229,9 @@ class FilterService(Service):
             (the thread stops reading, the client gets -32011).
         @param max_filters_per_client: the most filters one client (the
             C{owner} of L{new_log_filter} and the others) keeps installed.
+        @param runner: runs the deliveries in slices of the reactor's time
+            (the node shares one with the subscriptions, so that a block's
+            deliveries take one slice at a time in all); by default its own.
         """
         self._store = store
         self._chain = chain
@@ -244,7 +248,7 @@ class FilterService(Service):
         self._overflowed: OrderedDict[int, float] = OrderedDict()
         self._index = LogFilterIndex()
         self._feeds = {BLOCKS: _HashFeed(MAX_HISTORY), PENDING: _HashFeed(MAX_HISTORY)}
-        self._runner = SliceRunner(clock)
+        self._runner = SliceRunner(clock) if runner is None else runner
         self._cache = BlockLogCache(size=CACHED_BLOCKS)
         chain.add_observer(self._chain_changed)
         if pool is not None:

@@ -106,6 +106,7 @@ class SubscriptionService:
         random_bytes: Callable[[int], bytes] = secrets.token_bytes,
         max_subscriptions: int = MAX_SUBSCRIPTIONS,
         clock: IReactorTime | None = None,
+        runner: SliceRunner | None = None,
     ) -> None:
         """
         Start observing C{chain} and C{pool}.
@@ -116,6 +117,8 @@ class SubscriptionService:
         @param max_subscriptions: the most subscriptions at once.
         @param clock: times the slices of the deliveries; L{None} (tests):
             every delivery is done at once.
+        @param runner: runs the deliveries in slices (the node shares one
+            with the filters); by default its own, on C{clock}.
         """
         self._chain = chain
         self._random_bytes = random_bytes
@@ -123,7 +126,7 @@ class SubscriptionService:
         self._by_id: dict[bytes, _Subscription] = {}
         self._by_kind: dict[str, dict[bytes, _Subscription]] = {kind: {} for kind in KINDS}
         self._log_index = LogFilterIndex()
-        self._runner = SliceRunner(Clock() if clock is None else clock)
+        self._runner = runner or SliceRunner(Clock() if clock is None else clock)
         chain.add_observer(self._chain_changed)
         if pool is not None:
             pool.add_observer(self._transaction_pending)
