@@ -29,7 +29,6 @@ filter, push to a subscription) is the caller's.
 """
 
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass, field
 from itertools import product
 
 from nodex.chain.logsearch import LogEntry, LogFilter
@@ -46,40 +45,48 @@ _Key = tuple[bytes | None, ...]
 _Shape = tuple[bool, ...]
 
 
-@dataclass(eq=False)
 class Selection:
     """
     One distinct selection and the members that asked for it.
 
     @ivar log_filter: the selection.
+    @ivar identity: its normal form (L{normalise}).
     @ivar members: the filter or subscription ids that hold it.
     @ivar exact: whether its index keys say all it asks (else a candidate
         found by a key is checked with L{LogFilter.matches}).
+    @ivar shape: which slots its keys fill.
     """
 
-    log_filter: LogFilter
-    members: set[Hashable] = field(default_factory=set)
-    exact: bool = True
-    keys: list[_Key] = field(default_factory=list)
-    shape: _Shape = (False,) * SLOTS
+    __slots__ = ("log_filter", "identity", "members", "exact", "shape")
+
+    def __init__(self, log_filter: LogFilter, identity: "_Identity", exact: bool, shape: _Shape) -> None:
+        self.log_filter = log_filter
+        self.identity = identity
+        self.members: set[Hashable] = set()
+        self.exact = exact
+        self.shape = shape
 
 
-def normalise(log_filter: LogFilter) -> tuple[frozenset[bytes], tuple[frozenset[bytes] | None, ...]]:
+_Identity = tuple[tuple[bytes, ...], tuple[tuple[bytes, ...] | None, ...]]
+
+
+def normalise(log_filter: LogFilter) -> _Identity:
     """
-    What a filter selects, without order, repetition or trailing open positions.
+    What a filter selects, without order, repetition or trailing open
+    positions: its addresses and each position's topics, sorted.
     """
-    topics = [frozenset(wanted) if wanted else None for wanted in log_filter.topics]
+    topics = [tuple(sorted(set(wanted))) if wanted else None for wanted in log_filter.topics]
     while topics and topics[-1] is None:
         topics.pop()
-    return frozenset(log_filter.addresses), tuple(topics)
+    return tuple(sorted(set(log_filter.addresses))), tuple(topics)
 
 
-def _index_keys(log_filter: LogFilter) -> tuple[_Shape, list[_Key], bool]:
+def _index_keys(identity: _Identity) -> tuple[_Shape, list[_Key], bool]:
     """
     The shape, keys and exactness of a selection's index entry.
     """
-    addresses, topics = normalise(log_filter)
-    slots: list[frozenset[bytes] | None] = [addresses or None, *topics]
+    addresses, topics = identity
+    slots: list[tuple[bytes, ...] | None] = [addresses or None, *topics]
     slots += [None] * (SLOTS - len(slots))
     constrained = sorted((len(values), position) for position, values in enumerate(slots) if values)
     chosen: set[int] = set()
@@ -90,8 +97,8 @@ def _index_keys(log_filter: LogFilter) -> tuple[_Shape, list[_Key], bool]:
         chosen.add(position)
         size *= count
     shape = tuple(position in chosen for position in range(SLOTS))
-    choices = [sorted(slots[position]) if position in chosen else [None] for position in range(SLOTS)]  # type: ignore[arg-type]
-    return shape, [tuple(key) for key in product(*choices)], len(chosen) == len(constrained)
+    choices = [slots[position] if position in chosen else (None,) for position in range(SLOTS)]
+    return shape, list(product(*choices)), len(chosen) == len(constrained)
 
 
 class LogFilterIndex:
@@ -100,9 +107,10 @@ class LogFilterIndex:
     """
 
     def __init__(self) -> None:
-        self._selections: dict[tuple[frozenset[bytes], tuple[frozenset[bytes] | None, ...]], Selection] = {}
+        self._selections: dict[_Identity, Selection] = {}
         self._member_of: dict[Hashable, Selection] = {}
-        self._index: dict[_Key, list[Selection]] = {}
+        # A key's selections: one, or a list of several (most keys have one).
+        self._index: dict[_Key, Selection | list[Selection]] = {}
         self._shapes: dict[_Shape, int] = {}
 
     def __len__(self) -> int:
@@ -125,11 +133,20 @@ class LogFilterIndex:
         identity = normalise(log_filter)
         selection = self._selections.get(identity)
         if selection is None:
-            shape, keys, exact = _index_keys(log_filter)
-            selection = Selection(log_filter, exact=exact, keys=keys, shape=shape)
+            shape, keys, exact = _index_keys(identity)
+            # One tuple per shape, shared by its selections.
+            shape = next((known for known in self._shapes if known == shape), shape)
+            selection = Selection(log_filter, identity, exact, shape)
             self._selections[identity] = selection
+            index = self._index
             for key in keys:
-                self._index.setdefault(key, []).append(selection)
+                found = index.get(key)
+                if found is None:
+                    index[key] = selection
+                elif isinstance(found, list):
+                    found.append(selection)
+                else:
+                    index[key] = [found, selection]
             self._shapes[shape] = self._shapes.get(shape, 0) + 1
         selection.members.add(member)
         self._member_of[member] = selection
@@ -143,12 +160,17 @@ class LogFilterIndex:
             return False
         selection.members.discard(member)
         if not selection.members:
-            del self._selections[normalise(selection.log_filter)]
-            for key in selection.keys:
-                bucket = self._index[key]
-                bucket.remove(selection)
-                if not bucket:
-                    del self._index[key]
+            del self._selections[selection.identity]
+            index = self._index
+            for key in _index_keys(selection.identity)[1]:
+                found = index[key]
+                if found is selection:
+                    del index[key]
+                else:
+                    assert isinstance(found, list)
+                    found.remove(selection)
+                    if len(found) == 1:
+                        index[key] = found[0]
             left = self._shapes[selection.shape] - 1
             if left:
                 self._shapes[selection.shape] = left
@@ -198,7 +220,10 @@ class LogFilterIndex:
                     key = list(blank)
                     for slot in filled:
                         key[slot] = values[slot]
-                    for selection in index.get(tuple(key), ()):
+                    found_here = index.get(tuple(key))
+                    if found_here is None:
+                        continue
+                    for selection in found_here if isinstance(found_here, list) else (found_here,):
                         if not selection.exact and not selection.log_filter.matches(log):
                             continue
                         if entry is None:
