@@ -201,7 +201,9 @@ class KeyfileInteropTests(WalletNodeTestCase):
         eth-account wrote, copied in, is usable after a restart; keystore
         accounts survive the restart, seed accounts do not.
         """
-        await self.start_wallet_node()
+        # A long time limit: the file eth-account writes uses the standard
+        # scrypt parameters, which take seconds on a loaded machine.
+        await self.start_wallet_node(LIGHT + "[rpc]\ntimeout = 60\n")
         self.assertEqual(await self.result("personal_importRawKey", "0x" + KEY.hex(), "ours"), ADDRESS)
         seeded = await self.result("personal_newAccountWithSeed", "e2e seed")
         [name] = os.listdir(self.keystore())
@@ -209,7 +211,7 @@ class KeyfileInteropTests(WalletNodeTestCase):
         await self.stop_node()
         theirs = EthAccount.create()
         (self.keystore() / "from-eth-account.json").write_text(json.dumps(EthAccount.encrypt(theirs.key, "theirs")))
-        await self.start_wallet_node(datadir=self.datadir)
+        await self.start_wallet_node(LIGHT + "[rpc]\ntimeout = 60\n", datadir=self.datadir)
         listed = await self.result("eth_accounts")
         self.assertIn(ADDRESS, listed)
         self.assertIn(theirs.address.lower(), listed)

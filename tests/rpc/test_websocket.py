@@ -382,11 +382,13 @@ class WebSocketServerTests(TestCase):
 
     async def test_client_that_does_not_read_is_dropped(self) -> None:
         """
-        A client that sends requests but never reads the answers is
-        disconnected once the answers waiting pass the queue limit; the
-        server goes on serving others.
+        A client that sends requests but never reads the answers: once its
+        answers fill the socket, the server reads no more of its requests
+        (so that no more work is done and queued for it: what waits stays
+        within the queue limit), and, its pongs unread, drops it at the
+        ping timeout; the server goes on serving others.
         """
-        port = self.serve(WebSocketSettings(max_queue_bytes=65536))
+        port = self.serve(WebSocketSettings(max_queue_bytes=65536, ping_interval=0.5, ping_timeout=0.5))
         client = await self.client(port)
         client.transport.pauseProducing()
         batch = json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "eth_big"}] * 50).encode()
