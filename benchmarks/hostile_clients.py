@@ -46,7 +46,6 @@ import json
 import os
 import selectors
 import socket
-import statistics
 import struct
 import subprocess
 import sys
@@ -57,6 +56,9 @@ from pathlib import Path
 from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+
+from websocket import free_port, wait_listening  # noqa: E402  (the sibling benchmark's helpers)
 
 NODE_SCRIPT = r"""
 import json, os, sys, time
@@ -132,29 +134,6 @@ def emitter_code() -> str:
     end = len(code) + len(body)
     code = code[: loop + 6] + end.to_bytes(2, "big") + code[loop + 8 :] + body + bytes.fromhex("5b00")
     return "0x" + code.hex()
-
-
-def free_port() -> int:
-    """
-    A TCP port nobody listens on now.
-    """
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_listening(port: int, seconds: float = 60.0) -> None:
-    """
-    Wait until something accepts connections on C{port}.
-    """
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"the node did not listen on port {port}")
 
 
 class Node:
@@ -395,16 +374,23 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def many_filters_node(work: Path, checkout: Path, new_code: bool) -> Node:
+    """
+    A node that takes batches of 1,000 and, where the setting exists, 10,000 filters from one client.
+    """
+    rpc: dict[str, Any] = {"max_batch": 1000}
+    if new_code:
+        rpc["max_filters_per_client"] = 10_000
+    return Node(work, checkout, rpc)
+
+
 def scenario_filters(
     work: Path, checkout: Path, new_code: bool, count: int = 10_000, logs: int = 1000, everything: bool = False
 ) -> str:
     """
     See the module's docstring.
     """
-    rpc: dict[str, Any] = {"max_batch": 1000}
-    if new_code:
-        rpc["max_filters_per_client"] = 10_000
-    node = Node(work, checkout, rpc)
+    node = many_filters_node(work, checkout, new_code)
     try:
         for emitter in EMITTERS:
             node.call("hardhat_setCode", emitter, emitter_code())
@@ -506,10 +492,7 @@ def scenario_memory(work: Path, checkout: Path, new_code: bool, count: int = 10_
     """
     See the module's docstring.
     """
-    rpc: dict[str, Any] = {"max_batch": 1000}
-    if new_code:
-        rpc["max_filters_per_client"] = 10_000
-    node = Node(work, checkout, rpc)
+    node = many_filters_node(work, checkout, new_code)
     try:
         node.call("eth_blockNumber")
         time.sleep(1)

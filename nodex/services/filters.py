@@ -40,7 +40,6 @@ from nodex.chain.logsearch import (
     LogFilter,
     LogLimitError,
     LogQueryError,
-    block_log_entries,
     search_logs,
     stored_block_log_entries,
     warm_block_log_cache,

@@ -38,7 +38,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from nodex.chain.logmatch import LogFilterIndex
-from nodex.chain.logsearch import LogEntry, LogFilter
+from nodex.chain.logsearch import LogFilter
 from nodex.chain.processing import cumulative_difficulty
 from nodex.interfaces import (
     ChainEvent,

@@ -8,20 +8,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.services.slices import SLICE_SECONDS, SliceRunner
-
-
-class _StepClock(Clock):
-    """
-    A clock that moves on by C{step} seconds at every reading.
-    """
-
-    def __init__(self, step: float) -> None:
-        super().__init__()
-        self.step = step
-
-    def seconds(self) -> float:
-        self.rightNow += self.step
-        return self.rightNow
+from tests.services.test_filters import SteppingClock
 
 
 class SliceRunnerTests(SynchronousTestCase):
@@ -99,7 +86,7 @@ class SliceRunnerTests(SynchronousTestCase):
         """
         Stopping forgets the waiting work and its next slice.
         """
-        clock = _StepClock(SLICE_SECONDS)
+        clock = SteppingClock(SLICE_SECONDS)
         runner = SliceRunner(clock)
         done: list[str] = []
         runner.run(self.work("d", 10, done))
