@@ -58,7 +58,7 @@ from typing import Any
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY / "benchmarks"))
 
-from websocket import free_port, wait_listening  # noqa: E402  (the sibling benchmark's helpers)
+from websocket import free_port, wait_listening, ws_connect  # noqa: E402  (the sibling benchmark's helpers)
 
 NODE_SCRIPT = r"""
 import json, os, sys, time
@@ -236,29 +236,6 @@ class Node:
         """
         self.process.terminate()
         self.process.wait()
-
-
-def ws_connect(port: int, source: str = "127.0.0.1") -> socket.socket:
-    """
-    A WebSocket connection from C{source}, after its handshake (blocking socket).
-    """
-    sock = socket.create_connection(("127.0.0.1", port), source_address=(source, 0))
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(
-        (
-            f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        ).encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise SystemExit("the node closed the WebSocket handshake")
-        head += chunk
-    if not head.startswith(b"HTTP/1.1 101"):
-        raise SystemExit(f"handshake refused: {head[:100]!r}")
-    return sock
 
 
 def client_frame(payload: bytes) -> bytes:

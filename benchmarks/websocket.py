@@ -109,11 +109,11 @@ def wait_listening(port: int, seconds: float = 30.0) -> None:
     raise SystemExit(f"the node did not listen on port {port}")
 
 
-def ws_connect(port: int) -> socket.socket:
+def ws_connect(port: int, source: str = "127.0.0.1") -> socket.socket:
     """
-    A WebSocket connection after its opening handshake (blocking socket).
+    A WebSocket connection from C{source} after its opening handshake (blocking socket).
     """
-    sock = socket.create_connection(("127.0.0.1", port))
+    sock = socket.create_connection(("127.0.0.1", port), source_address=(source, 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     key = base64.b64encode(os.urandom(16)).decode()
     sock.sendall(
