@@ -40,7 +40,6 @@ C{--checkout} runs the node from another checkout (the code before issue
 """
 
 import argparse
-import base64
 import http.client
 import json
 import os
