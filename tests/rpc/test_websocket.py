@@ -388,7 +388,7 @@ class WebSocketServerTests(TestCase):
         within the queue limit), and, its pongs unread, drops it at the
         ping timeout; the server goes on serving others.
         """
-        port = self.serve(WebSocketSettings(max_queue_bytes=65536, ping_interval=0.5, ping_timeout=0.5))
+        port = self.serve(WebSocketSettings(max_queue_bytes=65536, ping_interval=1.0, ping_timeout=3.0))
         client = await self.client(port)
         client.transport.pauseProducing()
         batch = json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "eth_big"}] * 50).encode()
@@ -405,7 +405,6 @@ class WebSocketServerTests(TestCase):
         self.flushLoggedErrors()
         other = await self.client(port)
         self.assertEqual((await self.ask(other, CHAIN_ID))["result"], "0x21")
-
 
     async def test_subscribers_that_do_not_read_are_dropped(self) -> None:
         """
