@@ -378,6 +378,19 @@ def _banned_addresses(value: Any) -> list[str]:
     return texts
 
 
+def _trusted_addresses(value: Any) -> list[str]:
+    """
+    An array of IPv4 or IPv6 addresses and CIDR blocks to trust (loopback allowed; no host names).
+    """
+    texts = _strings(value)
+    for text in texts:
+        try:
+            ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ValueError(f"{_show(text)}: want an IP address or CIDR block") from None
+    return texts
+
+
 def _punishments(max_records_low: int) -> dict[str, Check]:
     """
     The punishment parameters of one kind of scoring record.
@@ -394,6 +407,8 @@ _SCORING_SCHEMA = {
     "punishment_enabled": _boolean,
     "banned_peer_ids": _node_ids,
     "banned_peer_ips": _banned_addresses,
+    "trusted_peer_ids": _node_ids,
+    "trusted_peer_ips": _trusted_addresses,
     "node": _punishments(1),
     "address": _punishments(0),
 }
@@ -446,6 +461,12 @@ SCHEMA: dict[str, Any] = {
         "messages_per_second": _integer(1),
         "max_outstanding_requests": _integer(1, 1024),
         "request_timeout": _seconds,
+        "handshake_timeout": _seconds,
+        "max_queued_messages": _integer(1, 100_000),
+        "max_queued_bytes": _integer(65536, 2**32 - 1),
+        "max_invalid_transactions": _integer(0, 1_000_000),
+        "max_handshake_failures": _integer(0, 10000),
+        "reserved_slots": _integer(0, 10000),
         "tls": _boolean,
         "tls_ca_certificate": _string,
     },
@@ -819,6 +840,8 @@ class ScoringConfig:
     punishment_enabled: bool
     banned_peer_ids: tuple[str, ...]
     banned_peer_ips: tuple[str, ...]
+    trusted_peer_ids: tuple[str, ...]
+    trusted_peer_ips: tuple[str, ...]
     node: PunishmentConfig
     address: PunishmentConfig
 
@@ -835,6 +858,8 @@ def scoring_config(config: NodeConfig) -> ScoringConfig:
             punishment_enabled=table["punishment_enabled"],
             banned_peer_ids=tuple(table["banned_peer_ids"]),
             banned_peer_ips=tuple(table["banned_peer_ips"]),
+            trusted_peer_ids=tuple(table["trusted_peer_ids"]),
+            trusted_peer_ips=tuple(table["trusted_peer_ips"]),
             node=_punishment_config(table["node"]),
             address=_punishment_config(table["address"]),
         )

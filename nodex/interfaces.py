@@ -957,7 +957,8 @@ class IReputation(Interface):
 
     def record_event(event: str, node_id: "bytes | None", address: str) -> None:
         """
-        Record a L{PeerEvent} against the node id (when known) and the IP address.
+        Record a L{PeerEvent} against the node id when the handshake proved
+        it, else against the IP address (C{docs/reputation.md}).
         """
 
     def is_allowed(node_id: "bytes | None", address: str) -> bool:
@@ -970,6 +971,12 @@ class IReputation(Interface):
         """
         Call C{observer} (on the reactor thread) whenever a record turns bad or a ban is added, so
         the P2P layer can disconnect existing connections that C{is_allowed} now refuses.
+        """
+
+    def is_trusted(node_id: "bytes | None", address: str) -> bool:
+        """
+        Whether the operator trusts the node id or the address: such a peer is scored but never
+        punished, and keeps the P2P layer's reserved slots.
         """
 
 

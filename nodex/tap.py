@@ -92,7 +92,7 @@ from nodex.services.templates import ChainReads
 from nodex.services.offline import OfflinePeerNetwork
 from nodex.p2p.connect import peer_connector
 from nodex.p2p.network import NetworkSettings, PeerNetwork
-from nodex.p2p.protocol import PeerSettings
+from nodex.p2p.host import PeerSettings
 from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import TransactionPool
 from nodex.services.slices import SliceRunner
@@ -865,6 +865,8 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
         punishment_enabled=scoring.punishment_enabled,
         banned_node_ids=configured_node_ids(scoring.banned_peer_ids),
         banned_addresses=scoring.banned_peer_ips,
+        trusted_node_ids=configured_node_ids(scoring.trusted_peer_ids),
+        trusted_addresses=scoring.trusted_peer_ips,
     )
     reputation = ReputationService(reactor, host_resolver(reactor), settings)
     reputation.setName("reputation")
@@ -1160,11 +1162,17 @@ def compose_p2p(config: NodeConfig, reactor: Any, chain: ChainService, reputatio
         max_outbound=raw["max_outbound"],
         max_half_open_per_address=raw["max_half_open_per_address"],
         max_connections_per_address=raw["max_connections_per_address"],
+        max_handshake_failures=raw["max_handshake_failures"],
+        reserved_slots=raw["reserved_slots"],
         peer=PeerSettings(
             max_frame_bytes=raw["max_frame_bytes"],
             messages_per_second=raw["messages_per_second"],
             max_outstanding_requests=raw["max_outstanding_requests"],
             request_timeout=raw["request_timeout"],
+            handshake_timeout=raw["handshake_timeout"],
+            max_queued_messages=raw["max_queued_messages"],
+            max_queued_bytes=raw["max_queued_bytes"],
+            max_invalid_transactions=raw["max_invalid_transactions"],
         ),
     )
     listen = None if config.p2p_endpoint == "none" else serverFromString(reactor, config.p2p_endpoint)

@@ -36,6 +36,8 @@ class ScoringKeysTests(SynchronousTestCase):
                     punishment_enabled=True,
                     banned_peer_ids=(),
                     banned_peer_ips=(),
+                    trusted_peer_ids=(),
+                    trusted_peer_ips=(),
                     node=PunishmentConfig(720, 10, 0, 100),
                     address=PunishmentConfig(720, 10, 360000, 0),
                 ),
@@ -59,6 +61,8 @@ class ScoringKeysTests(SynchronousTestCase):
                 "punishment_enabled": False,
                 "banned_peer_ids": ["0x" + NODE_ID],
                 "banned_peer_ips": ["192.0.2.7", "2001:db8::/32"],
+                "trusted_peer_ids": [NODE_ID],
+                "trusted_peer_ips": ["127.0.0.1", "10.0.0.0/8"],
                 "address": {"max_records": 5000},
             }
         }
@@ -66,6 +70,7 @@ class ScoringKeysTests(SynchronousTestCase):
         self.assertFalse(config.punishment_enabled)
         self.assertEqual(config.banned_peer_ids, ("0x" + NODE_ID,))
         self.assertEqual(config.banned_peer_ips, ("192.0.2.7", "2001:db8::/32"))
+        self.assertEqual((config.trusted_peer_ids, config.trusted_peer_ips), ((NODE_ID,), ("127.0.0.1", "10.0.0.0/8")))
         self.assertEqual(config.address, PunishmentConfig(720, 10, 360000, 5000))
 
     def test_bad_values(self) -> None:
@@ -83,6 +88,9 @@ class ScoringKeysTests(SynchronousTestCase):
             ({"banned_peer_ips": ["10.0.0.0/33"]}, "scoring.banned_peer_ips"),
             ({"banned_peer_ips": ["peer.example"]}, "scoring.banned_peer_ips"),
             ({"banned_peer_ips": [7]}, "scoring.banned_peer_ips"),
+            ({"trusted_peer_ips": ["peer.example"]}, "scoring.trusted_peer_ips"),
+            ({"trusted_peer_ips": ["10.0.0.0/33"]}, "scoring.trusted_peer_ips"),
+            ({"trusted_peer_ids": ["abcd"]}, "scoring.trusted_peer_ids"),
             ({"node": {"duration": 0}}, "scoring.node.duration"),
             ({"node": {"increment": -1}}, "scoring.node.increment"),
             ({"node": {"max_duration": -1}}, "scoring.node.max_duration"),

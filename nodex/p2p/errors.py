@@ -31,6 +31,8 @@ class DisconnectReason(IntEnum):
     BAD_REPUTATION = 15
     SHUTTING_DOWN = 16
     INVALID_HEADERS = 17
+    INVALID_TRANSACTIONS = 18
+    UNBACKED_CLAIM = 19
 
     @classmethod
     def describe(cls, code: int) -> str:

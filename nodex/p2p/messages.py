@@ -510,6 +510,19 @@ def encode_frame(message: Message) -> bytes:
     return len(payload).to_bytes(FRAME_HEADER_BYTES, "big") + payload
 
 
+def _largest_handshake() -> tuple[int, int]:
+    """
+    The payload sizes of the longest hello and auth the decoder accepts.
+    """
+    hello = Hello(2**64 - 1, 2**64 - 1, b"\xff" * 32, b"\xff" * 32, 2**64 - 1, 2**256 - 1,
+                  b"\xff" * NODE_ID_BYTES, b"\xff" * CHALLENGE_BYTES, 2**16 - 1)
+    return len(encode_message(hello)), len(encode_message(Auth(b"\xff" * 65)))
+
+
+MAX_HELLO_BYTES, MAX_AUTH_BYTES = _largest_handshake()
+"""The payloads of the longest hello (every integer at its largest) and of an auth."""
+
+
 def decode_message(payload: bytes) -> Message:
     """
     Read the payload of one frame.
@@ -531,9 +544,10 @@ def decode_message(payload: bytes) -> Message:
 
 def decode_and_hash(payload: bytes) -> Message:
     """
-    L{decode_message}, then the hash of every header the message carries
-    (a header answer's, a new block's), which its receiver looks each one
-    up by: both on the calling thread (the peer network's decoder thread,
+    L{decode_message}, then the hash of every header and transaction the
+    message carries (a header answer's, a new block's, a transaction
+    message's), which its receiver looks each one up by: both on the
+    calling thread (the peer network's decoder thread,
     so that neither holds the reactor; C{docs/p2p.md}, "Threads").
 
     @raise MessageError: as L{decode_message}.
@@ -544,6 +558,9 @@ def decode_and_hash(payload: bytes) -> Message:
             header.hash
     elif isinstance(message, NewBlock):
         message.block.hash
+    elif isinstance(message, Transactions):
+        for transaction in message.transactions:
+            transaction.hash
     return message
 
 
@@ -583,7 +600,9 @@ __all__ = [
     "GetPeers",
     "Hello",
     "MESSAGE_TYPES",
+    "MAX_AUTH_BYTES",
     "MAX_BODIES_PER_MESSAGE",
+    "MAX_HELLO_BYTES",
     "MAX_HEADERS_PER_MESSAGE",
     "Message",
     "MessageCode",

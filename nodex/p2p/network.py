@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
 from twisted.internet.endpoints import connectProtocol
 from twisted.internet.interfaces import (
     IDelayedCall,
@@ -39,6 +39,7 @@ from nodex.interfaces import (
     PeerInfo,
     SyncStatus,
 )
+from nodex.p2p.admission import HandshakeFailures, KnownGood, eviction_candidate, proved_good
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.identity import NodeKey, load_or_create_node_key
 from nodex.p2p.messages import (
@@ -46,6 +47,7 @@ from nodex.p2p.messages import (
     GetBlockHeaders,
     GetPeers,
     Message,
+    MessageCode,
     NewBlock,
     NewBlockHashes,
     PeerAddress,
@@ -54,7 +56,8 @@ from nodex.p2p.messages import (
     Transactions,
     decode_and_hash,
 )
-from nodex.p2p.protocol import ChainStatus, PeerProtocol, PeerSettings
+from nodex.p2p.host import ChainStatus, PeerSettings
+from nodex.p2p.protocol import PeerProtocol
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import Synchroniser
 
@@ -70,6 +73,12 @@ class NetworkSettings:
         their handshake from one IP address; one more is an offence.
     @ivar max_connections_per_address: the most open inbound connections
         (in their handshake or established) from one IP address; one more is an offence.
+    @ivar max_handshake_failures: failed handshakes (timeouts, bad proofs,
+        messages out of order) an address may have within ten minutes; one
+        more is an offence of the address.
+    @ivar reserved_slots: connection slots, beyond the limits of inbound
+        peers and of connections in their handshake, that only trusted,
+        configured and known-good peers may take.
     """
 
     network_id: int
@@ -79,6 +88,8 @@ class NetworkSettings:
     max_outbound: int = 10
     max_half_open_per_address: int = 4
     max_connections_per_address: int = 8
+    max_handshake_failures: int = 3
+    reserved_slots: int = 8
     reconnect_delay: float = 1.0
     max_reconnect_delay: float = 60.0
     progress_interval: float = 10.0
@@ -99,10 +110,7 @@ class _PeerFactory(Factory):
         closed at once) beyond the node's or the address's limits.
         """
         network = self._network
-        if network.handshaking >= 2 * network.settings.max_inbound:
-            return None
-        host = str(getattr(addr, "host", ""))
-        if not network.within_address_limits(host):
+        if not network.admit(str(getattr(addr, "host", ""))):
             return None
         return network.new_protocol(inbound=True)
 
@@ -158,14 +166,17 @@ class PeerNetwork(Service):
         self._dialing: dict[tuple[str, int], PeerProtocol | None] = {}
         self._failures: dict[tuple[str, int], int] = {}
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
-        self._handling = 0
+        self._target_ids: dict[tuple[str, int], bytes] = {}
+        self._covered: dict[bytes, tuple[str, int]] = {}
+        self.handshake_failures = HandshakeFailures(settings.max_handshake_failures)
+        self.known_good = KnownGood()
         self.unfinished_handshakes: Counter[str] = Counter()
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self._decoder: ThreadPool | None = None
         self._make_decoder = decoder_pool or (lambda: ThreadPool(1, 1, "nodex-p2p-decode"))
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
-        self.relay = ChainRelay(chain, reputation, self.sync, self.established_peers, lambda: self.running)
+        self.relay = ChainRelay(chain, self.sync, self.established_peers, lambda: self.running)
         chain.add_observer(self.relay.chain_changed)
         chain.add_side_observer(self.relay.side_block)
         reputation.add_ban_observer(self._bans_changed)
@@ -205,9 +216,11 @@ class PeerNetwork(Service):
 
     def queue_size(self) -> int:
         """
-        Peer messages being handled: blocks waiting for import, requests being answered.
+        Peer messages received and not handled yet (blocks waiting for
+        import, transactions for the pool, requests being answered), and
+        blocks of a sync waiting for import.
         """
-        return self._handling + self.sync.importing
+        return sum(peer.queued for peer in self._connections) + self.sync.importing
 
     def sync_status(self) -> SyncStatus | None:
         """
@@ -322,6 +335,55 @@ class PeerNetwork(Service):
         self._connections.add(peer)
         return peer
 
+    def admit(self, host: str) -> bool:
+        """
+        Whether an inbound connection from C{host} gets a slot: within the
+        address's limits, and within the limit of connections in their
+        handshake (twice C{max_inbound}, plus the reserved slots for a
+        trusted, configured or known-good address).  When every slot is
+        taken, the oldest connection in its handshake of the address that
+        holds the most gives way to a newcomer from a less crowded address.
+        """
+        privileged = self.privileged(None, host)
+        if not self.reputation.is_trusted(None, host) and not self.within_address_limits(host):
+            return False
+        handshaking = [peer for peer in self._connections if peer.inbound and not peer.closed and not peer.established]
+        limit = 2 * self.settings.max_inbound + (self.settings.reserved_slots if privileged else 0)
+        if len(handshaking) < limit:
+            return True
+        victim = eviction_candidate(
+            handshaking, "" if privileged else host, lambda peer: self.privileged(None, peer.address)
+        )
+        if victim is None:
+            self.log.info("refusing a connection from {host}: every handshake slot is taken", host=host)
+            return False
+        self.log.info(
+            "a connection from {host} takes the handshake slot of one from {other}", host=host, other=victim.address
+        )
+        victim.disconnect(DisconnectReason.TOO_MANY_PEERS)
+        return True
+
+    def privileged(self, node_id: bytes | None, address: str) -> bool:
+        """
+        Whether a peer may take the reserved slots: a trusted node id or
+        address (C{scoring.trusted_peer_*}), a configured peer, or a peer
+        known to be good (connected for a while without an offence).
+        """
+        if self.reputation.is_trusted(node_id, address) or self.known_good.has_address(address):
+            return True
+        if node_id is not None and (self.known_good.has_node(node_id) or node_id in self._configured_ids()):
+            return True
+        if any(host == address for host, _ in self.settings.bootstrap):
+            return True
+        now = self._clock.seconds()
+        return any(peer.address == address and proved_good(peer, now) for peer in self._peers.values())
+
+    def _configured_ids(self) -> set[bytes]:
+        """
+        The node ids of the configured peers this node has reached.
+        """
+        return {node_id for target, node_id in self._target_ids.items() if target in self.settings.bootstrap}
+
     def within_address_limits(self, host: str) -> bool:
         """
         Whether one more inbound connection from C{host} stays within the
@@ -361,7 +423,7 @@ class PeerNetwork(Service):
         @param redial: dial it again (with backoff) whenever the connection fails or ends.
         """
         target = (host, port)
-        if not self.running or target in self._dialing:
+        if not self.running or target in self._dialing or self._connected_target(target):
             return
         if _is_ip(host) and not self.reputation.is_allowed(None, host):
             self.log.info("not dialing peer {host}:{port}: refused by its reputation", host=host, port=port)
@@ -393,8 +455,23 @@ class PeerNetwork(Service):
         self._schedule_redial(target)
         self._maybe_closed()
 
+    def _connected_target(self, target: tuple[str, int]) -> bool:
+        """
+        Whether the node a target led to before is connected now (over
+        another connection, such as the one it dialed to this node): it is
+        not dialed again until that connection ends.
+        """
+        node_id = self._target_ids.get(target)
+        if node_id is None or node_id not in self._peers:
+            return False
+        if target in self._failures:
+            self._covered[node_id] = target
+        return True
+
     def _schedule_redial(self, target: tuple[str, int]) -> None:
         if target not in self._failures or not self.running or target in self._redials:
+            return
+        if self._connected_target(target):
             return
         failures = self._failures[target]
         self._failures[target] = failures + 1
@@ -426,20 +503,48 @@ class PeerNetwork(Service):
 
     def record_event(self, peer: PeerProtocol, event: str) -> None:
         """
-        Tell the reputation record.
+        Tell the reputation record: against the node id once the handshake
+        proved it, else against the address (C{docs/reputation.md}).
         """
-        self.reputation.record_event(event, peer.node_id, peer.address)
+        self.reputation.record_event(event, peer.proven_node_id, peer.address)
+
+    def handshake_failed(self, peer: PeerProtocol, why: str) -> None:
+        """
+        Count a failed handshake against the peer's address; past
+        C{max_handshake_failures} within the window, the address is
+        punished (an C{INVALID_MESSAGE} without a node id).
+        """
+        address = peer.address
+        if self.reputation.is_trusted(None, address):
+            return
+        if self.handshake_failures.add(address, self._clock.seconds()):
+            self.log.info(
+                "address {address}: more than {limit} failed handshakes ({why})",
+                address=address, limit=self.handshake_failures.limit, why=why,
+            )
+            self.reputation.record_event(PeerEvent.INVALID_MESSAGE, None, address)
 
     def peer_ready(self, peer: PeerProtocol) -> DisconnectReason | None:
         """
-        Adopt a peer after its handshake, within the limits.
+        Adopt a peer after its handshake, within the limits.  Of two
+        connections between the same nodes (both dialed at once), both
+        sides keep the one dialed by the node with the smaller id.
         """
         assert peer.node_id is not None
-        if peer.node_id in self._peers:
+        if peer.dial_target is not None:
+            self._target_ids[peer.dial_target] = peer.node_id
+        existing = self._peers.get(peer.node_id)
+        if existing is not None and not self._replaces(peer, existing):
             return DisconnectReason.ALREADY_CONNECTED
-        same_side = sum(1 for other in self._peers.values() if other.inbound == peer.inbound)
-        if same_side >= (self.settings.max_inbound if peer.inbound else self.settings.max_outbound):
+        same_side = sum(1 for other in self._peers.values() if other.inbound == peer.inbound and other is not existing)
+        limit = self.settings.max_inbound if peer.inbound else self.settings.max_outbound
+        if peer.inbound and self.privileged(peer.node_id, peer.address):
+            limit += self.settings.reserved_slots
+        if same_side >= limit:
             return DisconnectReason.TOO_MANY_PEERS
+        if existing is not None:
+            del self._peers[peer.node_id]
+            existing.disconnect(DisconnectReason.ALREADY_CONNECTED)
         self._peers[peer.node_id] = peer
         target = peer.dial_target
         if target is not None and target in self._failures:
@@ -453,15 +558,34 @@ class PeerNetwork(Service):
         self.sync.maybe_sync()
         return None
 
+    def _replaces(self, peer: PeerProtocol, existing: PeerProtocol) -> bool:
+        """
+        Whether a new connection to an already connected node replaces the
+        existing one: only when they were dialed by different sides and
+        the new one by the node with the smaller id.
+        """
+        assert self.node_key is not None and peer.node_id is not None
+        if peer.inbound == existing.inbound:
+            return False
+        dialer = peer.node_id if peer.inbound else self.node_key.node_id
+        other = existing.node_id if existing.inbound else self.node_key.node_id
+        assert other is not None
+        return dialer < other
+
     def peer_lost(self, peer: PeerProtocol) -> None:
         """
         Forget a connection; redial a bootstrap peer.
         """
         self._connections.discard(peer)
+        if proved_good(peer, self._clock.seconds()):
+            self.known_good.add(peer.address, peer.node_id)
         if peer.node_id is not None and self._peers.get(peer.node_id) is peer:
             del self._peers[peer.node_id]
-            self.reputation.record_event(PeerEvent.DISCONNECTION, peer.node_id, peer.address)
+            self.record_event(peer, PeerEvent.DISCONNECTION)
             self.log.info("peer {peer} disconnected", peer=peer.short_id)
+            covered = self._covered.pop(peer.node_id, None)
+            if covered is not None and covered not in self._dialing:
+                self._schedule_redial(covered)
         target = peer.dial_target
         if target is not None and not peer.was_established and peer.disconnect_reason is None and self.running:
             why = peer.lost_reason.getErrorMessage() if peer.lost_reason is not None else "closed"
@@ -502,39 +626,51 @@ class PeerNetwork(Service):
 
     # Messages
 
-    def peer_message(self, peer: PeerProtocol, message: Message) -> None:
+    def peer_message(self, peer: PeerProtocol, message: Message) -> Deferred[Any] | None:
         """
-        Handle a message of an established peer.
-        """
-        if isinstance(message, (GetBlockHeaders, GetBlockBodies)):
-            if peer.begin_serving():
-                self._track(self.relay.serve(peer, message)).addBoth(lambda _: peer.end_serving())
-        elif isinstance(message, NewBlock):
-            self._track(self.relay.new_block(peer, message))
-        elif isinstance(message, NewBlockHashes):
-            self._track(self.relay.announced(peer, message))
-        elif isinstance(message, Transactions):
-            self._track(self.relay.transactions(peer, message))
-        elif isinstance(message, Status):
-            self.relay.heard_head(peer, message.head_hash, message.head_number, message.total_difficulty)
-            self.sync.maybe_sync()
-        elif isinstance(message, GetPeers):
-            peer.send(Peers(tuple(self._addresses(exclude=peer))))
-        elif isinstance(message, Peers):
-            self._discovered(message.peers)
+        Handle a message of an established peer, by the table of message
+        codes: requests are answered concurrently (within the peer's limit
+        of requests in flight), blocks and transactions wait in the peer's
+        lane, the rest is handled at once.
 
-    def _track(self, coroutine: Any) -> Deferred[None]:
+        @return: L{None} when handled, else a Deferred that fires when it is.
         """
-        Run a message's handling, counted in L{queue_size}; log what fails unexpectedly.
+        return _MESSAGE_HANDLERS[message.code](self, peer, message)
+
+    def _serve(self, peer: PeerProtocol, message: GetBlockHeaders | GetBlockBodies) -> Deferred[Any] | None:
+        if not peer.begin_serving():
+            return None
+        serving = self._logged(Deferred.fromCoroutine(self.relay.serve(peer, message)))
+        return serving.addBoth(lambda _: peer.end_serving())
+
+    def _new_block(self, peer: PeerProtocol, message: NewBlock) -> Deferred[Any]:
+        return self._logged(peer.lane.submit(lambda: self.relay.new_block(peer, message)))
+
+    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any]:
+        return self._logged(peer.lane.submit(lambda: self.relay.transactions(peer, message)))
+
+    def _announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
+        self.relay.announced(peer, message)
+
+    def _status(self, peer: PeerProtocol, message: Status) -> None:
+        self.relay.status(peer, message)
+
+    def _get_peers(self, peer: PeerProtocol, message: GetPeers) -> None:
+        peer.send(Peers(tuple(self._addresses(exclude=peer))))
+
+    def _peers_message(self, peer: PeerProtocol, message: Peers) -> None:
+        self._discovered(message.peers)
+
+    def _logged(self, handling: Deferred[Any]) -> Deferred[None]:
         """
-        self._handling += 1
+        Log what fails unexpectedly in a message's handling.
+        """
 
         def done(result: Any) -> None:
-            self._handling -= 1
             if isinstance(result, Failure) and not result.check(P2PError):
                 self.log.failure("handling a peer message failed", result)
 
-        return ensureDeferred(coroutine).addBoth(done)
+        return handling.addBoth(done)
 
     def _addresses(self, exclude: PeerProtocol) -> list[PeerAddress]:
         """
@@ -559,6 +695,22 @@ class PeerNetwork(Service):
                 continue
             self.dial(address.host, address.port)
             outbound += 1
+
+
+_MESSAGE_HANDLERS: dict[int, Callable[[PeerNetwork, PeerProtocol, Any], Deferred[Any] | None]] = {
+    MessageCode.GET_BLOCK_HEADERS: PeerNetwork._serve,
+    MessageCode.GET_BLOCK_BODIES: PeerNetwork._serve,
+    MessageCode.NEW_BLOCK: PeerNetwork._new_block,
+    MessageCode.NEW_BLOCK_HASHES: PeerNetwork._announced,
+    MessageCode.TRANSACTIONS: PeerNetwork._transactions,
+    MessageCode.STATUS: PeerNetwork._status,
+    MessageCode.GET_PEERS: PeerNetwork._get_peers,
+    MessageCode.PEERS: PeerNetwork._peers_message,
+}
+"""
+The messages of established peers that the node handles (the connection
+handles the others: L{nodex.p2p.protocol}), by code.
+"""
 
 
 def _is_ip(host: str) -> bool:

@@ -1,17 +1,18 @@
 """
-One connection to a peer: frames, the handshake, limits, keep-alive and
-the requests this node sends (C{docs/p2p.md}).
+One connection to a peer: frames, the handshake, limits, the inbound
+queue and its backpressure, keep-alive and the requests this node sends
+(C{docs/p2p.md}).
 
 The protocol knows the wire; what the messages mean for the node is the
 business of its L{PeerHost} (the peer network service), to which it hands
-every message once the handshake is done.
+every message once the handshake is done.  Messages are routed by tables
+from message code to handler, one table per state of the connection.
 """
 
 import os
-from collections import OrderedDict, deque
-from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import Any, Protocol as TypingProtocol
+from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
@@ -20,137 +21,25 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, PeerEvent
-from nodex.p2p.errors import DisconnectReason, MessageError, PeerGoneError, RequestTimeoutError
-from nodex.p2p.identity import NodeKey, verify_challenge
+from nodex.p2p.errors import DisconnectReason, MessageError
+from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, FrameTooLargeError, Framing, LengthPrefixFraming
+from nodex.p2p.host import PeerHost
+from nodex.p2p.identity import verify_challenge
+from nodex.p2p.inbound import KnownSet, WorkLane
 from nodex.p2p.messages import (
     CHALLENGE_BYTES,
-    FRAME_HEADER_BYTES,
     Auth,
-    BlockBodies,
-    BlockHeaders,
-    Body,
     Disconnect,
-    GetBlockBodies,
-    GetBlockHeaders,
     Hello,
     Message,
+    MessageCode,
     Ping,
     Pong,
     Status,
     decode_message,
-    encode_frame,
+    encode_message,
 )
-from nodex.structures.headers import Header
-
-
-@dataclass(frozen=True)
-class PeerSettings:
-    """
-    The limits of one connection (C{p2p.*} configuration keys).
-
-    @ivar max_frame_bytes: the largest frame accepted; a larger length prefix disconnects.
-    @ivar messages_per_second: the most messages a peer may send in one second.
-    @ivar max_outstanding_requests: the most requests in flight each way.
-    @ivar request_timeout: seconds a peer has to answer a request (and to finish the handshake).
-    @ivar ping_interval: seconds between pings; a peer silent for three intervals is dropped.
-    """
-
-    max_frame_bytes: int = 16 * 1024 * 1024
-    messages_per_second: int = 500
-    max_outstanding_requests: int = 16
-    request_timeout: float = 10.0
-    ping_interval: float = 15.0
-
-
-@dataclass(frozen=True)
-class ChainStatus:
-    """
-    What a hello says about the sender's chain.
-    """
-
-    network_id: int
-    genesis_hash: bytes
-    head_hash: bytes
-    head_number: int
-    total_difficulty: int
-    listen_port: int
-
-
-class PeerHost(TypingProtocol):
-    """
-    What a L{PeerProtocol} needs from the node's peer network.
-    """
-
-    node_key: NodeKey
-    peer_settings: PeerSettings
-
-    def chain_status(self) -> ChainStatus:
-        """
-        This node's side of a hello.
-        """
-
-    def is_allowed(self, node_id: bytes | None, address: str) -> bool:
-        """
-        Whether a peer may connect or be heard now.
-        """
-
-    def record_event(self, peer: "PeerProtocol", event: str) -> None:
-        """
-        Record a L{PeerEvent} against a peer.
-        """
-
-    def peer_ready(self, peer: "PeerProtocol") -> DisconnectReason | None:
-        """
-        Adopt a peer whose handshake succeeded, or say why it must go.
-        """
-
-    def peer_message(self, peer: "PeerProtocol", message: Message) -> None:
-        """
-        Handle a message of an adopted peer (every message but the
-        handshake's, keep-alive's and answers to this node's requests).
-        """
-
-    def peer_lost(self, peer: "PeerProtocol") -> None:
-        """
-        Forget a peer whose connection ended (adopted or not).
-        """
-
-    def decode_in_thread(self, payload: bytes) -> "Deferred[Message]":
-        """
-        Decode a large frame's payload off the reactor thread
-        (L{nodex.p2p.messages.decode_and_hash}).
-
-        @return: a Deferred firing with the message, or failing with
-            L{MessageError}.
-        """
-
-
-class KnownSet:
-    """
-    A bounded set of hashes, forgetting the oldest first.
-    """
-
-    def __init__(self, limit: int) -> None:
-        """
-        @param limit: how many entries to keep.
-        """
-        self._limit = limit
-        self._entries: OrderedDict[Hashable, None] = OrderedDict()
-
-    def add(self, entry: Hashable) -> None:
-        """
-        Remember C{entry}.
-        """
-        self._entries[entry] = None
-        self._entries.move_to_end(entry)
-        if len(self._entries) > self._limit:
-            self._entries.popitem(last=False)
-
-    def __contains__(self, entry: Hashable) -> bool:
-        return entry in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
+from nodex.p2p.requests import PeerRequests
 
 
 HANDSHAKE, AUTHENTICATING, ESTABLISHED, CLOSED = "handshake", "authenticating", "established", "closed"
@@ -168,17 +57,33 @@ _HANDSHAKE_FAILURES = {
 }
 
 
-class PeerProtocol(Protocol):
+class PeerProtocol(PeerRequests, Protocol):
     """
     The wire protocol over one TCP (or TLS) connection.
 
-    @ivar node_id: the peer's node id, once its hello arrived.
+    @ivar node_id: the peer's node id, once its hello arrived (proven once
+        the handshake is done: L{proven_node_id}).
     @ivar hello: the peer's hello.
-    @ivar head_hash: the peer's best block as last heard (hello, status, announcements).
+    @ivar head_hash: the peer's best block as it claims it (hello, status,
+        announcements): a claim, used to choose whom to ask, never to
+        report how far the network is.
+    @ivar head_number: the number of the claimed best block.
+    @ivar total_difficulty: the claimed total difficulty.
+    @ivar shown_number: the highest block number the peer has shown: the
+        last of a chain of headers it delivered that links to this node's
+        chain, or a block of it that this node imported.
+    @ivar claim_failures: how many sync runs in a row ended without the
+        peer backing its claim.
     @ivar known_blocks: the block hashes the peer is known to have.
     @ivar known_transactions: the transaction hashes the peer is known to have.
+    @ivar invalid_transactions: transactions that can never be valid that it sent.
+    @ivar repeated_messages: messages that repeated what it sent before.
+    @ivar offended: whether this node disconnected it for an offence.
+    @ivar lane: where its work messages (blocks, transactions) wait their turn.
+    @ivar framing: how its byte stream is cut into frames.
     @ivar dialed_host: the host name this node dialed (outbound), else L{None}.
     @ivar dial_target: the host and port this node dialed (outbound), else L{None}.
+    @ivar connected_at: when the connection was made (the clock's seconds).
     @ivar disconnect_reason: why the connection ended, when this side ended it.
     @ivar received_disconnect: the reason code of the peer's disconnect, if it sent one.
     @ivar was_established: whether the handshake had succeeded before the connection ended.
@@ -203,26 +108,35 @@ class PeerProtocol(Protocol):
         self.head_hash = b""
         self.head_number = 0
         self.total_difficulty = 0
+        self.shown_number = 0
+        self.claim_failures = 0
         self.known_blocks = KnownSet(1024)
         self.known_transactions = KnownSet(8192)
+        self.invalid_transactions = 0
+        self.repeated_messages = 0
+        self.offended = False
+        self.lane = WorkLane()
+        self.framing: Framing = LengthPrefixFraming(HANDSHAKE_FRAME_BYTES)
+        self.connected_at = 0.0
         self.disconnect_reason: DisconnectReason | None = None
         self.was_established = False
         self.lost_reason: Failure | None = None
         self.received_disconnect: int | None = None
         self._challenge = os.urandom(CHALLENGE_BYTES)
-        self._buffer = bytearray()
         self._frames: deque[bytes] = deque()
-        self._queued_bytes = 0
+        self._held = 0
+        self._held_bytes = 0
         self._decoding = False
+        self._pumping = False
         self._paused = False
+        self._pauses = 0
         self._window = -1
         self._window_count = 0
         self._last_received = 0.0
-        self._next_request_id = 1
-        self._requests: dict[int, tuple[Deferred[Any], IDelayedCall, Message]] = {}
-        self._serving = 0
+        self.init_requests()
         self._timer: IDelayedCall | None = None
         self._hello_head = b""
+        self._proven = False
 
     # Addresses
 
@@ -248,6 +162,14 @@ class PeerProtocol(Protocol):
         return self.node_id.hex()[:8] if self.node_id else "????????"
 
     @property
+    def proven_node_id(self) -> bytes | None:
+        """
+        The node id once the handshake has proved that the peer holds its
+        key; L{None} before (a hello's node id is only a claim).
+        """
+        return self.node_id if self._proven else None
+
+    @property
     def closed(self) -> bool:
         """
         Whether the connection is closing or closed (refused, disconnected or lost).
@@ -261,13 +183,27 @@ class PeerProtocol(Protocol):
         """
         return self.state == ESTABLISHED
 
+    @property
+    def queued(self) -> int:
+        """
+        The peer's messages received and not handled yet.
+        """
+        return self._held
+
+    @property
+    def paused(self) -> bool:
+        """
+        Whether this node stopped reading from the peer (its inbound queue is full).
+        """
+        return self._paused
+
     # Connection
 
     def connectionMade(self) -> None:
         """
         Refuse a refused address, else send the hello and start the handshake timer.
         """
-        self._last_received = self._clock.seconds()
+        self._last_received = self.connected_at = self._clock.seconds()
         if not self._host.is_allowed(None, self.address):
             self.disconnect(DisconnectReason.BAD_REPUTATION)
             return
@@ -280,97 +216,165 @@ class PeerProtocol(Protocol):
                 self._challenge, status.listen_port,
             )
         )
-        self._timer = self._clock.callLater(self._host.peer_settings.request_timeout, self._handshake_timed_out)
+        self._timer = self._clock.callLater(self._host.peer_settings.handshake_timeout, self._handshake_timed_out)
 
     def _handshake_timed_out(self) -> None:
         self._timer = None
-        self._host.record_event(self, PeerEvent.FAILED_HANDSHAKE)
-        self.disconnect(DisconnectReason.HANDSHAKE_TIMEOUT)
+        self._handshake_failure(PeerEvent.FAILED_HANDSHAKE, DisconnectReason.HANDSHAKE_TIMEOUT, "handshake timed out")
+
+    def _handshake_failure(self, event: str, reason: DisconnectReason, why: str) -> None:
+        """
+        A handshake that failed by the peer's doing: recorded against its
+        address, counted by the host, and the connection ended.
+        """
+        self._host.record_event(self, event)
+        self._host.handshake_failed(self, why)
+        self.disconnect(reason)
 
     def dataReceived(self, data: bytes) -> None:
         """
-        Cut frames out of the stream and handle each message.
+        Take bytes of the stream; cut and handle the frames the inbound queue has room for.
         """
         if self.state == CLOSED:
             return
-        self._buffer += data
-        limit = self._host.peer_settings.max_frame_bytes
-        while self.state != CLOSED and len(self._buffer) >= FRAME_HEADER_BYTES:
-            length = int.from_bytes(self._buffer[:FRAME_HEADER_BYTES], "big")
-            if length > limit:
-                self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FRAME_TOO_LARGE, f"frame of {length} bytes")
-                return
-            end = FRAME_HEADER_BYTES + length
-            if len(self._buffer) < end:
-                break
-            payload = bytes(self._buffer[FRAME_HEADER_BYTES:end])
-            del self._buffer[:end]
-            if not self._count_message():
-                return
-            self._frames.append(payload)
-            self._queued_bytes += len(payload)
-            # Each frame is handled before the next length is read (a
-            # malformed message ends the connection before what follows it).
-            self._drain()
+        self.framing.feed(data)
+        self._pump()
 
-    def _drain(self) -> None:
+    # The inbound queue
+
+    def _over_budget(self) -> bool:
+        settings = self._host.peer_settings
+        return self._held >= settings.max_queued_messages or self._held_bytes >= settings.max_queued_bytes
+
+    def _pump(self) -> None:
         """
-        Decode and handle the queued frames in order: a small one at once,
-        a large one (at least L{THREAD_DECODE_BYTES}: header and body
-        answers during a sync, whose decoding took the reactor for up to
-        tens of milliseconds) on the host's decoder thread, the frames
-        behind it waiting for it.  While more than a frame's limit waits,
+        Handle the frames cut so far in order, and cut more while the
+        inbound queue has room.  A small frame is decoded at once, a large
+        one (at least L{THREAD_DECODE_BYTES}: header and body answers
+        during a sync, whose decoding took the reactor for up to tens of
+        milliseconds) on the host's decoder thread, the frames behind it
+        waiting for it.  Each frame stays in the queue, counted by number
+        and bytes, until its message is handled; while the queue is full
         the peer's stream is paused.
         """
-        while self._frames and not self._decoding and self.state != CLOSED:
-            payload = self._frames.popleft()
-            self._queued_bytes -= len(payload)
-            if len(payload) >= THREAD_DECODE_BYTES:
-                self._decoding = True
-                self._host.decode_in_thread(payload).addCallbacks(self._decoded, self._undecodable).addErrback(
-                    lambda failure: self.log.failure("handling a decoded peer message failed", failure)
-                )
-                break
-            try:
-                message = decode_message(payload)
-            except MessageError as exc:
-                self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, str(exc))
-                return
-            self._handle(message)
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            while self.state != CLOSED:
+                if self._frames and not self._decoding:
+                    self._decode(self._frames.popleft())
+                    continue
+                if self._over_budget() or not self._cut():
+                    break
+        finally:
+            self._pumping = False
         self._flow()
 
-    def _decoded(self, message: Message) -> None:
+    def _cut(self) -> bool:
+        """
+        Cut the next whole frame out of the stream into the queue.
+
+        @return: whether one was cut.
+        """
+        try:
+            payload = self.framing.next_frame()
+        except FrameTooLargeError as exc:
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FRAME_TOO_LARGE, str(exc))
+            return False
+        if payload is None or not self._count_message():
+            return False
+        self._held += 1
+        self._held_bytes += len(payload)
+        self._frames.append(payload)
+        return True
+
+    def _decode(self, payload: bytes) -> None:
+        """
+        Decode one frame at once, or start its decoding on the decoder thread.
+        """
+        if len(payload) >= THREAD_DECODE_BYTES:
+            self._decoding = True
+            decoding = self._host.decode_in_thread(payload)
+            decoding.addCallbacks(self._decoded, self._undecodable, (len(payload),), errbackArgs=(len(payload),))
+            decoding.addErrback(lambda failure: self.log.failure("handling a decoded peer message failed", failure))
+            return
+        try:
+            message = decode_message(payload)
+        except MessageError as exc:
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, str(exc))
+            self._release(len(payload))
+            return
+        self._dispatch(message, len(payload))
+
+    def _decoded(self, message: Message, size: int) -> None:
         """
         A large frame decoded on the decoder thread: handle it, then the frames behind it.
         """
         self._decoding = False
         if self.state == CLOSED:
+            self._release(size)
             return
-        self._handle(message)
-        self._drain()
+        self._dispatch(message, size)
+        self._pump()
 
-    def _undecodable(self, failure: Failure) -> None:
+    def _undecodable(self, failure: Failure, size: int) -> Failure | None:
         """
         A large frame that is not a message: the peer's offence.
         """
         self._decoding = False
-        failure.trap(MessageError)
-        if self.state != CLOSED:
+        if failure.check(MessageError) and self.state != CLOSED:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, failure.getErrorMessage())
+        self._release(size)
+        if not failure.check(MessageError):
+            return failure
+        return None
+
+    def _dispatch(self, message: Message, size: int) -> None:
+        """
+        Handle one message; it leaves the queue once handled.
+        """
+        try:
+            handling = self._handle(message)
+        except Exception:
+            self._release(size)
+            raise
+        if handling is None:
+            self._release(size)
+        else:
+            handling.addBoth(self._released, size)
+
+    def _released(self, result: Any, size: int) -> None:
+        if isinstance(result, Failure):
+            self.log.failure("handling a peer message failed", result)
+        self._release(size)
+
+    def _release(self, size: int) -> None:
+        """
+        A message left the queue: read on if there is room now.
+        """
+        self._held -= 1
+        self._held_bytes -= size
+        if not self._pumping:
+            self._pump()
 
     def _flow(self) -> None:
         """
-        Pause the peer's stream while more than a frame's limit of frames
-        waits for decoding; resume it once they are handled.
+        Pause the peer's stream while its inbound queue is full; resume it
+        once there is room.  Silence and unanswered requests while paused
+        are this node's doing, not the peer's (see L{_keep_alive} and
+        L{_request_timed_out}).
         """
         if self.transport is None or self.state == CLOSED:
             return
-        waiting = self._queued_bytes > self._host.peer_settings.max_frame_bytes
-        if waiting and not self._paused:
+        full = self._over_budget()
+        if full and not self._paused:
             self._paused = True
+            self._pauses += 1
             self.transport.pauseProducing()  # type: ignore[attr-defined]
-        elif not waiting and self._paused:
+        elif not full and self._paused:
             self._paused = False
+            self._last_received = self._clock.seconds()
             self.transport.resumeProducing()  # type: ignore[attr-defined]
 
     def _count_message(self) -> bool:
@@ -388,44 +392,54 @@ class PeerProtocol(Protocol):
             return False
         return True
 
-    def _handle(self, message: Message) -> None:
-        """
-        Route one message by the state of the connection.
-        """
-        if isinstance(message, Disconnect):
-            self.received_disconnect = message.reason
-            self.log.debug(
-                "peer {peer} disconnected: {reason}", peer=self.short_id, reason=DisconnectReason.describe(message.reason)
-            )
-            self.was_established = self.state == ESTABLISHED
-            self.state = CLOSED
-            self.transport.loseConnection()  # type: ignore[union-attr]
-            return
-        if self.state == HANDSHAKE:
-            self._receive_hello(message)
-        elif self.state == AUTHENTICATING:
-            self._receive_auth(message)
-        elif not self._host.is_allowed(self.node_id, self.address):
-            self.disconnect(DisconnectReason.BAD_REPUTATION)
-        elif isinstance(message, Ping):
-            self.send(Pong(message.nonce))
-        elif isinstance(message, Pong):
-            pass
-        elif isinstance(message, (BlockHeaders, BlockBodies)):
-            self._receive_answer(message)
-        elif isinstance(message, (Hello, Auth)):
-            self.offence(PeerEvent.UNEXPECTED_MESSAGE, DisconnectReason.UNEXPECTED_MESSAGE, "a second handshake")
-        else:
-            self._host.peer_message(self, message)
+    # Routing
 
-    def _receive_hello(self, message: Message) -> None:
+    def _handle(self, message: Message) -> "Deferred[Any] | None":
+        """
+        Route one message by the table of the connection's state; in an
+        established connection, what the table lacks goes to the host.
+        """
+        if message.code == MessageCode.DISCONNECT:
+            self._receive_disconnect(message)  # type: ignore[arg-type]
+            return None
+        handler = _HANDLERS[self.state].get(message.code)
+        if self.state != ESTABLISHED:
+            if handler is None:
+                self._unexpected_before_handshake(message)
+            else:
+                handler(self, message)
+            return None
+        if not self._host.is_allowed(self.node_id, self.address):
+            self.disconnect(DisconnectReason.BAD_REPUTATION)
+            return None
+        if handler is not None:
+            handler(self, message)
+            return None
+        return self._host.peer_message(self, message)
+
+    def _receive_disconnect(self, message: Disconnect) -> None:
+        self.received_disconnect = message.reason
+        self.log.debug(
+            "peer {peer} disconnected: {reason}", peer=self.short_id, reason=DisconnectReason.describe(message.reason)
+        )
+        self.was_established = self.state == ESTABLISHED or self.was_established
+        self._close()
+        self.transport.loseConnection()  # type: ignore[union-attr]
+
+    def _unexpected_before_handshake(self, message: Message) -> None:
+        """
+        A message out of the handshake's order (C{docs/reputation.md}: an
+        C{UNEXPECTED_MESSAGE} of the address, and a failed handshake).
+        """
+        self._handshake_failure(
+            PeerEvent.UNEXPECTED_MESSAGE, DisconnectReason.UNEXPECTED_MESSAGE,
+            f"{message.code.name} before the handshake",
+        )
+
+    def _receive_hello(self, message: Hello) -> None:
         """
         Check the peer's hello against this node's chain; answer its challenge.
         """
-        if not isinstance(message, Hello):
-            self._host.record_event(self, PeerEvent.FAILED_HANDSHAKE)
-            self.disconnect(DisconnectReason.UNEXPECTED_MESSAGE)
-            return
         self.hello = message
         self.node_id = message.node_id
         self.head_hash, self.head_number = message.head_hash, message.head_number
@@ -448,17 +462,18 @@ class PeerProtocol(Protocol):
         self.state = AUTHENTICATING
         self.send(Auth(self._host.node_key.sign_challenge(message.challenge)))
 
-    def _receive_auth(self, message: Message) -> None:
+    def _receive_auth(self, message: Auth) -> None:
         """
         Check the proof of the peer's key; adopt the peer.
         """
         assert self.node_id is not None
-        if not isinstance(message, Auth) or not verify_challenge(message.signature, self._challenge, self.node_id):
-            self._host.record_event(self, PeerEvent.FAILED_HANDSHAKE)
-            self.disconnect(DisconnectReason.BAD_HANDSHAKE)
+        if not verify_challenge(message.signature, self._challenge, self.node_id):
+            self._handshake_failure(PeerEvent.FAILED_HANDSHAKE, DisconnectReason.BAD_HANDSHAKE, "bad proof of its key")
             return
         self._cancel_timer()
+        self._proven = True
         self.known_blocks.add(self.head_hash)
+        self.framing.limit = self._host.peer_settings.max_frame_bytes
         self._host.record_event(self, PeerEvent.SUCCESSFUL_HANDSHAKE)
         if not self._host.is_allowed(self.node_id, self.address):
             self.disconnect(DisconnectReason.BAD_REPUTATION)
@@ -475,13 +490,25 @@ class PeerProtocol(Protocol):
             self.send(Status(status.head_hash, status.head_number, status.total_difficulty))
         self._timer = self._clock.callLater(self._host.peer_settings.ping_interval, self._keep_alive)
 
+    def _receive_ping(self, message: Ping) -> None:
+        self.send(Pong(message.nonce))
+
+    def _receive_pong(self, message: Pong) -> None:
+        """
+        Nothing to do: its arrival counted as a sign of life.
+        """
+
+    def _second_handshake(self, message: Message) -> None:
+        self.offence(PeerEvent.UNEXPECTED_MESSAGE, DisconnectReason.UNEXPECTED_MESSAGE, "a second handshake")
+
     def _keep_alive(self) -> None:
         """
-        Ping the peer; drop it when it has been silent for three intervals.
+        Ping the peer; drop it when it has been silent for three intervals
+        (not while this node has stopped reading from it).
         """
         interval = self._host.peer_settings.ping_interval
         self._timer = None
-        if self._clock.seconds() - self._last_received > 3 * interval:
+        if not self._paused and self._clock.seconds() - self._last_received > 3 * interval:
             self.offence(PeerEvent.TIMEOUT_MESSAGE, DisconnectReason.REQUEST_TIMEOUT, "silent peer")
             return
         self.send(Ping(int.from_bytes(os.urandom(4), "big")))
@@ -492,6 +519,39 @@ class PeerProtocol(Protocol):
             self._timer.cancel()
         self._timer = None
 
+    # Events
+
+    def record(self, event: str) -> None:
+        """
+        Record a L{PeerEvent} against the peer (no disconnect).
+        """
+        self._host.record_event(self, event)
+
+    def repeated(self, what: str) -> None:
+        """
+        The peer sent again what it sent before: a C{REPEATED_MESSAGE},
+        dropped; past L{PeerSettings.max_repeated_messages} in one
+        connection, a flood.
+        """
+        self.repeated_messages += 1
+        self.record(PeerEvent.REPEATED_MESSAGE)
+        if self.repeated_messages > self._host.peer_settings.max_repeated_messages:
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, f"too many repeated messages ({what})")
+
+    def invalid_transaction(self, why: str) -> None:
+        """
+        The peer sent a transaction that can never be valid: an
+        C{INVALID_TRANSACTION}; past L{PeerSettings.max_invalid_transactions}
+        in one connection, an offence.
+        """
+        self.invalid_transactions += 1
+        self.record(PeerEvent.INVALID_TRANSACTION)
+        if self.invalid_transactions > self._host.peer_settings.max_invalid_transactions:
+            self.offence(
+                PeerEvent.INVALID_MESSAGE, DisconnectReason.INVALID_TRANSACTIONS,
+                f"{self.invalid_transactions} invalid transactions (the last: {why})",
+            )
+
     # Sending
 
     def send(self, message: Message) -> None:
@@ -499,7 +559,7 @@ class PeerProtocol(Protocol):
         Send one message (nothing once the connection is closing).
         """
         if self.state != CLOSED and self.transport is not None:
-            self.transport.write(encode_frame(message))
+            self.transport.write(self.framing.frame(encode_message(message)))
 
     def disconnect(self, reason: DisconnectReason) -> None:
         """
@@ -509,15 +569,22 @@ class PeerProtocol(Protocol):
             return
         self.send(Disconnect(int(reason)))
         self.was_established = self.state == ESTABLISHED or self.was_established
-        self.state = CLOSED
+        self._close()
         self.disconnect_reason = reason
         self.log.debug("disconnecting peer {peer}: {reason}", peer=self.short_id, reason=DisconnectReason.describe(reason))
         self.transport.loseConnection()  # type: ignore[union-attr]
+
+    def _close(self) -> None:
+        self.state = CLOSED
+        self.lane.close()
 
     def offence(self, event: str, reason: DisconnectReason, detail: str) -> None:
         """
         Record an offence of the peer and disconnect it.
         """
+        if self.state == CLOSED:
+            return
+        self.offended = True
         self.log.info(
             "peer {peer} at {address}: {detail}; disconnecting ({reason})",
             peer=self.short_id, address=self.address, detail=detail, reason=DisconnectReason.describe(reason),
@@ -530,121 +597,34 @@ class PeerProtocol(Protocol):
         Fail the outstanding requests and tell the host.
         """
         self.was_established = self.state == ESTABLISHED or self.was_established
-        self.state = CLOSED
+        self._close()
         self.lost_reason = reason
         self._cancel_timer()
-        requests, self._requests = self._requests, {}
-        for waiter, timeout, _ in requests.values():
-            if timeout.active():
-                timeout.cancel()
-            waiter.errback(PeerGoneError(f"peer {self.short_id} disconnected"))
+        self.fail_requests()
         self._host.peer_lost(self)
 
-    # Requests this node sends
 
-    @property
-    def free_request_slots(self) -> int:
-        """
-        How many more requests this node may have in flight to the peer.
-        """
-        return self._host.peer_settings.max_outstanding_requests - len(self._requests)
+_Handler = Callable[[PeerProtocol, Any], None]
 
-    def request_headers(
-        self, origin: bytes | int, count: int, skip: int = 0, reverse: bool = False
-    ) -> Deferred[tuple[Header, ...]]:
-        """
-        Ask for headers.
-
-        @return: a Deferred firing with the headers, or failing with
-            L{RequestTimeoutError} or L{PeerGoneError}.
-        """
-        return self._request(lambda request_id: GetBlockHeaders(request_id, origin, count, skip, reverse))
-
-    def request_bodies(self, hashes: tuple[bytes, ...]) -> Deferred[tuple[Body, ...]]:
-        """
-        Ask for block bodies.
-
-        @return: a Deferred firing with the bodies (possibly fewer than
-            asked), or failing as L{request_headers}.
-        """
-        return self._request(lambda request_id: GetBlockBodies(request_id, hashes))
-
-    def _request(self, make: Any) -> Deferred[Any]:
-        if self.state != ESTABLISHED:
-            return _failed(PeerGoneError(f"peer {self.short_id} is not connected"))
-        request_id = self._next_request_id
-        self._next_request_id += 1
-        message = make(request_id)
-        waiter: Deferred[Any] = Deferred()
-        timeout = self._clock.callLater(self._host.peer_settings.request_timeout, self._request_timed_out, request_id)
-        self._requests[request_id] = (waiter, timeout, message)
-        self.send(message)
-        return waiter
-
-    def _request_timed_out(self, request_id: int) -> None:
-        entry = self._requests.pop(request_id, None)
-        if entry is None:
-            return
-        entry[0].errback(RequestTimeoutError(f"peer {self.short_id} did not answer in time"))
-        self.offence(PeerEvent.TIMEOUT_MESSAGE, DisconnectReason.REQUEST_TIMEOUT, "request timed out")
-
-    def _receive_answer(self, message: BlockHeaders | BlockBodies) -> None:
-        """
-        Fire the waiter of the request a message answers.
-        """
-        entry = self._requests.pop(message.request_id, None)
-        if entry is None:
-            self._host.record_event(self, PeerEvent.UNEXPECTED_MESSAGE)
-            return
-        waiter, timeout, request = entry
-        timeout.cancel()
-        if isinstance(message, BlockHeaders) and isinstance(request, GetBlockHeaders):
-            if len(message.headers) > request.count:
-                waiter.errback(MessageError("more headers than asked"))
-                self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "more headers than asked")
-                return
-            waiter.callback(message.headers)
-        elif isinstance(message, BlockBodies) and isinstance(request, GetBlockBodies):
-            if len(message.bodies) > len(request.hashes):
-                waiter.errback(MessageError("more bodies than asked"))
-                self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "more bodies than asked")
-                return
-            waiter.callback(message.bodies)
-        else:
-            waiter.errback(MessageError("an answer of the wrong kind"))
-            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "an answer of the wrong kind")
-
-    # Requests the peer sends
-
-    def begin_serving(self) -> bool:
-        """
-        Count a request of the peer that this node starts to answer;
-        C{False} (and a disconnect) when the peer has too many in flight.
-        """
-        if self._serving >= self._host.peer_settings.max_outstanding_requests:
-            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, "too many requests in flight")
-            return False
-        self._serving += 1
-        return True
-
-    def end_serving(self) -> None:
-        """
-        Count a request of the peer as answered.
-        """
-        self._serving -= 1
+_HANDLERS: dict[str, dict[int, _Handler]] = {
+    HANDSHAKE: {MessageCode.HELLO: PeerProtocol._receive_hello},
+    AUTHENTICATING: {MessageCode.AUTH: PeerProtocol._receive_auth},
+    ESTABLISHED: {
+        MessageCode.PING: PeerProtocol._receive_ping,
+        MessageCode.PONG: PeerProtocol._receive_pong,
+        MessageCode.BLOCK_HEADERS: PeerProtocol._receive_answer,
+        MessageCode.BLOCK_BODIES: PeerProtocol._receive_answer,
+        MessageCode.HELLO: PeerProtocol._second_handshake,
+        MessageCode.AUTH: PeerProtocol._second_handshake,
+    },
+    CLOSED: {},
+}
+"""
+The messages the connection itself handles, by state; in an established
+connection every other message goes to the host's table
+(L{nodex.p2p.network.PeerNetwork}).  Before the handshake is done, a
+message a state's table lacks is out of order.
+"""
 
 
-def _failed(exc: Exception) -> Deferred[Any]:
-    waiter: Deferred[Any] = Deferred()
-    waiter.errback(exc)
-    return waiter
-
-
-__all__ = [
-    "THREAD_DECODE_BYTES",
-    "ChainStatus",
-    "KnownSet",
-    "PeerHost",
-    "PeerProtocol",
-    "PeerSettings",
-]
+__all__ = ["THREAD_DECODE_BYTES", "PeerProtocol"]

@@ -4,19 +4,24 @@ peers' header and body requests from the chain, imports the blocks peers
 send or announce (an orphan or a far block starts a sync), offers peers'
 transactions to the pool, and spreads new heads and pending transactions
 to the peers that do not know them (C{docs/p2p.md}, "Propagation").
+
+What a peer sends costs it: a repeat of what it sent before is dropped
+and recorded, a block or transaction another peer brought first costs
+nothing, a transaction that can never be valid counts towards an
+offence, and peers' transactions reach the pool's checks a few at a time
+(C{docs/p2p.md}, "Backpressure").
 """
 
 import math
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.logger import Logger
 
 from nodex.interfaces import (
     ChainEvent,
-    IReputation,
     ImportResult,
     from_peer,
     InvalidTransactionRejectedError,
@@ -24,7 +29,7 @@ from nodex.interfaces import (
     PeerEvent,
     TransactionRejectedError,
 )
-from nodex.p2p.errors import DisconnectReason
+from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.messages import (
     MAX_HEADERS_PER_MESSAGE,
     BlockBodies,
@@ -36,6 +41,7 @@ from nodex.p2p.messages import (
     Status,
     Transactions,
 )
+from nodex.p2p.inbound import KnownSet
 from nodex.p2p.protocol import PeerProtocol
 from nodex.p2p.sync import Synchroniser
 from nodex.structures.blocks import Block
@@ -48,6 +54,16 @@ ANSWER_BYTES = 2 * 1024 * 1024
 FAR_AHEAD = 32
 """A new block this many numbers above the head is fetched by a sync, not as an orphan."""
 
+TRANSACTION_CHECKS = 8
+"""
+Peers' transactions in the pool's checks at once, all peers together (the
+checks run on the reader threads that also serve RPC): the bounded hand-off
+to the pool.  Each peer's transactions wait in its own lane.
+"""
+
+MAX_ANNOUNCED_FETCHES = 16
+"""Announced blocks waiting to be fetched from one peer; more announcements are ignored."""
+
 
 class ChainRelay:
     """
@@ -55,6 +71,12 @@ class ChainRelay:
 
     @ivar answered: how many requests of peers were answered, by kind (C{headers}, C{bodies}).
     @ivar pool: where peers' transactions go (L{None} until composed).
+    @ivar recent_blocks: hashes of blocks this node stored or found known
+        lately: a peer's copy of one is not imported again.
+    @ivar invalid_transactions: hashes of transactions found never valid:
+        whoever sends one again is not checked again.
+    @ivar refused_transactions: hashes of transactions the pool refused for
+        now (nonce too low, underpriced, pool full), forgotten when the head moves.
     """
 
     log = Logger()
@@ -62,7 +84,6 @@ class ChainRelay:
     def __init__(
         self,
         chain: Any,
-        reputation: IReputation,
         sync: Synchroniser,
         peers: Callable[[], list[PeerProtocol]],
         running: Callable[[], bool],
@@ -74,10 +95,15 @@ class ChainRelay:
         @param running: whether the peer network runs (nothing is spread otherwise).
         """
         self.chain = chain
-        self.reputation = reputation
         self.sync = sync
         self.pool: ITransactionPool | None = None
         self.answered: Counter[str] = Counter()
+        self.recent_blocks = KnownSet(4096)
+        self.invalid_transactions = KnownSet(16384)
+        self.refused_transactions = KnownSet(16384)
+        self._importing: set[bytes] = set()
+        self._intake = DeferredSemaphore(TRANSACTION_CHECKS)
+        self._fetching: dict[PeerProtocol, deque[bytes]] = {}
         self._peers = peers
         self._running = running
 
@@ -121,18 +147,35 @@ class ChainRelay:
 
     def heard_head(self, peer: PeerProtocol, head_hash: bytes, number: int, total_difficulty: int) -> None:
         """
-        Note a peer's head (from a status or a new block) when it is heavier than the last heard.
+        Note a peer's claimed head from a new block, when it is heavier than the last claimed.
         """
         peer.known_blocks.add(head_hash)
         if total_difficulty > peer.total_difficulty:
             peer.head_hash, peer.head_number, peer.total_difficulty = head_hash, number, total_difficulty
 
+    def status(self, peer: PeerProtocol, message: Status) -> None:
+        """
+        A peer's status names its head now, lighter or not than before (a
+        dev node may have rewound): it replaces the claim.
+        """
+        peer.known_blocks.add(message.head_hash)
+        if (message.head_hash, message.total_difficulty) != (peer.head_hash, peer.total_difficulty):
+            peer.claim_failures = 0
+        peer.head_hash, peer.head_number, peer.total_difficulty = (
+            message.head_hash, message.head_number, message.total_difficulty,
+        )
+        self.sync.maybe_sync()
+
     async def new_block(self, peer: PeerProtocol, message: NewBlock) -> None:
         """
-        Import a block a peer sent whole; an orphan makes this node fetch its parents.
+        Import a block a peer sent whole; an orphan makes this node fetch
+        its parents.  A block the peer sent before is a repeat; one this
+        node has is not imported again.
         """
         block = message.block
-        peer.known_blocks.add(block.hash)
+        if peer.known_blocks.note_received(block.hash):
+            peer.repeated("a block")
+            return
         self.heard_head(peer, block.hash, block.number, message.total_difficulty)
         if block.number > self.chain.head.header.number + FAR_AHEAD:
             self.sync.maybe_sync(peer)
@@ -144,81 +187,148 @@ class ChainRelay:
         Import one block a peer sent or announced; an invalid one costs the
         peer its connection, an orphan starts a sync with it.
         """
-        outcome = (await self.chain.import_blocks([block], from_peer(peer.node_id or b"")))[0]
+        if block.hash in self.recent_blocks or block.hash in self._importing:
+            return
+        self._importing.add(block.hash)
+        try:
+            outcome = (await self.chain.import_blocks([block], from_peer(peer.node_id or b"")))[0]
+        finally:
+            self._importing.discard(block.hash)
         result = outcome.result
         if result is ImportResult.INVALID_BLOCK:
             peer.offence(
                 PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"block {block.number}: {outcome.reason}"
             )
-        elif result is ImportResult.NO_PARENT:
+            return
+        if result is ImportResult.NO_PARENT:
             # The chain keeps the orphan aside; a sync brings its parents.
             self.sync.maybe_sync(peer)
-        elif result.stored:
-            self.reputation.record_event(PeerEvent.VALID_BLOCK, peer.node_id, peer.address)
+            return
         # A block ahead of the clock (held until due, or dropped when hours
         # ahead) costs its sender nothing: its clock may be wrong, or ours
         # (docs/chain-service.md, "Time").
+        if result.stored or result is ImportResult.EXIST:
+            self.recent_blocks.add(block.hash)
+            peer.shown_number = max(peer.shown_number, block.number)
+        if result is ImportResult.IMPORTED_BEST:
+            peer.record(PeerEvent.VALID_BLOCK)
 
-    async def announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
+    def announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
         """
-        Fetch the announced blocks this node lacks (a sync when they are far ahead).
+        Note the blocks a peer announces, and fetch those this node lacks
+        (a sync when they are far ahead), a few at a time, apart from the
+        peer's lane (the fetch waits for answers that may sit behind the
+        peer's next messages).
         """
+        fresh = []
         for block_hash, number in message.entries:
-            peer.known_blocks.add(block_hash)
+            if peer.known_blocks.note_received(block_hash):
+                continue
+            fresh.append((block_hash, number))
             if number > peer.head_number:
                 peer.head_hash, peer.head_number = block_hash, number
+        if len(fresh) < len(message.entries):
+            peer.repeated("block announcements")
         head = self.chain.head.header.number
-        for block_hash, number in message.entries:
+        waiting = self._fetching.get(peer)
+        for block_hash, number in fresh:
             if number > head + FAR_AHEAD:
                 self.sync.maybe_sync(peer)
-                return
-            if await self.chain.get_header_by_hash(block_hash) is not None:
+                break
+            if block_hash in self.recent_blocks:
                 continue
-            headers = await peer.request_headers(block_hash, 1)
-            if not headers or headers[0].hash != block_hash:
-                peer.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "announced a block it cannot serve")
-                return
-            bodies = await peer.request_bodies((block_hash,))
-            if not bodies:
-                peer.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "announced a block it cannot serve")
-                return
-            await self.import_one(peer, Block(headers[0], *bodies[0]))
+            if waiting is None:
+                waiting = self._fetching[peer] = deque()
+                fetching = Deferred.fromCoroutine(self._fetch_announced(peer, waiting))
+                fetching.addErrback(self._fetch_failed, peer)
+            if len(waiting) < MAX_ANNOUNCED_FETCHES:
+                waiting.append(block_hash)
+
+    async def _fetch_announced(self, peer: PeerProtocol, waiting: deque[bytes]) -> None:
+        """
+        Fetch and import the announced blocks of one peer, one after the other.
+        """
+        try:
+            while waiting and not peer.closed:
+                block_hash = waiting[0]
+                if block_hash not in self.recent_blocks and await self.chain.get_header_by_hash(block_hash) is None:
+                    await self._fetch_one(peer, block_hash)
+                waiting.popleft()
+        finally:
+            if self._fetching.get(peer) is waiting:
+                del self._fetching[peer]
+
+    async def _fetch_one(self, peer: PeerProtocol, block_hash: bytes) -> None:
+        headers = await peer.request_headers(block_hash, 1)
+        if not headers or headers[0].hash != block_hash:
+            peer.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "announced a block it cannot serve")
+            return
+        bodies = await peer.request_bodies((block_hash,))
+        if not bodies:
+            peer.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, "announced a block it cannot serve")
+            return
+        await self.import_one(peer, Block(headers[0], *bodies[0]))
+
+    def _fetch_failed(self, failure: Any, peer: PeerProtocol) -> None:
+        if not failure.check(P2PError):
+            self.log.failure("fetching blocks announced by peer {peer} failed", failure, peer=peer.short_id)
 
     async def transactions(self, peer: PeerProtocol, message: Transactions) -> None:
         """
-        Offer a peer's transactions to the pool.
+        Offer a peer's transactions to the pool, one at a time, through the
+        bounded hand-off; what the peer sent before, what the pool holds
+        and what it refused lately cost nothing.
         """
-        for transaction in message.transactions:
-            peer.known_transactions.add(transaction.hash)
+        fresh = [tx for tx in message.transactions if not peer.known_transactions.note_received(tx.hash)]
+        if len(fresh) < len(message.transactions):
+            peer.repeated("transactions")
         if self.pool is None:
             return
-        for transaction in message.transactions:
-            if transaction.impersonated:
+        for transaction in fresh:
+            if peer.closed:
+                return
+            tx_hash = transaction.hash
+            if tx_hash in self.invalid_transactions:
+                peer.invalid_transaction("a transaction known to be invalid")
+            elif transaction.impersonated:
                 # A dev chain's impersonation marker stands for a signature
                 # only for the node's own users: from a peer it is a forged
                 # one, whoever this node impersonates (docs/devchain.md).
-                self.reputation.record_event(PeerEvent.INVALID_TRANSACTION, peer.node_id, peer.address)
-                continue
-            if self.pool.get(transaction.hash) is not None:
-                continue
-            try:
-                await self.pool.add(transaction, relayed=True)
-            except InvalidTransactionRejectedError as exc:
-                # Its signature, chain id, size or intrinsic gas: never valid.
-                self.log.debug("peer {peer}'s transaction is invalid: {why}", peer=peer.short_id, why=str(exc))
-                self.reputation.record_event(PeerEvent.INVALID_TRANSACTION, peer.node_id, peer.address)
-            except TransactionRejectedError as exc:
-                # Refusals of the moment (nonce too low, underpriced, pool
-                # full) reach honest peers through gossip all the time: no
-                # offence (docs/reputation.md).
-                self.log.debug("peer {peer}'s transaction refused: {why}", peer=peer.short_id, why=str(exc))
-            else:
-                self.reputation.record_event(PeerEvent.VALID_TRANSACTION, peer.node_id, peer.address)
+                self.invalid_transactions.add(tx_hash)
+                peer.invalid_transaction("an impersonation marker")
+            elif self.pool.get(tx_hash) is None and tx_hash not in self.refused_transactions:
+                await self._offer(peer, transaction)
+
+    async def _offer(self, peer: PeerProtocol, transaction: Transaction) -> None:
+        """
+        One transaction of a peer through the pool's checks.
+        """
+        assert self.pool is not None
+        try:
+            await self._intake.run(self.pool.add, transaction, relayed=True)
+        except InvalidTransactionRejectedError as exc:
+            # Its signature, chain id, size or intrinsic gas: never valid.
+            self.log.debug("peer {peer}'s transaction is invalid: {why}", peer=peer.short_id, why=str(exc))
+            self.invalid_transactions.add(transaction.hash)
+            peer.invalid_transaction(str(exc))
+        except TransactionRejectedError as exc:
+            # Refusals of the moment (nonce too low, underpriced, pool
+            # full) reach honest peers through gossip all the time: no
+            # offence (docs/reputation.md).
+            self.log.debug("peer {peer}'s transaction refused: {why}", peer=peer.short_id, why=str(exc))
+            self.refused_transactions.add(transaction.hash)
+        else:
+            peer.record(PeerEvent.VALID_TRANSACTION)
 
     def chain_changed(self, event: ChainEvent) -> None:
         """
         Spread a new head: whole to a few peers, announced to the rest.
         """
+        if event.rewound:
+            self.recent_blocks = KnownSet(4096)
+        for adopted in event.adopted:
+            self.recent_blocks.add(adopted.hash)
+        self.refused_transactions = KnownSet(16384)
         if event.rewound or not event.adopted or not self._running():
             return
         head = self.chain.head
@@ -242,6 +352,7 @@ class ChainRelay:
         count in the fork choice, DESIGN §2).  Its total difficulty is below
         the head's, so no peer takes it for this node's head.
         """
+        self.recent_blocks.add(block.hash)
         if not self._running() or self.sync.syncing:
             return
         unaware = [peer for peer in self._peers() if block.hash not in peer.known_blocks]

@@ -6,9 +6,15 @@ chain's import path (C{docs/p2p.md}, "Sync").
 A sync run always starts from the local head: it finds the last block the
 node shares with the peer, so a restart, a lost peer or a peer on another
 fork all resume from wherever the chain stands.
+
+A peer's head and total difficulty are claims: they choose whom to sync
+from, and are judged after each run.  What the node reports of the
+network's height (C{eth_syncing}, C{/health}, the progress line) comes only
+from what peers have shown: headers that link to this node's chain.
 """
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, ensureDeferred
@@ -31,11 +37,35 @@ BODY_BATCH = 48
 ANCESTOR_BATCH = 64
 """Headers looked at per step of the search for the common ancestor."""
 
+MAX_CLAIM_FAILURES = 3
+"""
+Sync runs in a row after which a peer that has not backed its claimed
+chain is an offender (C{docs/p2p.md}, "Claims").
+"""
+
 
 class SyncAborted(P2PError):
     """
     The sync peer answered wrongly or went away; the run stops and the next starts afresh.
+
+    @ivar unbacked: the peer failed to deliver what it claims to have (no
+        shared block, its own headers' bodies).
     """
+
+    def __init__(self, message: str, unbacked: bool = False) -> None:
+        super().__init__(message)
+        self.unbacked = unbacked
+
+
+@dataclass(frozen=True)
+class Claim:
+    """
+    A peer's claimed head when a run from it started.
+    """
+
+    head_hash: bytes
+    head_number: int
+    total_difficulty: int
 
 
 def check_header_chain(headers: Sequence[Header], first_number: int, parent_hash: bytes) -> str | None:
@@ -101,11 +131,13 @@ class Synchroniser:
 
     def best_peer(self, exclude: frozenset[PeerProtocol] = frozenset()) -> PeerProtocol | None:
         """
-        The established peer with the highest total difficulty above the head's, if any.
+        The established peer with the highest claimed total difficulty
+        above the head's, if any; peers that failed to back their claim
+        come after those that did not.
         """
         own = self._chain.head.total_difficulty
         candidates = [peer for peer in self._peers() if peer.total_difficulty > own and peer not in exclude]
-        return max(candidates, key=lambda peer: peer.total_difficulty, default=None)
+        return min(candidates, key=lambda peer: (peer.claim_failures, -peer.total_difficulty), default=None)
 
     def maybe_sync(self, peer: PeerProtocol | None = None) -> None:
         """
@@ -126,22 +158,71 @@ class Synchroniser:
     def _start(self, peer: PeerProtocol) -> None:
         head = self._chain.head.header.number
         if self.status is None:
-            self.status = SyncStatus(True, head, head, max(peer.head_number, head))
+            self.status = SyncStatus(True, head, head, max(self._shown(), head))
             self._tell(self.status)
-        self._highest = max(self._highest, peer.head_number)
         self._progress_mark = (self._clock.seconds(), head)
         if self._progress is None:
             self._progress = LoopingCall(self._log_progress)
             self._progress.clock = self._clock
             self._progress.start(self._progress_interval, now=False)
-        self._running = ensureDeferred(self._run(peer))
+        self._running = ensureDeferred(self._attempt(peer))
         self._running.addErrback(self._failed, peer).addBoth(self._finished)
 
     def _failed(self, failure: Any, peer: PeerProtocol) -> None:
-        if failure.check(P2PError):
-            self.log.info("sync from peer {peer} stopped: {why}", peer=peer.short_id, why=failure.getErrorMessage())
+        self.log.failure("sync from peer {peer} failed", failure, peer=peer.short_id)
+
+    async def _attempt(self, peer: PeerProtocol) -> None:
+        """
+        One run from C{peer}, then the judgement of its claim.
+        """
+        claim = Claim(peer.head_hash, peer.head_number, peer.total_difficulty)
+        unbacked = None
+        try:
+            await self._run(peer)
+        except P2PError as exc:
+            self.log.info("sync from peer {peer} stopped: {why}", peer=peer.short_id, why=str(exc))
+            if isinstance(exc, SyncAborted) and exc.unbacked:
+                unbacked = str(exc)
+        if self.stopped or not peer.established:
+            return
+        if unbacked is None:
+            unbacked = await self._judge(peer, claim)
+        if unbacked is None:
+            return
+        peer.claim_failures += 1
+        if peer.claim_failures >= MAX_CLAIM_FAILURES:
+            peer.offence(
+                PeerEvent.INVALID_MESSAGE, DisconnectReason.UNBACKED_CLAIM,
+                f"claimed block {claim.head_number} and total difficulty {claim.total_difficulty}, {unbacked}",
+            )
         else:
-            self.log.failure("sync from peer {peer} failed", failure, peer=peer.short_id)
+            self.log.info(
+                "peer {peer} did not back its claimed chain ({why}; {count} of {limit})",
+                peer=peer.short_id, why=unbacked, count=peer.claim_failures, limit=MAX_CLAIM_FAILURES,
+            )
+
+    async def _judge(self, peer: PeerProtocol, claim: Claim) -> str | None:
+        """
+        Whether a run backed the claim the peer made when it started: the
+        chain now holds that much work, or the peer showed headers up to
+        the claimed head (whose blocks this node may hold back, as blocks
+        ahead of its clock); else why not.
+        """
+        if claim.total_difficulty <= self._chain.head.total_difficulty:
+            peer.claim_failures = 0
+            return None
+        known = await self._chain.get_total_difficulty(claim.head_hash)
+        if known is not None:
+            return f"its head's total difficulty is {known}"
+        if peer.shown_number >= claim.head_number:
+            return None
+        return f"it showed headers up to block {peer.shown_number} only"
+
+    def _shown(self) -> int:
+        """
+        The highest block number the peers have shown.
+        """
+        return max((peer.shown_number for peer in self._peers()), default=0)
 
     def _finished(self, _: Any) -> None:
         self._running = None
@@ -199,8 +280,8 @@ class Synchroniser:
         if self.status is None:
             return None
         head = self._chain.head.header.number
-        highest = max([self._highest, head] + [peer.head_number for peer in self._peers()])
-        return SyncStatus(True, self.status.starting_block, head, highest)
+        self._highest = max(self._highest, head, self._shown())
+        return SyncStatus(True, self.status.starting_block, head, self._highest)
 
     def _log_progress(self) -> None:
         status = self.current_status()
@@ -241,6 +322,7 @@ class Synchroniser:
                 if reason is not None:
                     peer.offence(PeerEvent.INVALID_HEADER, DisconnectReason.INVALID_HEADERS, reason)
                     raise SyncAborted(reason)
+                peer.shown_number = max(peer.shown_number, headers[-1].number)
                 next_number += len(headers)
                 parent_hash = headers[-1].hash
                 # The next headers travel while these bodies are fetched and imported.
@@ -275,9 +357,10 @@ class Synchroniser:
             ours = await self._chain.get_headers_by_number([header.number for header in theirs])
             for their, our in zip(theirs, ours):
                 if our is not None and our.hash == their.hash:
+                    peer.shown_number = max(peer.shown_number, our.number)
                     return our
             if top == 0:
-                raise SyncAborted(f"peer {peer.short_id} shares no block with this chain")
+                raise SyncAborted(f"peer {peer.short_id} shares no block with this chain", unbacked=True)
             top = max(0, top - step)
             step *= 2
 
@@ -291,7 +374,7 @@ class Synchroniser:
         failed: set[PeerProtocol] = set()
         while len(results) < len(chunks):
             if not sync_peer.established or sync_peer in failed:
-                raise SyncAborted(f"peer {sync_peer.short_id} did not serve the bodies of its own headers")
+                raise SyncAborted(f"peer {sync_peer.short_id} did not serve the bodies of its own headers", unbacked=True)
             waiting = [index for index in range(len(chunks)) if index not in results]
             helpers = self._body_peers(chunks[waiting[-1]][-1].number, failed) or [sync_peer]
             requests = [
@@ -356,12 +439,14 @@ class Synchroniser:
         bodies = await sync_peer.request_bodies(tuple(header.hash for header in rest))
         again = [(Block(header, txs, uncles), sync_peer) for header, (txs, uncles) in zip(rest, bodies)]
         if len(again) < len(rest):
-            raise SyncAborted(f"peer {sync_peer.short_id} lacks the bodies of its own headers")
+            raise SyncAborted(f"peer {sync_peer.short_id} lacks the bodies of its own headers", unbacked=True)
         await self._import(sync_peer, again)
 
 
 __all__ = [
     "BODY_BATCH",
+    "MAX_CLAIM_FAILURES",
+    "Claim",
     "HEADER_BATCH",
     "SyncAborted",
     "Synchroniser",

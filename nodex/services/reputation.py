@@ -4,12 +4,20 @@ bans of §3.11 in the node's service tree.  The P2P layer reports events and
 asks before it accepts a connection or handles a message (L{IReputation});
 the C{sco} RPC module bans, unbans, lists and clears (L{IPeerScoring}).
 
+Unlike the reference, an event counts against one record, the identity the
+peer has proved: its node id after the handshake, else its address; an
+address is punished for what was done from it without a proven identity,
+and for several node ids from it punished in a short while (identity
+churn).  Trusted node ids and addresses are scored and never punished
+(C{docs/reputation.md}, C{docs/compatibility.md}).
+
 Everything lives in memory and runs on the reactor thread except host-name
 resolution, which the injected resolver does off it.  Time comes from the
 injected clock.
 """
 
 import ipaddress
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -28,7 +36,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.interfaces import IPeerScoring, IReputation
+from nodex.interfaces import IPeerScoring, IReputation, PeerEvent
 from nodex.services.bans import (
     AddressBlock,
     BanList,
@@ -59,6 +67,12 @@ class ReputationSettings:
     @ivar punishment_enabled: when C{False}, peers are scored but never punished.
     @ivar banned_node_ids: node ids refused whatever their records.
     @ivar banned_addresses: addresses and CIDR blocks banned from the start.
+    @ivar trusted_node_ids: node ids scored but never punished.
+    @ivar trusted_addresses: addresses and CIDR blocks whose peers are
+        scored but never punished (a ban still refuses them).
+    @ivar churn_limit: how many node ids punished from one address within
+        L{churn_window} punish the address.
+    @ivar churn_window: milliseconds a punished node id counts against its address.
     """
 
     node: PunishmentParameters = PunishmentParameters(12 * 60_000, 10, 0)
@@ -68,6 +82,14 @@ class ReputationSettings:
     punishment_enabled: bool = True
     banned_node_ids: frozenset[bytes] = frozenset()
     banned_addresses: tuple[str, ...] = ()
+    trusted_node_ids: frozenset[bytes] = frozenset()
+    trusted_addresses: tuple[str, ...] = ()
+    churn_limit: int = 3
+    churn_window: int = 10 * 60_000
+
+
+CHURN_ADDRESSES = 4096
+"""Addresses whose punished node ids are remembered (the least recent leave first)."""
 
 
 @implementer(IResolutionReceiver)
@@ -146,6 +168,8 @@ class ReputationService(Service):
             target = parse_ban_target(text, allow_host_names=False)
             assert not isinstance(target, HostName)
             self.bans.add(target)
+        self.trusted = tuple(trusted_network(text) for text in settings.trusted_addresses)
+        self._punished_ids: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
         self._observers: list[Callable[[], None]] = []
         self._pending: IDelayedCall | None = None
 
@@ -168,17 +192,23 @@ class ReputationService(Service):
 
     def record_event(self, event: str, node_id: bytes | None, address: str) -> None:
         """
-        Record C{event} against the node id (when known) and the IP address;
-        tell the observers when a record turns bad.
+        Record C{event} against the node id when the handshake proved it,
+        else against the IP address; tell the observers when a record
+        turns bad.  A node id punished counts against its address: the
+        address is punished when L{ReputationSettings.churn_limit} of its
+        node ids were punished within the churn window.
 
         @raise ValueError: C{event} is not a L{nodex.interfaces.PeerEvent}.
         """
         now = self._now()
-        turned_bad = []
-        if node_id is not None and self.nodes.record(node_id, event, now):
-            turned_bad.append(("node", node_id.hex()[:8], self.nodes.get(node_id)))
         key = self._address_key(address)
-        if self.addresses.record(key, event, now):
+        turned_bad = []
+        if node_id is not None:
+            if self.nodes.record(node_id, event, now, punish=not self.is_trusted(node_id, address)):
+                turned_bad.append(("node", node_id.hex()[:8], self.nodes.get(node_id)))
+                if self._churned(key, node_id, now) and self._record_address(key, PeerEvent.INVALID_MESSAGE, now):
+                    turned_bad.append(("address", key, self.addresses.get(key)))
+        elif self._record_address(key, event, now):
             turned_bad.append(("address", key, self.addresses.get(key)))
         for kind, name, score in turned_bad:
             log.info(
@@ -188,6 +218,33 @@ class ReputationService(Service):
         if turned_bad:
             self._notify()
 
+    def _record_address(self, key: str, event: str, now: int) -> bool:
+        """
+        Record C{event} against an address's record (never punished when trusted).
+        """
+        return self.addresses.record(key, event, now, punish=not self._trusted_address(key))
+
+    def _churned(self, key: str, node_id: bytes, now: int) -> bool:
+        """
+        Count a node id punished from the address C{key}; whether that makes
+        L{ReputationSettings.churn_limit} within the window.
+        """
+        punished = self._punished_ids.get(key)
+        if punished is None:
+            punished = self._punished_ids[key] = deque()
+            if len(self._punished_ids) > CHURN_ADDRESSES:
+                self._punished_ids.popitem(last=False)
+        else:
+            self._punished_ids.move_to_end(key)
+        while punished and punished[0][0] <= now - self.settings.churn_window:
+            punished.popleft()
+        if all(other != node_id for _, other in punished):
+            punished.append((now, node_id))
+        if len(punished) >= self.settings.churn_limit:
+            punished.clear()
+            return True
+        return False
+
     def is_allowed(self, node_id: bytes | None, address: str) -> bool:
         """
         Whether a peer may connect, or have its messages handled, now.
@@ -195,12 +252,28 @@ class ReputationService(Service):
         ip = parse_peer_address(address)
         if ip is not None and self.bans.is_banned(ip):
             return False
+        if node_id is not None and node_id in self.settings.banned_node_ids:
+            return False
+        if self.is_trusted(node_id, address):
+            return True
         now = self._now()
-        if node_id is not None:
-            if node_id in self.settings.banned_node_ids or not self.nodes.has_good_reputation(node_id, now):
-                return False
+        if node_id is not None and not self.nodes.has_good_reputation(node_id, now):
+            return False
         key = str(ip) if ip is not None else address
         return self.addresses.has_good_reputation(key, now)
+
+    def is_trusted(self, node_id: bytes | None, address: str) -> bool:
+        """
+        Whether the operator trusts the node id or the address
+        (C{scoring.trusted_peer_ids}, C{scoring.trusted_peer_ips}).
+        """
+        if node_id is not None and node_id in self.settings.trusted_node_ids:
+            return True
+        return self._trusted_address(address)
+
+    def _trusted_address(self, address: str) -> bool:
+        ip = parse_peer_address(address)
+        return ip is not None and any(ip in network for network in self.trusted)
 
     def add_ban_observer(self, observer: Callable[[], None]) -> None:
         """
@@ -331,6 +404,20 @@ class ReputationService(Service):
         return len(matching)
 
 
+def trusted_network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """
+    One entry of C{scoring.trusted_peer_ips}: an address (a block of one)
+    or a CIDR block; loopback may be trusted, unlike banned.
+
+    @raise ValueError: not an address or block.
+    """
+    network = ipaddress.ip_network(text, strict=False)
+    if isinstance(network, ipaddress.IPv6Network) and network.network_address.ipv4_mapped is not None:
+        mapped = network.network_address.ipv4_mapped
+        return ipaddress.ip_network(f"{mapped}/{max(0, network.prefixlen - 96)}", strict=False)
+    return network
+
+
 def configured_node_ids(texts: Iterable[str]) -> frozenset[bytes]:
     """
     The node ids of C{scoring.banned_peer_ids} (hex, already checked by the
@@ -339,4 +426,11 @@ def configured_node_ids(texts: Iterable[str]) -> frozenset[bytes]:
     return frozenset(bytes.fromhex(text.removeprefix("0x")) for text in texts)
 
 
-__all__ = ["ReputationService", "ReputationSettings", "Resolve", "configured_node_ids", "host_resolver"]
+__all__ = [
+    "ReputationService",
+    "ReputationSettings",
+    "Resolve",
+    "configured_node_ids",
+    "host_resolver",
+    "trusted_network",
+]

@@ -217,12 +217,14 @@ class ScoringTable:
     def __len__(self) -> int:
         return len(self._records)
 
-    def record(self, key: Hashable, event: str, now: int) -> bool:
+    def record(self, key: Hashable, event: str, now: int, punish: bool = True) -> bool:
         """
         Record C{event} against C{key}'s record (made if new), and punish the
         record if it now deserves it.
 
         @param now: the time in unix milliseconds.
+        @param punish: C{False} for a record that is never punished (a
+            trusted peer's: scored, never refused).
         @return: whether the record turned bad with this event.
         @raise ValueError: C{event} is not one of L{EVENTS}.
         """
@@ -237,7 +239,7 @@ class ScoringTable:
             self._records.move_to_end(key)
             score.refresh(now)
         score.update(event)
-        if self.punishment_enabled and score.deserves_punishment():
+        if punish and self.punishment_enabled and score.deserves_punishment():
             score.start_punishment(now, punishment_duration(self.parameters, score.punishments, score.score))
             return True
         return False

@@ -33,7 +33,16 @@ from nodex.primitives import Address, Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.rlpcodec import encode_rlp
+from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 from tests.chain.test_processing import fee_market_transfer, transfer
+
+
+def sample_transaction(nonce: int, data: bytes = b"") -> Transaction:
+    """
+    A signed regtest transaction (a signature a peer could have made).
+    """
+    unsigned = LegacyTransaction(nonce=nonce, gas_price=1, gas=1_000_000, to=b"\x07" * 20, value=1, data=data)
+    return sign_transaction(unsigned, b"\x05" * 32, 33)
 
 
 def sample_header(number: int = 5) -> Header:

@@ -13,6 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, PeerEvent
 from nodex.p2p.errors import DisconnectReason, PeerGoneError, RequestTimeoutError
 from nodex.p2p.identity import NodeKey
+from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES
 from nodex.p2p.messages import (
     Auth,
     BlockHeaders,
@@ -23,12 +24,14 @@ from nodex.p2p.messages import (
     Ping,
     Pong,
     Status,
+    Transactions,
     decode_and_hash,
     decode_message,
     encode_frame,
 )
-from nodex.p2p.protocol import THREAD_DECODE_BYTES, ChainStatus, PeerProtocol, PeerSettings
-from tests.p2p.test_messages import sample_header
+from nodex.p2p.host import ChainStatus, PeerSettings
+from nodex.p2p.protocol import THREAD_DECODE_BYTES, PeerProtocol
+from tests.p2p.test_messages import sample_header, sample_transaction
 
 GENESIS = b"\x11" * 32
 
@@ -40,9 +43,14 @@ class FakeHost:
 
     def __init__(self, network_id: int = 7771, genesis: bytes = GENESIS, settings: PeerSettings | None = None) -> None:
         self.node_key = NodeKey.generate()
-        self.peer_settings = settings or PeerSettings(messages_per_second=50, request_timeout=5.0, ping_interval=15.0)
+        self.peer_settings = settings or PeerSettings(
+            messages_per_second=50, request_timeout=5.0, handshake_timeout=3.0, ping_interval=15.0
+        )
         self.status = ChainStatus(network_id, genesis, b"\x22" * 32, 7, 8, 50501)
         self.events: list[str] = []
+        self.proven: list[bool] = []
+        self.failures: list[str] = []
+        self.handled: list[Deferred[None]] | None = None
         self.ready: list[PeerProtocol] = []
         self.messages: list[Message] = []
         self.lost: list[PeerProtocol] = []
@@ -58,13 +66,26 @@ class FakeHost:
 
     def record_event(self, peer: PeerProtocol, event: str) -> None:
         self.events.append(event)
+        self.proven.append(peer.proven_node_id is not None)
+
+    def handshake_failed(self, peer: PeerProtocol, why: str) -> None:
+        self.failures.append(why)
 
     def peer_ready(self, peer: PeerProtocol) -> DisconnectReason | None:
         self.ready.append(peer)
         return self.refuse
 
-    def peer_message(self, peer: PeerProtocol, message: Message) -> None:
+    def peer_message(self, peer: PeerProtocol, message: Message) -> Deferred[None] | None:
+        """
+        Keep the message; when the test holds the handling (L{handled}),
+        the message stays queued until the test fires its Deferred.
+        """
         self.messages.append(message)
+        if self.handled is None:
+            return None
+        waiting: Deferred[None] = Deferred()
+        self.handled.append(waiting)
+        return waiting
 
     def peer_lost(self, peer: PeerProtocol) -> None:
         self.lost.append(peer)
@@ -79,6 +100,28 @@ class FakeHost:
         waiting: Deferred[bytes] = Deferred()
         self.held_decodes.append(waiting)
         return waiting.addCallback(decode_and_hash)
+
+
+def established_peer(host: FakeHost | None = None, clock: Clock | None = None) -> tuple[PeerProtocol, StringTransport]:
+    """
+    A protocol whose handshake with a fresh remote key is done, over a
+    C{StringTransport} (cleared); the host's events are left as they were.
+    """
+    host = host or FakeHost()
+    events = len(host.events)
+    protocol = PeerProtocol(host, clock or Clock(), inbound=True)
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    hello = frames(transport)[0]
+    assert isinstance(hello, Hello)
+    remote = NodeKey.generate()
+    ours = Hello(WIRE_PROTOCOL_VERSION, 7771, host.status.genesis_hash, b"\x44" * 32, 100, 101, remote.node_id, b"\x33" * 32, 0)
+    for message in (ours, Auth(remote.sign_challenge(hello.challenge))):
+        protocol.dataReceived(encode_frame(message))
+    assert protocol.established
+    transport.clear()
+    del host.events[events:], host.proven[events:]
+    return protocol, transport
 
 
 def frames(transport: StringTransport) -> list[Message]:
@@ -276,22 +319,60 @@ class ProtocolTests(SynchronousTestCase):
 
     def test_message_before_handshake(self) -> None:
         """
-        Anything but a hello first ends the connection.
+        Anything but a hello first ends the connection: an unexpected
+        message of the address (no identity is proven), and a failed
+        handshake for the host to count.
         """
         self.sent_hello()
         self.receive(GetPeers())
         self.assertDisconnected(DisconnectReason.UNEXPECTED_MESSAGE)
-        self.assertEqual(self.host.events, [PeerEvent.FAILED_HANDSHAKE])
+        self.assertEqual((self.host.events, self.host.proven), ([PeerEvent.UNEXPECTED_MESSAGE], [False]))
+        self.assertEqual(self.host.failures, ["GET_PEERS before the handshake"])
 
     def test_handshake_timeout(self) -> None:
         """
-        A peer that does not finish the handshake in the request time is dropped.
+        A peer that does not finish the handshake in the handshake time is
+        dropped: a failed handshake of its address, counted by the host.
         """
         self.sent_hello()
-        self.clock.advance(4.9)
+        self.receive(self.hello())
+        self.clock.advance(2.9)
         self.assertFalse(self.transport.disconnecting)
         self.clock.advance(0.2)
         self.assertDisconnected(DisconnectReason.HANDSHAKE_TIMEOUT)
+        self.assertEqual((self.host.events, self.host.proven), ([PeerEvent.FAILED_HANDSHAKE], [False]))
+        self.assertEqual(self.host.failures, ["handshake timed out"])
+
+    def test_events_against_the_proven_identity(self) -> None:
+        """
+        Before the proof of its key a peer's events are its address's (its
+        hello's node id is only a claim); from the proof on, its node id's.
+        """
+        ours = self.sent_hello()
+        self.receive(self.hello(), Auth(self.remote.sign_challenge(ours.challenge)))
+        self.assertEqual((self.host.events, self.host.proven), ([PeerEvent.SUCCESSFUL_HANDSHAKE], [True]))
+        self.setUp()
+        self.sent_hello()
+        self.receive(self.hello(), Auth(NodeKey.generate().sign_challenge(b"\x00" * 32)))
+        self.assertEqual((self.host.events, self.host.proven), ([PeerEvent.FAILED_HANDSHAKE], [False]))
+        self.assertEqual(self.host.failures, ["bad proof of its key"])
+
+    def test_frames_before_the_handshake_are_small(self) -> None:
+        """
+        Before the handshake is done a frame may be no longer than the
+        longest hello: a longer length prefix ends the connection at once,
+        an offence of the address.  After it, frames up to the frame limit
+        are read.
+        """
+        self.sent_hello()
+        self.protocol.dataReceived((HANDSHAKE_FRAME_BYTES + 1).to_bytes(4, "big"))
+        self.assertDisconnected(DisconnectReason.FRAME_TOO_LARGE)
+        self.assertEqual((self.host.events, self.host.proven), ([PeerEvent.INVALID_MESSAGE], [False]))
+        self.setUp()
+        self.handshake()
+        self.receive(Transactions(tuple(sample_transaction(nonce) for nonce in range(100))))
+        self.assertFalse(self.transport.disconnecting)
+        self.assertEqual(len(self.host.messages), 1)
 
     def test_refused_address(self) -> None:
         """
@@ -415,10 +496,10 @@ class ProtocolTests(SynchronousTestCase):
 
     def test_paused_while_frames_wait(self) -> None:
         """
-        While more than a frame's limit of frames waits for the decoder,
+        While more than the queue's bytes of frames waits for the decoder,
         the peer's stream is paused; it resumes once they are handled.
         """
-        self.host.peer_settings = replace(self.host.peer_settings, max_frame_bytes=3 * THREAD_DECODE_BYTES)
+        self.host.peer_settings = replace(self.host.peer_settings, max_queued_bytes=3 * THREAD_DECODE_BYTES)
         self.handshake()
         self.host.held_decodes = []
         answers = [self.big_answer(request_id) for request_id in range(1, 5)]
@@ -427,6 +508,67 @@ class ProtocolTests(SynchronousTestCase):
         while self.host.held_decodes:
             self.host.held_decodes.pop(0).callback(encode_frame(answers[0])[4:])
         self.assertEqual(self.transport.producerState, "producing")
+
+    def test_queue_bounded(self) -> None:
+        """
+        A peer's messages stay in its inbound queue until handled; at
+        C{max_queued_messages} the node stops reading (the stream is paused
+        and what was read is not cut into more frames), and reads on once a
+        message is handled.
+        """
+        self.host.peer_settings = replace(self.host.peer_settings, messages_per_second=1000)
+        self.handshake()
+        self.host.handled = []
+        limit = self.host.peer_settings.max_queued_messages
+        self.protocol.dataReceived(encode_frame(GetPeers()) * (limit + 5))
+        self.assertEqual((len(self.host.messages), self.protocol.queued), (limit, limit))
+        self.assertEqual(self.transport.producerState, "paused")
+        self.assertTrue(self.protocol.paused)
+        self.host.handled.pop(0).callback(None)
+        self.assertEqual(len(self.host.messages), limit + 1)
+        self.assertEqual(self.transport.producerState, "paused")
+        while self.host.handled:
+            self.host.handled.pop(0).callback(None)
+        self.assertEqual((len(self.host.messages), self.protocol.queued), (limit + 5, 0))
+        self.assertEqual(self.transport.producerState, "producing")
+
+    def test_queue_bounded_by_bytes(self) -> None:
+        """
+        The queue is also bounded by the bytes of its frames.
+        """
+        self.host.peer_settings = replace(self.host.peer_settings, max_queued_bytes=70000)
+        self.handshake()
+        self.host.handled = []
+        big = Transactions(tuple(sample_transaction(nonce, data=b"\x01" * 30000) for nonce in range(1)))
+        self.receive(big, big, big)
+        self.assertEqual((len(self.host.messages), self.protocol.queued), (3, 3))
+        self.assertEqual(self.transport.producerState, "paused")
+        self.host.handled.pop(0).callback(None)
+        self.assertEqual(self.transport.producerState, "producing")
+
+    def test_no_timeout_while_paused(self) -> None:
+        """
+        While the node does not read from a peer (its queue is full), the
+        peer's answers may wait in the stream: an unanswered request or a
+        silence is not held against it; once reading resumes it gets the
+        time again.
+        """
+        self.host.peer_settings = replace(self.host.peer_settings, messages_per_second=1000)
+        self.handshake()
+        waiter = self.protocol.request_headers(5, 2)
+        self.host.handled = []
+        self.receive(*[GetPeers()] * self.host.peer_settings.max_queued_messages)
+        self.assertTrue(self.protocol.paused)
+        self.clock.advance(60)
+        self.assertFalse(self.transport.disconnecting)
+        self.assertNoResult(waiter)
+        while self.host.handled:
+            self.host.handled.pop(0).callback(None)
+        self.clock.advance(4.9)
+        self.assertFalse(self.transport.disconnecting)
+        self.clock.advance(5.1)
+        self.failureResultOf(waiter, RequestTimeoutError)
+        self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
 
     def test_request_timeout(self) -> None:
         """

@@ -10,6 +10,8 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.interfaces import ChainHead, InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.p2p.errors import DisconnectReason
+from nodex.p2p.inbound import KnownSet
 from nodex.p2p.messages import (
     BlockBodies,
     BlockHeaders,
@@ -20,12 +22,13 @@ from nodex.p2p.messages import (
     NewBlockHashes,
     Transactions,
 )
-from nodex.p2p.relay import ChainRelay
+from nodex.p2p.relay import TRANSACTION_CHECKS, ChainRelay
 from nodex.p2p.sync import check_header_chain
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, impersonate, sign_transaction
 from tests.p2p.test_messages import sample_header
+from tests.p2p.test_protocol import FakeHost, established_peer
 
 
 def chain_of(count: int) -> list[Header]:
@@ -77,7 +80,7 @@ class ServeTests(SynchronousTestCase):
 
     def setUp(self) -> None:
         self.headers = chain_of(20)
-        self.relay = ChainRelay(FakeChain(self.headers), None, None, list, lambda: True)  # type: ignore[arg-type]
+        self.relay = ChainRelay(FakeChain(self.headers), None, list, lambda: True)  # type: ignore[arg-type]
         self.peer = FakePeer()
 
     def headers_for(self, request: GetBlockHeaders) -> list[int]:
@@ -143,9 +146,9 @@ class TransactionRelayTests(SynchronousTestCase):
 
     def setUp(self) -> None:
         self.peer = FakePeer()
-        self.peer.known_transactions = set()  # type: ignore[attr-defined]
+        self.peer.known_transactions = KnownSet(16)  # type: ignore[attr-defined]
         peers = [self.peer]
-        self.relay = ChainRelay(FakeChain(chain_of(1)), None, None, lambda: peers, lambda: True)  # type: ignore[arg-type]
+        self.relay = ChainRelay(FakeChain(chain_of(1)), None, lambda: peers, lambda: True)  # type: ignore[arg-type]
         self.unsigned = LegacyTransaction(0, 0, 21000, b"\x01" * 20, 1, b"")
 
     def test_signed_spread_once(self) -> None:
@@ -166,18 +169,6 @@ class TransactionRelayTests(SynchronousTestCase):
         self.assertEqual(self.peer.sent, [])
 
 
-class RecordingReputation:
-    """
-    Records the peer events it is told.
-    """
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
-
-    def record_event(self, event: str, node_id: bytes, address: object) -> None:
-        self.events.append(event)
-
-
 class AcceptingPool:
     """
     A pool that takes every transaction it is offered.
@@ -195,10 +186,45 @@ class AcceptingPool:
         return succeed(b"")
 
 
+class RefusingPool(AcceptingPool):
+    """
+    A pool that refuses every transaction with the errors it is given, in turn.
+    """
+
+    def __init__(self, *errors: Exception) -> None:
+        super().__init__()
+        self.errors = list(errors)
+
+    def add(self, transaction: object, relayed: bool = False) -> Deferred[bytes]:
+        self.added.append(transaction)
+        return fail(self.errors.pop(0) if len(self.errors) > 1 else self.errors[0])
+
+
+def signed(index: int) -> LegacyTransaction:
+    """
+    A distinct signed transaction.
+    """
+    unsigned = LegacyTransaction(index, 0, 21000, b"\x01" * 20, 1, b"")
+    return sign_transaction(unsigned, (index + 2).to_bytes(32, "big"), 33)  # type: ignore[return-value]
+
+
 class PeerTransactionsTests(SynchronousTestCase):
     """
     Transactions a peer sends.
     """
+
+    def setUp(self) -> None:
+        self.host = FakeHost()
+        self.peer, self.transport = established_peer(self.host)
+        self.host.events.clear()
+        self.relay = ChainRelay(FakeChain(chain_of(1)), None, list, lambda: True)  # type: ignore[arg-type]
+
+    def offer(self, *transactions: object) -> None:
+        """
+        The peer sends C{transactions} in one message.
+        """
+        message = Transactions(tuple(transactions))  # type: ignore[arg-type]
+        self.successResultOf(Deferred.fromCoroutine(self.relay.transactions(self.peer, message)))
 
     def test_impersonation_marker_refused(self) -> None:
         """
@@ -206,41 +232,99 @@ class PeerTransactionsTests(SynchronousTestCase):
         the pool (whoever this node impersonates) and counts against the
         peer; its signed transactions do.
         """
-        reputation = RecordingReputation()
-        relay = ChainRelay(FakeChain(chain_of(1)), reputation, None, list, lambda: True)  # type: ignore[arg-type]
-        relay.pool = AcceptingPool()  # type: ignore[assignment]
-        peer = FakePeer()
-        peer.known_transactions = set()  # type: ignore[attr-defined]
-        peer.node_id, peer.address, peer.short_id = b"\x01" * 64, ("127.0.0.1", 1), "01"  # type: ignore[attr-defined]
+        self.relay.pool = AcceptingPool()  # type: ignore[assignment]
         unsigned = LegacyTransaction(0, 0, 21000, b"\x01" * 20, 1, b"")
         marked = impersonate(unsigned, b"\x03" * 20, 33)
-        signed = sign_transaction(unsigned, b"\x02" * 32, 33)
-        message = Transactions((marked, signed))
-        self.successResultOf(Deferred.fromCoroutine(relay.transactions(peer, message)))  # type: ignore[arg-type]
-        self.assertEqual(relay.pool.added, [signed])  # type: ignore[attr-defined]
-        self.assertEqual(reputation.events, ["INVALID_TRANSACTION", "VALID_TRANSACTION"])
+        self.offer(marked, signed(0))
+        self.assertEqual(self.relay.pool.added, [signed(0)])  # type: ignore[attr-defined]
+        self.assertEqual(self.host.events, ["INVALID_TRANSACTION", "VALID_TRANSACTION"])
 
     def test_refusals(self) -> None:
         """
         A transaction that can never be valid counts against the peer; a
         refusal of the moment does not.
         """
-        reputation = RecordingReputation()
-        relay = ChainRelay(FakeChain(chain_of(1)), reputation, None, list, lambda: True)  # type: ignore[arg-type]
-        refusals = iter([InvalidTransactionRejectedError("invalid signature"), TransactionRejectedError("nonce too low")])
+        self.relay.pool = RefusingPool(  # type: ignore[assignment]
+            InvalidTransactionRejectedError("invalid signature"), TransactionRejectedError("nonce too low")
+        )
+        self.offer(signed(0), signed(1))
+        self.assertEqual(self.host.events, ["INVALID_TRANSACTION"])
 
-        class RefusingPool(AcceptingPool):
+    def test_invalid_threshold(self) -> None:
+        """
+        Past C{max_invalid_transactions} never-valid transactions in one
+        connection, the peer is disconnected for an offence, and the rest of
+        its message is not checked.
+        """
+        limit = self.host.peer_settings.max_invalid_transactions
+        pool = self.relay.pool = RefusingPool(InvalidTransactionRejectedError("invalid signature"))  # type: ignore[assignment]
+        self.offer(*(signed(index) for index in range(limit + 10)))
+        self.assertEqual(len(pool.added), limit + 1)
+        self.assertEqual(self.host.events, ["INVALID_TRANSACTION"] * (limit + 1) + ["INVALID_MESSAGE"])
+        self.assertEqual(self.peer.disconnect_reason, DisconnectReason.INVALID_TRANSACTIONS)
+
+    def test_known_invalid_not_checked_again(self) -> None:
+        """
+        A transaction found invalid is not checked again, whoever sends it;
+        it still counts against its sender.
+        """
+        pool = self.relay.pool = RefusingPool(InvalidTransactionRejectedError("invalid signature"))  # type: ignore[assignment]
+        self.offer(signed(0))
+        other, _ = established_peer(self.host)
+        self.successResultOf(Deferred.fromCoroutine(self.relay.transactions(other, Transactions((signed(0),)))))
+        self.assertEqual(len(pool.added), 1)
+        self.assertEqual(self.host.events, ["INVALID_TRANSACTION"] * 2)
+
+    def test_repeats_cost_nothing(self) -> None:
+        """
+        A transaction the peer sent before is dropped and its message is a
+        repeated message; one the pool refused for now is not offered again
+        until the head moves.
+        """
+        pool = self.relay.pool = RefusingPool(TransactionRejectedError("nonce too low"))  # type: ignore[assignment]
+        self.offer(signed(0))
+        self.offer(signed(0))
+        other, _ = established_peer(self.host)
+        self.successResultOf(Deferred.fromCoroutine(self.relay.transactions(other, Transactions((signed(0),)))))
+        self.assertEqual(len(pool.added), 1)
+        self.assertEqual(self.host.events, ["REPEATED_MESSAGE"])
+
+    def test_repeated_messages_limit(self) -> None:
+        """
+        Past C{max_repeated_messages} repeats in one connection, the peer is dropped for a flood.
+        """
+        self.relay.pool = AcceptingPool()  # type: ignore[assignment]
+        self.offer(signed(0))
+        for _ in range(self.host.peer_settings.max_repeated_messages + 1):
+            self.offer(signed(0))
+        self.assertEqual(self.peer.disconnect_reason, DisconnectReason.FLOOD)
+        self.assertEqual(self.host.events[-1], "INVALID_MESSAGE")
+
+    def test_hand_off_bounded(self) -> None:
+        """
+        At most L{TRANSACTION_CHECKS} peers' transactions are in the pool's
+        checks at once, all peers together.
+        """
+        waiting: list[Deferred[bytes]] = []
+
+        class SlowPool(AcceptingPool):
             def add(self, transaction: object, relayed: bool = False) -> Deferred[bytes]:
-                return fail(next(refusals))
+                self.added.append(transaction)
+                waiting.append(Deferred())
+                return waiting[-1]
 
-        relay.pool = RefusingPool()  # type: ignore[assignment]
-        peer = FakePeer()
-        peer.known_transactions = set()  # type: ignore[attr-defined]
-        peer.node_id, peer.address, peer.short_id = b"\x01" * 64, ("127.0.0.1", 1), "01"  # type: ignore[attr-defined]
-        unsigned = LegacyTransaction(0, 0, 21000, b"\x01" * 20, 1, b"")
-        message = Transactions((sign_transaction(unsigned, b"\x02" * 32, 33), sign_transaction(unsigned, b"\x04" * 32, 33)))
-        self.successResultOf(Deferred.fromCoroutine(relay.transactions(peer, message)))  # type: ignore[arg-type]
-        self.assertEqual(reputation.events, ["INVALID_TRANSACTION"])
+        self.relay.pool = SlowPool()  # type: ignore[assignment]
+        peers = [established_peer(self.host)[0] for _ in range(TRANSACTION_CHECKS + 3)]
+        runs = [
+            Deferred.fromCoroutine(self.relay.transactions(peer, Transactions((signed(index), signed(100 + index)))))
+            for index, peer in enumerate(peers)
+        ]
+        self.assertEqual(len(waiting), TRANSACTION_CHECKS)
+        while waiting:
+            waiting.pop(0).callback(b"")
+        self.assertEqual(len(self.relay.pool.added), 2 * len(peers))  # type: ignore[attr-defined]
+        for run in runs:
+            self.successResultOf(run)
 
 
 class SideBlockTests(SynchronousTestCase):
@@ -255,11 +339,11 @@ class SideBlockTests(SynchronousTestCase):
         chain.get_total_difficulty = lambda block_hash: succeed(7)  # type: ignore[attr-defined]
         self.peers = [FakePeer() for _ in range(4)]
         for peer in self.peers:
-            peer.known_blocks = set()  # type: ignore[attr-defined]
+            peer.known_blocks = KnownSet(16)  # type: ignore[attr-defined]
         self.running = True
         self.syncing = False
         sync = type("Sync", (), {"syncing": property(lambda _: self.syncing)})()
-        self.relay = ChainRelay(chain, None, sync, lambda: self.peers, lambda: self.running)  # type: ignore[arg-type]
+        self.relay = ChainRelay(chain, sync, lambda: self.peers, lambda: self.running)  # type: ignore[arg-type]
 
     def test_spread(self) -> None:
         """

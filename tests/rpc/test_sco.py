@@ -90,13 +90,17 @@ class PeerListTests(ScoFixture, SynchronousTestCase):
 
     def setUp(self) -> None:
         """
-        Two peers: one that behaved, one that sent an invalid block.
+        Two peers: one that behaved, one that sent an invalid block; each
+        event recorded against the node id and, as if made before the
+        handshake, against the address (an event counts against one of them).
         """
         self.make_dispatcher()
-        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
-        self.service.record_event(PeerEvent.REPEATED_MESSAGE, NODE, "192.0.2.7")
-        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, OTHER_NODE, "2001:db8::9")
-        self.service.record_event(PeerEvent.INVALID_BLOCK, OTHER_NODE, "2001:db8::9")
+        for node_id in (NODE, None):
+            self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, node_id, "192.0.2.7")
+            self.service.record_event(PeerEvent.REPEATED_MESSAGE, node_id, "192.0.2.7")
+        for node_id in (OTHER_NODE, None):
+            self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, node_id, "2001:db8::9")
+            self.service.record_event(PeerEvent.INVALID_BLOCK, node_id, "2001:db8::9")
 
     def test_empty(self) -> None:
         """

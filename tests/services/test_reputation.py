@@ -13,6 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from nodex.interfaces import InvalidBanError, IPeerScoring, IReputation, PeerEvent
+from nodex.services.bans import parse_ban_target
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
 from nodex.services.scoring import PunishmentParameters
 
@@ -72,14 +73,15 @@ class RecordTests(SynchronousTestCase):
         """
         self.service, self.clock = make_service()
 
-    def test_both_records(self) -> None:
+    def test_proven_identity_only(self) -> None:
         """
-        An event is recorded against the node id and the address.
+        An event of a peer whose handshake proved its node id is recorded
+        against the node id only: its address's neighbours are not touched.
         """
         self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
         records = self.service.peer_records()
-        self.assertEqual([(record.kind, record.id) for record in records], [("node", "3fd44f66"), ("address", "192.0.2.7")])
-        self.assertEqual([record.counters["SUCCESSFUL_HANDSHAKE"] for record in records], [1, 1])
+        self.assertEqual([(record.kind, record.id) for record in records], [("node", "3fd44f66")])
+        self.assertEqual(records[0].counters["SUCCESSFUL_HANDSHAKE"], 1)
 
     def test_address_only(self) -> None:
         """
@@ -96,15 +98,61 @@ class RecordTests(SynchronousTestCase):
         self.assertFalse(self.service.is_allowed(None, "192.0.2.7"))
         self.assertEqual(self.service.peer_records()[0].id, "192.0.2.7")
 
-    def test_invalid_block_refuses_node_and_address(self) -> None:
+    def test_invalid_block_refuses_node_not_address(self) -> None:
         """
-        After an invalid block the node id is refused from any address and the address for any node.
+        After an invalid block the node id is refused from any address; the
+        address stays open to other nodes (those behind the same NAT).
         """
         self.service.record_event(PeerEvent.INVALID_BLOCK, NODE, "192.0.2.7")
         self.assertFalse(self.service.is_allowed(NODE, "198.51.100.1"))
-        self.assertFalse(self.service.is_allowed(OTHER_NODE, "192.0.2.7"))
+        self.assertTrue(self.service.is_allowed(OTHER_NODE, "192.0.2.7"))
+        self.assertTrue(self.service.is_allowed(None, "192.0.2.7"))
+
+    def test_offence_without_identity_refuses_address(self) -> None:
+        """
+        An offence before the handshake proved a node id is the address's:
+        every node from it is refused.
+        """
+        self.service.record_event(PeerEvent.INVALID_MESSAGE, None, "192.0.2.7")
         self.assertFalse(self.service.is_allowed(None, "192.0.2.7"))
+        self.assertFalse(self.service.is_allowed(OTHER_NODE, "192.0.2.7"))
         self.assertTrue(self.service.is_allowed(OTHER_NODE, "198.51.100.1"))
+
+    def test_identity_churn(self) -> None:
+        """
+        Three node ids punished from one address within ten minutes punish
+        the address; the same node id punished again counts once, and
+        punishments further apart do not add up.
+        """
+        nodes = [bytes([number]) * 64 for number in range(4)]
+        self.service.record_event(PeerEvent.INVALID_BLOCK, nodes[0], "192.0.2.7")
+        self.clock.advance(11 * 60)
+        self.service.record_event(PeerEvent.INVALID_BLOCK, nodes[1], "192.0.2.7")
+        self.service.record_event(PeerEvent.INVALID_BLOCK, nodes[2], "192.0.2.7")
+        self.assertTrue(self.service.is_allowed(None, "192.0.2.7"))
+        self.clock.advance(9 * 60)
+        self.service.record_event(PeerEvent.INVALID_BLOCK, nodes[3], "192.0.2.7")
+        self.assertFalse(self.service.is_allowed(None, "192.0.2.7"))
+        [address] = [record for record in self.service.peer_records() if record.kind == "address"]
+        self.assertEqual((address.id, address.counters["INVALID_MESSAGE"], address.punishments), ("192.0.2.7", 1, 1))
+
+    def test_trusted(self) -> None:
+        """
+        A trusted node id or address is scored and never punished or refused; a ban still refuses it.
+        """
+        service, _ = make_service(trusted_node_ids=frozenset({NODE}), trusted_addresses=("127.0.0.0/8", "192.0.2.7"))
+        service.record_event(PeerEvent.INVALID_BLOCK, NODE, "198.51.100.1")
+        service.record_event(PeerEvent.INVALID_MESSAGE, None, "127.0.0.2")
+        service.record_event(PeerEvent.INVALID_MESSAGE, None, "::ffff:192.0.2.7")
+        self.assertTrue(service.is_allowed(NODE, "198.51.100.1"))
+        self.assertTrue(service.is_allowed(None, "127.0.0.2"))
+        self.assertTrue(service.is_allowed(OTHER_NODE, "192.0.2.7"))
+        self.assertTrue(service.is_trusted(None, "127.0.0.1"))
+        self.assertFalse(service.is_trusted(OTHER_NODE, "198.51.100.1"))
+        self.assertEqual([record.punishments for record in service.peer_records()], [0, 0, 0])
+        self.assertEqual(service.peer_records()[0].score, -1)
+        service.bans.add(parse_ban_target("192.0.2.7"))  # type: ignore[arg-type]
+        self.assertFalse(service.is_allowed(None, "192.0.2.7"))
 
     def test_punishment_ends(self) -> None:
         """
@@ -133,6 +181,7 @@ class RecordTests(SynchronousTestCase):
             node=PunishmentParameters(1000, 10, 0), address=PunishmentParameters(5000, 10, 0)
         )
         service.record_event(PeerEvent.INVALID_BLOCK, NODE, "192.0.2.7")
+        service.record_event(PeerEvent.INVALID_BLOCK, None, "192.0.2.7")
         clock.advance(1)
         self.assertTrue(service.is_allowed(NODE, "198.51.100.1"))
         self.assertFalse(service.is_allowed(None, "192.0.2.7"))
@@ -146,6 +195,7 @@ class RecordTests(SynchronousTestCase):
         service, _ = make_service(max_node_records=2)
         for number in range(5):
             service.record_event(PeerEvent.DISCONNECTION, bytes([number]) * 64, f"192.0.2.{number}")
+            service.record_event(PeerEvent.FAILED_HANDSHAKE, None, f"192.0.2.{number}")
         kinds = [record.kind for record in service.peer_records()]
         self.assertEqual(kinds, ["node", "node"] + ["address"] * 5)
 
@@ -177,6 +227,8 @@ class RecordTests(SynchronousTestCase):
         """
         self.service.record_event(PeerEvent.INVALID_BLOCK, NODE, "192.0.2.7")
         self.service.record_event(PeerEvent.INVALID_BLOCK, OTHER_NODE, "192.0.2.8")
+        self.service.record_event(PeerEvent.INVALID_BLOCK, None, "192.0.2.7")
+        self.service.record_event(PeerEvent.INVALID_BLOCK, None, "192.0.2.8")
         self.assertTrue(self.service.clear_address_record("192.0.2.7"))
         self.assertFalse(self.service.clear_address_record("192.0.2.7"))
         self.assertEqual(self.service.clear_node_records("3fd44f6"), 2)

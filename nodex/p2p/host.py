@@ -1,0 +1,127 @@
+"""
+What a connection needs of the node's peer network (L{PeerHost}), and the
+settings it runs by: the seam between one connection
+(L{nodex.p2p.protocol.PeerProtocol}) and the network
+(L{nodex.p2p.network.PeerNetwork}), which tests fill with fakes.
+"""
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from twisted.internet.defer import Deferred
+
+from nodex.p2p.errors import DisconnectReason
+from nodex.p2p.identity import NodeKey
+from nodex.p2p.messages import Message
+
+if TYPE_CHECKING:
+    from nodex.p2p.protocol import PeerProtocol
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """
+    The limits of one connection (C{p2p.*} configuration keys).
+
+    @ivar max_frame_bytes: the largest frame accepted after the handshake;
+        a larger length prefix disconnects (before it, a hello's size).
+    @ivar messages_per_second: the most messages a peer may send in one second.
+    @ivar max_outstanding_requests: the most requests in flight each way.
+    @ivar request_timeout: seconds a peer has to answer a request.
+    @ivar handshake_timeout: seconds a peer has to finish the handshake.
+    @ivar ping_interval: seconds between pings; a peer silent for three intervals is dropped.
+    @ivar max_queued_messages: the most messages of a peer received and not
+        handled yet; while that many wait, the peer is not read from.
+    @ivar max_queued_bytes: the same bound in bytes of frames.
+    @ivar max_invalid_transactions: how many transactions that can never be
+        valid a peer may send in one connection; one more is an offence.
+    @ivar max_repeated_messages: how many messages repeating what the peer
+        sent before it may send in one connection; one more is an offence.
+    """
+
+    max_frame_bytes: int = 16 * 1024 * 1024
+    messages_per_second: int = 500
+    max_outstanding_requests: int = 16
+    request_timeout: float = 10.0
+    handshake_timeout: float = 5.0
+    ping_interval: float = 15.0
+    max_queued_messages: int = 64
+    max_queued_bytes: int = 8 * 1024 * 1024
+    max_invalid_transactions: int = 16
+    max_repeated_messages: int = 64
+
+
+@dataclass(frozen=True)
+class ChainStatus:
+    """
+    What a hello says about the sender's chain.
+    """
+
+    network_id: int
+    genesis_hash: bytes
+    head_hash: bytes
+    head_number: int
+    total_difficulty: int
+    listen_port: int
+
+
+class PeerHost(Protocol):
+    """
+    What a L{PeerProtocol} needs from the node's peer network.
+    """
+
+    node_key: NodeKey
+    peer_settings: PeerSettings
+
+    def chain_status(self) -> ChainStatus:
+        """
+        This node's side of a hello.
+        """
+
+    def is_allowed(self, node_id: bytes | None, address: str) -> bool:
+        """
+        Whether a peer may connect or be heard now.
+        """
+
+    def record_event(self, peer: "PeerProtocol", event: str) -> None:
+        """
+        Record a L{PeerEvent} against a peer: its node id once the handshake
+        proved it, else its address.
+        """
+
+    def handshake_failed(self, peer: "PeerProtocol", why: str) -> None:
+        """
+        Count a handshake that failed by the peer's doing (a timeout, a bad
+        proof, a message out of order) against its address.
+        """
+
+    def peer_ready(self, peer: "PeerProtocol") -> DisconnectReason | None:
+        """
+        Adopt a peer whose handshake succeeded, or say why it must go.
+        """
+
+    def peer_message(self, peer: "PeerProtocol", message: Message) -> "Deferred[Any] | None":
+        """
+        Handle a message of an adopted peer (every message but the
+        handshake's, keep-alive's and answers to this node's requests).
+
+        @return: L{None} when it is handled, or a Deferred that fires when
+            it is (the message stays in the peer's inbound queue until then).
+        """
+
+    def peer_lost(self, peer: "PeerProtocol") -> None:
+        """
+        Forget a peer whose connection ended (adopted or not).
+        """
+
+    def decode_in_thread(self, payload: bytes) -> "Deferred[Message]":
+        """
+        Decode a large frame's payload off the reactor thread
+        (L{nodex.p2p.messages.decode_and_hash}).
+
+        @return: a Deferred firing with the message, or failing with
+            L{MessageError}.
+        """
+
+
+__all__ = ["ChainStatus", "PeerHost", "PeerSettings"]
