@@ -156,6 +156,7 @@ class Synchroniser:
         self._start(target)
 
     def _start(self, peer: PeerProtocol) -> None:
+        self._cancel_next()
         head = self._chain.head.header.number
         if self.status is None:
             self.status = SyncStatus(True, head, head, max(self._shown(), head))
@@ -231,6 +232,7 @@ class Synchroniser:
         if not self.stopped and (again or self.best_peer() is not None):
             # Let the reactor breathe between runs (a peer that keeps
             # failing must not turn this into a busy loop).
+            self._cancel_next()
             self._next = self._clock.callLater(0.1 if again else 1.0, self._retry)
         if self.best_peer() is None:
             self._done()
@@ -268,10 +270,16 @@ class Synchroniser:
         Start no more runs (the node stops).
         """
         self.stopped = True
+        self._cancel_next()
+        self._done()
+
+    def _cancel_next(self) -> None:
+        """
+        Forget the run planned for later (one starts now, or none will).
+        """
         if self._next is not None and self._next.active():
             self._next.cancel()
         self._next = None
-        self._done()
 
     def current_status(self) -> SyncStatus | None:
         """
