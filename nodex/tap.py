@@ -91,8 +91,8 @@ from nodex.services.sideblocks import SideBlocks
 from nodex.services.templates import ChainReads
 from nodex.services.offline import OfflinePeerNetwork
 from nodex.p2p.connect import peer_connector
-from nodex.p2p.network import NetworkSettings, PeerNetwork
-from nodex.p2p.host import PeerSettings
+from nodex.p2p.host import NetworkSettings, PeerSettings
+from nodex.p2p.network import PeerNetwork
 from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import TransactionPool
 from nodex.services.slices import SliceRunner

@@ -1,11 +1,11 @@
 """
 What a connection needs of the node's peer network (L{PeerHost}), and the
-settings it runs by: the seam between one connection
+settings both run by: the seam between one connection
 (L{nodex.p2p.protocol.PeerProtocol}) and the network
 (L{nodex.p2p.network.PeerNetwork}), which tests fill with fakes.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet.defer import Deferred
@@ -63,6 +63,41 @@ class ChainStatus:
     head_number: int
     total_difficulty: int
     listen_port: int
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """
+    The peer network's configuration.
+
+    @ivar bootstrap: C{(host, port)} of the peers to dial and redial.
+    @ivar reconnect_delay: the first delay before redialing a lost bootstrap peer, doubled per failure.
+    @ivar max_reconnect_delay: the longest delay between redials.
+    @ivar max_half_open_per_address: the most inbound connections still in
+        their handshake from one IP address; one more is an offence.
+    @ivar max_connections_per_address: the most open inbound connections
+        (in their handshake or established) from one IP address; one more is an offence.
+    @ivar max_handshake_failures: failed handshakes (timeouts, bad proofs,
+        messages out of order) an address may have within ten minutes; one
+        more is an offence of the address.
+    @ivar reserved_slots: connection slots, beyond the limits of inbound
+        peers and of connections in their handshake, that only trusted,
+        configured and known-good peers may take.
+    """
+
+    network_id: int
+    genesis_hash: bytes
+    bootstrap: tuple[tuple[str, int], ...] = ()
+    max_inbound: int = 25
+    max_outbound: int = 10
+    max_half_open_per_address: int = 4
+    max_connections_per_address: int = 8
+    max_handshake_failures: int = 3
+    reserved_slots: int = 8
+    reconnect_delay: float = 1.0
+    max_reconnect_delay: float = 60.0
+    progress_interval: float = 10.0
+    peer: PeerSettings = field(default_factory=PeerSettings)
 
 
 class PeerHost(Protocol):
@@ -124,4 +159,4 @@ class PeerHost(Protocol):
         """
 
 
-__all__ = ["ChainStatus", "PeerHost", "PeerSettings"]
+__all__ = ["ChainStatus", "NetworkSettings", "PeerHost", "PeerSettings"]

@@ -10,7 +10,6 @@ provides L{IBlockSource}), the transaction pool and the reputation record.
 import ipaddress
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from nodex.interfaces import (
     PeerInfo,
     SyncStatus,
 )
-from nodex.p2p.admission import HandshakeFailures, KnownGood, eviction_candidate, proved_good
+from nodex.p2p.admission import Gatekeeper
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.identity import NodeKey, load_or_create_node_key
 from nodex.p2p.messages import (
@@ -56,45 +55,10 @@ from nodex.p2p.messages import (
     Transactions,
     decode_and_hash,
 )
-from nodex.p2p.host import ChainStatus, PeerSettings
+from nodex.p2p.host import ChainStatus, NetworkSettings, PeerSettings
 from nodex.p2p.protocol import PeerProtocol
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import Synchroniser
-
-@dataclass(frozen=True)
-class NetworkSettings:
-    """
-    The peer network's configuration.
-
-    @ivar bootstrap: C{(host, port)} of the peers to dial and redial.
-    @ivar reconnect_delay: the first delay before redialing a lost bootstrap peer, doubled per failure.
-    @ivar max_reconnect_delay: the longest delay between redials.
-    @ivar max_half_open_per_address: the most inbound connections still in
-        their handshake from one IP address; one more is an offence.
-    @ivar max_connections_per_address: the most open inbound connections
-        (in their handshake or established) from one IP address; one more is an offence.
-    @ivar max_handshake_failures: failed handshakes (timeouts, bad proofs,
-        messages out of order) an address may have within ten minutes; one
-        more is an offence of the address.
-    @ivar reserved_slots: connection slots, beyond the limits of inbound
-        peers and of connections in their handshake, that only trusted,
-        configured and known-good peers may take.
-    """
-
-    network_id: int
-    genesis_hash: bytes
-    bootstrap: tuple[tuple[str, int], ...] = ()
-    max_inbound: int = 25
-    max_outbound: int = 10
-    max_half_open_per_address: int = 4
-    max_connections_per_address: int = 8
-    max_handshake_failures: int = 3
-    reserved_slots: int = 8
-    reconnect_delay: float = 1.0
-    max_reconnect_delay: float = 60.0
-    progress_interval: float = 10.0
-    peer: PeerSettings = field(default_factory=PeerSettings)
-
 
 class _PeerFactory(Factory):
     """
@@ -168,8 +132,9 @@ class PeerNetwork(Service):
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
         self._target_ids: dict[tuple[str, int], bytes] = {}
         self._covered: dict[bytes, tuple[str, int]] = {}
-        self.handshake_failures = HandshakeFailures(settings.max_handshake_failures)
-        self.known_good = KnownGood()
+        self.gatekeeper = Gatekeeper(
+            settings, reputation, clock, lambda: self._connections, lambda: self._peers.values(), self._configured_ids
+        )
         self.unfinished_handshakes: Counter[str] = Counter()
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
@@ -337,77 +302,15 @@ class PeerNetwork(Service):
 
     def admit(self, host: str) -> bool:
         """
-        Whether an inbound connection from C{host} gets a slot: within the
-        address's limits, and within the limit of connections in their
-        handshake (twice C{max_inbound}, plus the reserved slots for a
-        trusted, configured or known-good address).  When every slot is
-        taken, the oldest connection in its handshake of the address that
-        holds the most gives way to a newcomer from a less crowded address.
+        Whether an inbound connection from C{host} gets a slot (L{Gatekeeper.admit}).
         """
-        privileged = self.privileged(None, host)
-        if not self.reputation.is_trusted(None, host) and not self.within_address_limits(host):
-            return False
-        handshaking = [peer for peer in self._connections if peer.inbound and not peer.closed and not peer.established]
-        limit = 2 * self.settings.max_inbound + (self.settings.reserved_slots if privileged else 0)
-        if len(handshaking) < limit:
-            return True
-        victim = eviction_candidate(
-            handshaking, "" if privileged else host, lambda peer: self.privileged(None, peer.address)
-        )
-        if victim is None:
-            self.log.info("refusing a connection from {host}: every handshake slot is taken", host=host)
-            return False
-        self.log.info(
-            "a connection from {host} takes the handshake slot of one from {other}", host=host, other=victim.address
-        )
-        victim.disconnect(DisconnectReason.TOO_MANY_PEERS)
-        return True
-
-    def privileged(self, node_id: bytes | None, address: str) -> bool:
-        """
-        Whether a peer may take the reserved slots: a trusted node id or
-        address (C{scoring.trusted_peer_*}), a configured peer, or a peer
-        known to be good (connected for a while without an offence).
-        """
-        if self.reputation.is_trusted(node_id, address) or self.known_good.has_address(address):
-            return True
-        if node_id is not None and (self.known_good.has_node(node_id) or node_id in self._configured_ids()):
-            return True
-        if any(host == address for host, _ in self.settings.bootstrap):
-            return True
-        now = self._clock.seconds()
-        return any(peer.address == address and proved_good(peer, now) for peer in self._peers.values())
+        return self.gatekeeper.admit(host)
 
     def _configured_ids(self) -> set[bytes]:
         """
         The node ids of the configured peers this node has reached.
         """
         return {node_id for target, node_id in self._target_ids.items() if target in self.settings.bootstrap}
-
-    def within_address_limits(self, host: str) -> bool:
-        """
-        Whether one more inbound connection from C{host} stays within the
-        per-address limits (half-open connections, open connections).
-        Exceeding one is an C{INVALID_MESSAGE} offence of the address (node
-        id unknown), recorded unless the address is refused already (a
-        refused peer does not grow its record).
-        """
-        open_count = half_open = 0
-        for peer in self._connections:
-            if peer.inbound and peer.transport is not None and not peer.closed and peer.address == host:
-                open_count += 1
-                if not peer.established:
-                    half_open += 1
-        settings = self.settings
-        if half_open < settings.max_half_open_per_address and open_count < settings.max_connections_per_address:
-            return True
-        if self.reputation.is_allowed(None, host):
-            self.reputation.record_event(PeerEvent.INVALID_MESSAGE, None, host)
-        self.log.info(
-            "refusing a connection from {host}: {open} open, {half} in their handshake",
-            host=host, open=open_count, half=half_open,
-        )
-        return False
 
     @property
     def handshaking(self) -> int:
@@ -510,19 +413,9 @@ class PeerNetwork(Service):
 
     def handshake_failed(self, peer: PeerProtocol, why: str) -> None:
         """
-        Count a failed handshake against the peer's address; past
-        C{max_handshake_failures} within the window, the address is
-        punished (an C{INVALID_MESSAGE} without a node id).
+        Count a failed handshake against the peer's address (L{Gatekeeper.handshake_failed}).
         """
-        address = peer.address
-        if self.reputation.is_trusted(None, address):
-            return
-        if self.handshake_failures.add(address, self._clock.seconds()):
-            self.log.info(
-                "address {address}: more than {limit} failed handshakes ({why})",
-                address=address, limit=self.handshake_failures.limit, why=why,
-            )
-            self.reputation.record_event(PeerEvent.INVALID_MESSAGE, None, address)
+        self.gatekeeper.handshake_failed(peer.address, why)
 
     def peer_ready(self, peer: PeerProtocol) -> DisconnectReason | None:
         """
@@ -538,7 +431,7 @@ class PeerNetwork(Service):
             return DisconnectReason.ALREADY_CONNECTED
         same_side = sum(1 for other in self._peers.values() if other.inbound == peer.inbound and other is not existing)
         limit = self.settings.max_inbound if peer.inbound else self.settings.max_outbound
-        if peer.inbound and self.privileged(peer.node_id, peer.address):
+        if peer.inbound and self.gatekeeper.privileged(peer.node_id, peer.address):
             limit += self.settings.reserved_slots
         if same_side >= limit:
             return DisconnectReason.TOO_MANY_PEERS
@@ -577,8 +470,7 @@ class PeerNetwork(Service):
         Forget a connection; redial a bootstrap peer.
         """
         self._connections.discard(peer)
-        if proved_good(peer, self._clock.seconds()):
-            self.known_good.add(peer.address, peer.node_id)
+        self.gatekeeper.peer_lost(peer)
         if peer.node_id is not None and self._peers.get(peer.node_id) is peer:
             del self._peers[peer.node_id]
             self.record_event(peer, PeerEvent.DISCONNECTION)
@@ -724,4 +616,4 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-__all__ = ["NetworkSettings", "PeerNetwork"]
+__all__ = ["PeerNetwork"]
