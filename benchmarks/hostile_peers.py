@@ -1,40 +1,42 @@
 """
-Hostile peers (issue "Peer reputation and bans"): a node under attack on its
-P2P port keeps answering RPC, its memory stays bounded, and the offenders
-are punished.
+Hostile peers (issues 13 and 24): a node under attack on its P2P port keeps
+answering RPC and syncing, its memory stays bounded, and the offenders are
+punished or dropped.
 
-1. A regtest node (C{twistd -n nodex}, its own process, pinned to core 0 when
-   C{taskset} exists) with RPC and P2P on 127.0.0.1.
-2. Baseline: C{eth_blockNumber} every 10 ms for 5 s, over one keep-alive
-   connection; the node's VmRSS and VmHWM from C{/proc/<pid>/status}.
-3. Attack: C{--connections} (300) connections to the P2P port spread evenly
-   over C{--seconds} (30), in turn: garbage (a frame that is not RLP), an
-   oversize length prefix (4 GiB), a half-open socket (connects, sends
-   nothing, held for 12 s: beyond the handshake timeout), and a flood (a real
-   handshake with a fresh node key, then 2,000 PINGs in one write).  Each
-   runs in its own thread with socket timeouts, so the attack is bounded in
-   time and count; all traffic goes to 127.0.0.1.  Meanwhile the RPC poll
-   goes on and the node's VmRSS is sampled every 100 ms.
-4. Report: C{eth_blockNumber} p50/p99/max during the attack against the
-   baseline, peak RSS growth (the highest sampled VmRSS, and VmHWM, minus
-   the baseline VmRSS), what the attackers saw (how each connection ended),
-   and the punished records from C{sco_peerList} / C{sco_reputationSummary}.
+Per attack (C{--attack}, several allowed; default: all of issue 24's):
 
-Every connection comes from 127.0.0.1: after the first offence that punishes
-the address record 127.0.0.1, every later connection is refused at accept
-(BAD_REPUTATION), so the default run measures mostly refusals.  With
-C{--no-punish} the node scores without punishing
-(C{scoring.punishment_enabled = false}), so every attack runs into the P2P
-layer's own limits instead.
+1. A source node (C{--mining off}, pinned to core 1) serves a chain of
+   C{--blocks} empty blocks, built once.
+2. Quiet: a fresh target node (pinned to core 0) dials the source and
+   syncs, while this client polls its C{eth_blockNumber} every 10 ms over
+   one keep-alive connection, its C{/health} every 100 ms, and samples its
+   VmRSS every 100 ms.
+3. Attack: the same with a fresh target, and the attack started as soon as
+   the target answers RPC (the sync has just begun): the attacks of
+   C{benchmarks/hostile_peer_attacks.py}, from loopback addresses 127.0.0.2 and up.
+4. Report, per attack: RSS growth (peak VmRSS minus VmRSS when the target
+   answered), eth_blockNumber p50/p99/max, the sync rate over the attack's
+   window against the quiet run's same window, the seconds until the node
+   dropped the attacker, the /health answers seen, and what the attacker saw.
+
+C{--repository PATH} runs the target from another checkout (a worktree of
+the base commit), so that before and after can be run in turn.
+
+The older mixed attack (issue 13: 300 connections of garbage, oversize
+prefixes, half-open sockets and floods from 127.0.0.1) is C{--attack mixed}
+with C{--connections}, C{--seconds} and C{--no-punish}.
 
 Usage::
 
-    python benchmarks/hostile_peers.py [--connections 300] [--seconds 30] [--no-punish]
+    python benchmarks/hostile_peers.py [--attack NAME ...] [--blocks 20000] [--repository PATH]
+    python benchmarks/hostile_peers.py --attack mixed [--connections 300] [--seconds 30] [--no-punish]
 """
 
 import argparse
+import http.client
 import json
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -47,7 +49,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from p2p import Node, percentile  # noqa: E402
+from hostile_peer_attacks import ATTACKS, NEEDS_HEAD, Outcome  # noqa: E402
+from p2p import REPOSITORY, Node, build, free_port, percentile  # noqa: E402
 
 from nodex.interfaces import WIRE_PROTOCOL_VERSION  # noqa: E402
 from nodex.p2p.errors import DisconnectReason  # noqa: E402
@@ -194,15 +197,10 @@ class Attack:
         self.record("flood", ending(split_frames(data + rest)))
 
 
-def main() -> None:
+def run_mixed(args: argparse.Namespace) -> None:
     """
-    Run the node, the baseline and the attack; print the report as JSON.
+    Issue 13's mixed attack: run the node, the baseline and the attack; print the report as JSON.
     """
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--connections", type=int, default=300)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--no-punish", action="store_true", help="score without punishing")
-    args = parser.parse_args()
     connections = max(1, min(args.connections, 5000))
     seconds = max(1.0, min(args.seconds, 600.0))
 
@@ -292,6 +290,203 @@ def main() -> None:
         "summary": summary,
     }
     print(json.dumps(report, indent=2))
+
+
+class Client:
+    """
+    A keep-alive HTTP connection of its own (one per polling thread).
+    """
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def call(self, method: str, *params: object) -> object:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)})
+        self.connection.request("POST", "/", body, {"Content-Type": "application/json"})
+        return json.loads(self.connection.getresponse().read())["result"]
+
+    def get(self, path: str) -> tuple[int, dict[str, object]]:
+        self.connection.request("GET", path)
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())
+
+
+class Watch:
+    """
+    The pollers of one phase: eth_blockNumber every 10 ms (latency, and the
+    head over time), /health every 100 ms, VmRSS every 100 ms.
+    """
+
+    def __init__(self, node: Node, metrics_port: int) -> None:
+        self.node = node
+        self.metrics_port = metrics_port
+        self.latencies: list[float] = []
+        self.heads: list[tuple[float, int]] = []
+        self.health: list[tuple[float, int]] = []
+        self.highest = 0
+        self.rss_start = status(node.process.pid)["VmRSS"]
+        self.rss_peak = self.rss_start
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=target, daemon=True) for target in (self._poll, self._sample)]
+        for thread in self.threads:
+            thread.start()
+
+    def _poll(self) -> None:
+        client = Client(self.node.rpc_port)
+        while not self.stop.is_set():
+            started = time.perf_counter()
+            number = int(str(client.call("eth_blockNumber")), 16)
+            now = time.perf_counter()
+            self.latencies.append((now - started) * 1000)
+            self.heads.append((time.monotonic(), number))
+            time.sleep(0.01)
+
+    def _sample(self) -> None:
+        health = Client(self.metrics_port)
+        while not self.stop.is_set():
+            self.rss_peak = max(self.rss_peak, status(self.node.process.pid)["VmRSS"])
+            code, answer = health.get("/health")
+            self.health.append((time.monotonic(), code))
+            self.highest = max(self.highest, int(str(answer.get("highestBlock", 0))))
+            time.sleep(0.1)
+
+    def head(self) -> int:
+        return self.heads[-1][1] if self.heads else 0
+
+    def finish(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join()
+
+    def rate(self, start: float, seconds: float) -> float:
+        """
+        Blocks per second synced from C{start} over C{seconds}.
+        """
+        window = [(when, number) for when, number in self.heads if start <= when <= start + seconds]
+        if len(window) < 2 or window[-1][0] == window[0][0]:
+            return 0.0
+        return (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+
+
+def phase(work: Path, name: str, source: Node, blocks: int, repository: Path, attack: str | None) -> dict[str, object]:
+    """
+    One target syncing from the source, attacked or not.
+    """
+    metrics_port = free_port()
+    datadir = work / name
+    datadir.mkdir()
+    target = Node(
+        datadir, 0, "--mining", "off", "--peer", f"127.0.0.1:{source.p2p_port}",
+        "--metrics", f"tcp:{metrics_port}:interface=127.0.0.1", repository=repository,
+    )
+    try:
+        genesis = bytes.fromhex(str(target.call("eth_getBlockByNumber", "0x0", False)["hash"])[2:])  # type: ignore[index]
+        watch = Watch(target, metrics_port)
+        start = time.monotonic()
+        outcome: list[Outcome] = []
+        thread = None
+        if attack is not None:
+            function = ATTACKS[attack]
+            extra = {"head": watch.head} if attack in NEEDS_HEAD else {}
+            thread = threading.Thread(
+                target=lambda: outcome.append(function(target.p2p_port, genesis, start, start + 40, **extra)),  # type: ignore[operator]
+                daemon=True,
+            )
+            thread.start()
+        deadline = start + 180
+        while time.monotonic() < deadline and (watch.head() < blocks or (thread is not None and thread.is_alive())):
+            time.sleep(0.1)
+        synced_at = next((when for when, number in watch.heads if number >= blocks), None)
+        ended = time.monotonic()
+        watch.finish()
+        records = target.call("sco_peerList")
+    finally:
+        target.stop()
+    return {
+        "start": start,
+        "watch": watch,
+        "outcome": outcome[0] if outcome else None,
+        "sync_seconds": None if synced_at is None else synced_at - start,
+        "duration": ended - start,
+        "punished": [record["id"] for record in records if record["punishments"]],  # type: ignore[union-attr, index]
+    }
+
+
+def run_attacks(args: argparse.Namespace) -> None:
+    """
+    Each attack of issue 24 against a syncing target, after a quiet run; print the report as JSON lines.
+    """
+    repository = Path(args.repository).resolve() if args.repository else REPOSITORY
+    work = Path(tempfile.mkdtemp(prefix="nodex-hostile-"))
+    try:
+        chain = work / "chain"
+        seconds = build(chain, args.blocks, 0)
+        print(json.dumps({"built_blocks": args.blocks, "seconds": round(seconds, 1), "repository": str(repository),
+                          "load": os.getloadavg()}), flush=True)
+        source = Node(chain, 1, "--mining", "off")
+        try:
+            for index, attack in enumerate(args.attack):
+                quiet = phase(work, f"quiet-{index}", source, args.blocks, repository, None)
+                attacked = phase(work, f"attack-{index}", source, args.blocks, repository, attack)
+                print(json.dumps(report(attack, quiet, attacked)), flush=True)
+        finally:
+            source.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(attack: str, quiet: dict[str, object], attacked: dict[str, object]) -> dict[str, object]:
+    """
+    The figures of one attack against its quiet run.
+    """
+    q, a = quiet["watch"], attacked["watch"]
+    assert isinstance(q, Watch) and isinstance(a, Watch)
+    outcome = attacked["outcome"]
+    assert isinstance(outcome, Outcome)
+    window = min(float(attacked["duration"]), float(quiet["sync_seconds"] or quiet["duration"]))  # type: ignore[arg-type]
+    quiet_rate = q.rate(float(quiet["start"]), window)  # type: ignore[arg-type]
+    synced = None if attacked["sync_seconds"] is None else float(attacked["start"]) + float(attacked["sync_seconds"])  # type: ignore[arg-type]
+    attack_rate = a.rate(float(attacked["start"]), window)  # type: ignore[arg-type]
+    return {
+        "attack": attack,
+        "load": [round(value, 2) for value in os.getloadavg()],
+        "rss_growth_mib": {"attack": round((a.rss_peak - a.rss_start) / 1024, 1),
+                           "quiet": round((q.rss_peak - q.rss_start) / 1024, 1)},
+        "eth_blockNumber_ms": {
+            "attack": {"p50": round(statistics.median(a.latencies), 2), "p99": round(percentile(a.latencies, 0.99), 2),
+                       "max": round(max(a.latencies), 2), "calls": len(a.latencies)},
+            "quiet": {"p50": round(statistics.median(q.latencies), 2), "p99": round(percentile(q.latencies, 0.99), 2)},
+        },
+        "sync_blocks_per_second": {"attack": round(attack_rate), "quiet": round(quiet_rate), "window_s": round(window, 1),
+                                   "ratio": round(attack_rate / quiet_rate, 2) if quiet_rate else None},
+        "dropped_after_s": None if outcome.dropped_after is None else round(outcome.dropped_after, 2),
+        "attacker_saw": outcome.reason,
+        "health": {"while_syncing": dict(Counter(code for when, code in a.health if synced is None or when < synced)),
+                   "synced": dict(Counter(code for when, code in a.health if synced is not None and when >= synced)),
+                   "highest_block_max": a.highest},
+        "punished_records": attacked["punished"],
+        **outcome.extra,
+    }
+
+
+def main() -> None:
+    """
+    Parse the arguments; run the mixed attack or issue 24's attacks.
+    """
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--attack", action="append", choices=[*ATTACKS, "mixed"])
+    parser.add_argument("--blocks", type=int, default=20_000)
+    parser.add_argument("--repository", help="the nodex checkout the target runs (default: this one)")
+    parser.add_argument("--connections", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--no-punish", action="store_true", help="score without punishing (mixed)")
+    args = parser.parse_args()
+    if args.attack == ["mixed"]:
+        run_mixed(args)
+        return
+    args.attack = args.attack or list(ATTACKS)
+    run_attacks(args)
 
 
 if __name__ == "__main__":

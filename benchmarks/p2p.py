@@ -94,7 +94,11 @@ class Node:
     A C{twistd nodex} process with RPC and P2P on known loopback ports.
     """
 
-    def __init__(self, datadir: Path, core: int | None, *argv: str) -> None:
+    def __init__(self, datadir: Path, core: int | None, *argv: str, repository: Path = REPOSITORY) -> None:
+        """
+        @param repository: the nodex checkout the process runs (another
+            worktree, to measure a base commit).
+        """
         self.rpc_port, self.p2p_port = free_port(), free_port()
         self.log = open(datadir.parent / f"{datadir.name}.log", "w")
         command = [
@@ -104,8 +108,8 @@ class Node:
         ]
         if core is not None and shutil.which("taskset"):
             command = ["taskset", "-c", str(core), *command]
-        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=REPOSITORY)
+        env = {**os.environ, "PYTHONPATH": str(repository)}
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=repository)
         self.connection: http.client.HTTPConnection | None = None
         deadline = time.monotonic() + 60
         while True:

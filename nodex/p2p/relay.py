@@ -156,11 +156,11 @@ class ChainRelay:
     def status(self, peer: PeerProtocol, message: Status) -> None:
         """
         A peer's status names its head now, lighter or not than before (a
-        dev node may have rewound): it replaces the claim.
+        dev node may have rewound): it replaces the claim.  It does not
+        clear the peer's unbacked claims: only a backed run does (else a
+        liar would clear them with a status before each run).
         """
         peer.known_blocks.add(message.head_hash)
-        if (message.head_hash, message.total_difficulty) != (peer.head_hash, peer.total_difficulty):
-            peer.claim_failures = 0
         peer.head_hash, peer.head_number, peer.total_difficulty = (
             message.head_hash, message.head_number, message.total_difficulty,
         )

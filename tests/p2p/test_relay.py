@@ -20,6 +20,7 @@ from nodex.p2p.messages import (
     Message,
     NewBlock,
     NewBlockHashes,
+    Status,
     Transactions,
 )
 from nodex.p2p.relay import TRANSACTION_CHECKS, ChainRelay
@@ -368,3 +369,23 @@ class SideBlockTests(SynchronousTestCase):
         self.syncing, self.running = False, False
         self.relay.side_block(self.side)
         self.assertEqual([peer.sent for peer in self.peers], [[], [], [], []])
+
+
+class StatusTests(SynchronousTestCase):
+    """
+    A peer's status replaces its claimed head.
+    """
+
+    def test_status_replaces_claim(self) -> None:
+        """
+        A lighter head than claimed before replaces the claim (a dev node
+        rewound); the peer's unbacked claims are not cleared by it.
+        """
+        peer, _ = established_peer()
+        peer.claim_failures = 2
+        asked: list[object] = []
+        sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: asked.append(peer)})()
+        relay = ChainRelay(FakeChain(chain_of(1)), sync, list, lambda: True)  # type: ignore[arg-type]
+        relay.status(peer, Status(b"\x05" * 32, 3, 4))
+        self.assertEqual((peer.head_hash, peer.head_number, peer.total_difficulty), (b"\x05" * 32, 3, 4))
+        self.assertEqual((peer.claim_failures, asked), (2, [None]))
