@@ -190,10 +190,10 @@ def _list(body: bytes) -> bytes:
     return bytes([0xF7 + len(length)]) + length + body
 
 
-def orphan_block(number: int, payload_bytes: int) -> Block:
+def orphan_block(number: int, payload_bytes: int, parent: bytes | None = None) -> Block:
     """
-    A block of random parent at C{number}, its seal junk, carrying about
-    C{payload_bytes} of transactions (80 of equal size).
+    A block of random parent (or C{parent}) at C{number}, its seal junk,
+    carrying about C{payload_bytes} of transactions (80 of equal size).
     """
     size = max(1, payload_bytes // 80)
     data = os.urandom(size)
@@ -202,7 +202,7 @@ def orphan_block(number: int, payload_bytes: int) -> Block:
         for index in range(80)
     )
     header = Header(
-        parent_hash=Hash32(os.urandom(32)), uncles_hash=Hash32(os.urandom(32)), coinbase=Address(b"\x42" * 20),
+        parent_hash=Hash32(parent or os.urandom(32)), uncles_hash=Hash32(os.urandom(32)), coinbase=Address(b"\x42" * 20),
         state_root=Hash32(os.urandom(32)), transactions_root=Hash32(os.urandom(32)),
         receipts_root=Hash32(os.urandom(32)), logs_bloom=b"\x00" * 256, difficulty=1, number=number,
         gas_limit=30_000_000, gas_used=0, timestamp=int(time.time()), extra_data=b"", paid_fees=0,
@@ -436,7 +436,8 @@ def repeats(port: int, genesis: bytes, start: float, deadline: float, head: Call
 def neighbour(port: int, genesis: bytes, start: float, deadline: float, head: Callable[[], int]) -> Outcome:
     """
     An honest peer and an attacker, both from 127.0.0.1; the attacker sends
-    an invalid block.  Whether the honest peer is still connected 3 s later.
+    an invalid block (on the genesis block, its seal junk).  Whether the
+    honest peer is still connected 3 s later.
     """
     honest = Wire(port, "127.0.0.1")
     outcome = Outcome()
@@ -448,7 +449,7 @@ def neighbour(port: int, genesis: bytes, start: float, deadline: float, head: Ca
         outcome.reason = f"attacker handshake refused: {attacker.ending()}"
         return outcome
     begun = time.monotonic()
-    attacker.send(NewBlock(orphan_block(max(1, head()), 1000), 10**9))
+    attacker.send(NewBlock(orphan_block(1, 1000, parent=genesis), 10**9))
     attacker.wait_closed(min(deadline, begun + 10), answer_pings(attacker))
     outcome.dropped_after = time.monotonic() - begun if attacker.closed else None
     outcome.reason = attacker.ending()

@@ -336,7 +336,12 @@ class Watch:
         client = Client(self.node.rpc_port)
         while not self.stop.is_set():
             started = time.perf_counter()
-            number = int(str(client.call("eth_blockNumber")), 16)
+            try:
+                number = int(str(client.call("eth_blockNumber")), 16)
+            except (OSError, http.client.HTTPException):
+                # Unanswered within the client's 30 s: counted at that latency.
+                client = Client(self.node.rpc_port)
+                number = self.head()
             now = time.perf_counter()
             self.latencies.append((now - started) * 1000)
             self.heads.append((time.monotonic(), number))
@@ -346,7 +351,11 @@ class Watch:
         health = Client(self.metrics_port)
         while not self.stop.is_set():
             self.rss_peak = max(self.rss_peak, status(self.node.process.pid)["VmRSS"])
-            code, answer = health.get("/health")
+            try:
+                code, answer = health.get("/health")
+            except (OSError, http.client.HTTPException):
+                health = Client(self.metrics_port)
+                code, answer = 0, {}
             self.health.append((time.monotonic(), code))
             self.highest = max(self.highest, int(str(answer.get("highestBlock", 0))))
             time.sleep(0.1)
@@ -400,7 +409,10 @@ def phase(work: Path, name: str, source: Node, blocks: int, repository: Path, at
         synced_at = next((when for when, number in watch.heads if number >= blocks), None)
         ended = time.monotonic()
         watch.finish()
-        records = target.call("sco_peerList")
+        try:
+            records = target.call("sco_peerList")
+        except (OSError, RuntimeError):
+            records = [{"id": "(the node did not answer sco_peerList)", "punishments": 1}]
     finally:
         target.stop()
     return {

@@ -3,9 +3,11 @@ Tests for L{nodex.p2p.admission}: handshake failures per address, and which
 connection in its handshake gives way when every slot is taken.
 """
 
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.p2p.admission import HandshakeFailures, KnownGood, eviction_candidate
+from nodex.p2p.admission import Gatekeeper, HandshakeFailures, KnownGood, eviction_candidate
+from nodex.p2p.host import NetworkSettings
 
 
 class FakeConnection:
@@ -97,3 +99,114 @@ class EvictionTests(SynchronousTestCase):
         victim = eviction_candidate(held, "198.51.100.1", lambda peer: peer.address == "192.0.2.7")
         self.assertIs(victim, held[2])
         self.assertIsNone(eviction_candidate(held, "198.51.100.1", lambda peer: True))
+
+
+class FakeReputation:
+    """
+    Trusts what it is told to; records the events it gets.
+    """
+
+    def __init__(self, trusted: tuple[str, ...] = ()) -> None:
+        self.trusted = trusted
+        self.events: list[tuple[str, bytes | None, str]] = []
+
+    def is_trusted(self, node_id: bytes | None, address: str) -> bool:
+        return address in self.trusted
+
+    def is_allowed(self, node_id: bytes | None, address: str) -> bool:
+        return not any(recorded == address for _, _, recorded in self.events)
+
+    def record_event(self, event: str, node_id: bytes | None, address: str) -> None:
+        self.events.append((event, node_id, address))
+
+
+class Pending(FakeConnection):
+    """
+    An inbound connection in its handshake, that can be told to go.
+    """
+
+    inbound = True
+    closed = False
+    established = False
+    transport = object()
+    was_established = False
+    offended = False
+    node_id = None
+
+    def disconnect(self, reason: object) -> None:
+        self.closed = True
+        self.reason = reason
+
+
+class GatekeeperTests(SynchronousTestCase):
+    """
+    Which inbound connection gets a slot.
+    """
+
+    def setUp(self) -> None:
+        self.connections: list[Pending] = []
+        self.reputation = FakeReputation(trusted=("10.0.0.9",))
+        self.settings = NetworkSettings(
+            network_id=7771, genesis_hash=b"\x00" * 32, bootstrap=(("10.0.0.8", 5050),), max_inbound=2,
+            max_half_open_per_address=2, max_handshake_failures=1, reserved_slots=1,
+        )
+        self.clock = Clock()
+        self.gate = Gatekeeper(
+            self.settings, self.reputation, self.clock, lambda: [c for c in self.connections if not c.closed],  # type: ignore[arg-type]
+            lambda: [], lambda: set(),
+        )
+
+    def connect(self, address: str) -> bool:
+        admitted = self.gate.admit(address)
+        if admitted:
+            self.connections.append(Pending(address, self.clock.seconds()))
+        self.clock.advance(1)
+        return admitted
+
+    def test_address_limit(self) -> None:
+        """
+        One more connection in its handshake than the address's limit is
+        refused and counted against the address; a trusted address is exempt.
+        """
+        self.assertEqual([self.connect("192.0.2.7") for _ in range(3)], [True, True, False])
+        self.assertEqual(self.reputation.events, [("INVALID_MESSAGE", None, "192.0.2.7")])
+        self.assertEqual([self.connect("10.0.0.9") for _ in range(3)], [True, True, True])
+
+    def test_eviction_and_reserved_slots(self) -> None:
+        """
+        With every slot taken (twice max_inbound), a newcomer from a less
+        crowded address takes the oldest slot of the most crowded; a
+        configured peer's address takes a reserved slot without evicting.
+        """
+        for address in ("192.0.2.7", "192.0.2.7", "192.0.2.8"):
+            self.assertTrue(self.connect(address))
+        self.assertTrue(self.connect("192.0.2.9"))
+        self.assertFalse(any(c.closed for c in self.connections))
+        self.assertTrue(self.connect("198.51.100.1"))
+        self.assertEqual([c.address for c in self.connections if c.closed], ["192.0.2.7"])
+        self.assertTrue(self.connect("10.0.0.8"))
+        self.assertEqual(len([c for c in self.connections if c.closed]), 1)
+        self.assertFalse(self.connect("192.0.2.8"))
+
+    def test_handshake_failures(self) -> None:
+        """
+        Past max_handshake_failures, the address is punished; a trusted address never.
+        """
+        self.gate.handshake_failed("192.0.2.7", "timed out")
+        self.assertEqual(self.reputation.events, [])
+        self.gate.handshake_failed("192.0.2.7", "timed out")
+        self.assertEqual(self.reputation.events, [("INVALID_MESSAGE", None, "192.0.2.7")])
+        for _ in range(5):
+            self.gate.handshake_failed("10.0.0.9", "timed out")
+        self.assertEqual(len(self.reputation.events), 1)
+
+    def test_privileged(self) -> None:
+        """
+        Trusted, configured and known-good peers may take the reserved slots.
+        """
+        self.assertTrue(self.gate.privileged(None, "10.0.0.9"))
+        self.assertTrue(self.gate.privileged(None, "10.0.0.8"))
+        self.assertFalse(self.gate.privileged(None, "192.0.2.7"))
+        self.gate.known_good.add("192.0.2.7", b"\x01" * 64)
+        self.assertTrue(self.gate.privileged(None, "192.0.2.7"))
+        self.assertTrue(self.gate.privileged(b"\x01" * 64, "198.51.100.1"))
