@@ -130,8 +130,9 @@ class PeerProtocol(PeerRequests, Protocol):
         self._pumping = False
         self._paused = False
         self._pauses = 0
-        self._window = -1
-        self._window_count = 0
+        self._tokens: float | None = None
+        self._refilled = 0.0
+        self._paused_at = 0.0
         self._last_received = 0.0
         self.init_requests()
         self._timer: IDelayedCall | None = None
@@ -371,25 +372,38 @@ class PeerProtocol(PeerRequests, Protocol):
         if full and not self._paused:
             self._paused = True
             self._pauses += 1
+            self._paused_at = self._clock.seconds()
             self.transport.pauseProducing()  # type: ignore[attr-defined]
         elif not full and self._paused:
             self._paused = False
-            self._last_received = self._clock.seconds()
+            now = self._last_received = self._clock.seconds()
+            if self._tokens is not None:
+                # The backlog of the paused seconds may come at once.
+                self._tokens += (now - self._paused_at) * self._host.peer_settings.messages_per_second
             self.transport.resumeProducing()  # type: ignore[attr-defined]
 
     def _count_message(self) -> bool:
         """
-        Count a message against the per-second limit; disconnect a flood.
+        Count a message against the rate limit (a bucket of
+        C{messages_per_second} tokens, refilled at that rate); disconnect a
+        flood.  What the peer sent while this node was not reading from it
+        arrives at once when reading resumes: reading resumes with the
+        tokens of the paused seconds added (L{_flow}), so that the backlog
+        this node caused is not taken for a flood (the average stays within
+        the limit).
         """
+        rate = self._host.peer_settings.messages_per_second
         now = self._clock.seconds()
         self._last_received = now
-        window = int(now)
-        if window != self._window:
-            self._window, self._window_count = window, 0
-        self._window_count += 1
-        if self._window_count > self._host.peer_settings.messages_per_second:
+        if self._tokens is None:
+            self._tokens, self._refilled = float(rate), now
+        # Refilled up to a second's worth; the credit of a pause stays until spent.
+        self._tokens = max(self._tokens, min(self._tokens + (now - self._refilled) * rate, rate))
+        self._refilled = now
+        if self._tokens < 1:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, "too many messages per second")
             return False
+        self._tokens -= 1
         return True
 
     # Routing

@@ -425,6 +425,28 @@ class ProtocolTests(SynchronousTestCase):
         self.assertDisconnected(DisconnectReason.FLOOD)
         self.assertIn(PeerEvent.INVALID_MESSAGE, self.host.events)
 
+    def test_backlog_after_a_pause_is_no_flood(self) -> None:
+        """
+        Messages the peer sent while this node was not reading from it
+        arrive together when reading resumes: within the limit's rate over
+        the paused time, they are no flood.
+        """
+        self.host.peer_settings = replace(self.host.peer_settings, max_queued_messages=40)
+        self.handshake()
+        self.host.handled = []
+        self.receive(*[GetPeers()] * 40)
+        self.assertTrue(self.protocol.paused)
+        self.clock.advance(3)
+        while self.host.handled:
+            self.host.handled.pop(0).callback(None)
+        self.assertFalse(self.protocol.paused)
+        self.host.handled = None
+        self.protocol.dataReceived(encode_frame(GetPeers()) * 150)
+        self.assertFalse(self.transport.disconnecting)
+        self.assertEqual(len(self.host.messages), 40 + 150)
+        self.receive(*[GetPeers()] * 20)
+        self.assertDisconnected(DisconnectReason.FLOOD)
+
     def test_flood_window(self) -> None:
         """
         The limit is per second: the same number of messages spread over two seconds is fine.
