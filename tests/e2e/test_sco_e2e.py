@@ -171,13 +171,16 @@ class ScoNodeTests(TestCase):
     async def test_peer_list_and_summary(self) -> None:
         """
         Events the P2P layer reports appear in sco_peerList and sco_reputationSummary, and
-        sco_clearPeerScoring forgets them.
+        sco_clearPeerScoring forgets them: an established peer's against its node id, one
+        before the handshake against its address.
         """
         node = await self.start_node()
         reputation = node.getServiceNamed("reputation")
         node_id = bytes.fromhex(NODE_ID)
         reputation.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, node_id, "192.0.2.7")
         reputation.record_event(PeerEvent.INVALID_MESSAGE, node_id, "192.0.2.7")
+        reputation.record_event(PeerEvent.FAILED_HANDSHAKE, None, "192.0.2.7")
+        reputation.record_event(PeerEvent.INVALID_MESSAGE, None, "192.0.2.7")
         records = await self.result("sco_peerList")
         self.assertEqual([(record["type"], record["id"]) for record in records], [("node", "abababab"), ("address", "192.0.2.7")])
         self.assertEqual([record["goodReputation"] for record in records], [False, False])
