@@ -154,6 +154,20 @@ def handshake(wire: Wire, genesis: bytes, key: NodeKey | None = None, head_numbe
     return theirs if authed and not wire.closed else None
 
 
+def established(port: int, genesis: bytes, outcome: Outcome, source: str = "127.0.0.2", timeout: float = 10.0,
+                **hello: Any) -> Wire | None:
+    """
+    A connection from C{source} whose handshake is done, or L{None} (and
+    C{outcome} says why) when the node refused it.
+    """
+    wire = Wire(port, source, timeout)
+    if handshake(wire, genesis, **hello) is None:
+        outcome.reason = f"handshake refused: {wire.ending()}"
+        wire.close()
+        return None
+    return wire
+
+
 def answer_pings(wire: Wire) -> Callable[[Message], None]:
     def answer(message: Message) -> None:
         if isinstance(message, Ping):
@@ -226,10 +240,9 @@ def invalid_transactions(port: int, genesis: bytes, start: float, deadline: floa
         for batch in range(messages)
     ]
     begun = time.monotonic()
-    wire = Wire(port, "127.0.0.2")
     outcome = Outcome()
-    if handshake(wire, genesis) is None:
-        outcome.reason = f"handshake refused: {wire.ending()}"
+    wire = established(port, genesis, outcome)
+    if wire is None:
         return outcome
     sent = 0
     try:
@@ -252,10 +265,9 @@ def orphans(port: int, genesis: bytes, start: float, deadline: float, head: Call
     After a handshake, C{count} NEW_BLOCKs of random parents at the head's
     next number, each with about 8 MB of transactions.
     """
-    wire = Wire(port, "127.0.0.2", timeout=30)
     outcome = Outcome()
-    if handshake(wire, genesis) is None:
-        outcome.reason = f"handshake refused: {wire.ending()}"
+    wire = established(port, genesis, outcome, timeout=30)
+    if wire is None:
         return outcome
     begun = time.monotonic()
     sent = 0
@@ -374,11 +386,10 @@ def liar(port: int, genesis: bytes, start: float, deadline: float) -> Outcome:
     A hello claiming total difficulty 2^200 and block 1,000,000; every
     request answered with nothing.
     """
-    wire = Wire(port, "127.0.0.2")
     outcome = Outcome()
     begun = time.monotonic()
-    if handshake(wire, genesis, head_number=1_000_000, total_difficulty=2**200, head_hash=os.urandom(32)) is None:
-        outcome.reason = f"handshake refused: {wire.ending()}"
+    wire = established(port, genesis, outcome, head_number=1_000_000, total_difficulty=2**200, head_hash=os.urandom(32))
+    if wire is None:
         return outcome
     asked = [0]
 
@@ -412,10 +423,9 @@ def repeats(port: int, genesis: bytes, start: float, deadline: float, head: Call
     )
     transactions = encode_frame(Transactions((transaction,)))
     block = encode_frame(NewBlock(orphan_block(head() + 1, 8000), 10**9))
-    wire = Wire(port, "127.0.0.2")
     outcome = Outcome()
-    if handshake(wire, genesis) is None:
-        outcome.reason = f"handshake refused: {wire.ending()}"
+    wire = established(port, genesis, outcome)
+    if wire is None:
         return outcome
     begun = time.monotonic()
     sent = 0
@@ -439,14 +449,10 @@ def neighbour(port: int, genesis: bytes, start: float, deadline: float, head: Ca
     an invalid block (on the genesis block, its seal junk).  Whether the
     honest peer is still connected 3 s later.
     """
-    honest = Wire(port, "127.0.0.1")
     outcome = Outcome()
-    if handshake(honest, genesis) is None:
-        outcome.reason = f"honest handshake refused: {honest.ending()}"
-        return outcome
-    attacker = Wire(port, "127.0.0.1")
-    if handshake(attacker, genesis) is None:
-        outcome.reason = f"attacker handshake refused: {attacker.ending()}"
+    honest = established(port, genesis, outcome, "127.0.0.1")
+    attacker = established(port, genesis, outcome, "127.0.0.1") if honest is not None else None
+    if honest is None or attacker is None:
         return outcome
     begun = time.monotonic()
     attacker.send(NewBlock(orphan_block(1, 1000, parent=genesis), 10**9))
