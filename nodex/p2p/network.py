@@ -523,7 +523,9 @@ class PeerNetwork(Service):
         Handle a message of an established peer, by the table of message
         codes: requests are answered concurrently (within the peer's limit
         of requests in flight), blocks and transactions wait in the peer's
-        lane, the rest is handled at once.
+        lane (blocks and transactions each in their own, so that a backlog
+        of transactions does not stall blocks; too many transaction
+        messages waiting, and the next is dropped), the rest is handled at once.
 
         @return: L{None} when handled, else a Deferred that fires when it is.
         """
@@ -538,8 +540,16 @@ class PeerNetwork(Service):
     def _new_block(self, peer: PeerProtocol, message: NewBlock) -> Deferred[Any]:
         return self._logged(peer.lane.submit(lambda: self.relay.new_block(peer, message)))
 
-    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any]:
-        return self._logged(peer.lane.submit(lambda: self.relay.transactions(peer, message)))
+    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any] | None:
+        unchecked = self.relay.sort_transactions(peer, message)
+        if not unchecked:
+            return None
+        if len(peer.transaction_lane) >= MAX_WAITING_TRANSACTION_MESSAGES:
+            # The peer sends faster than the pool checks: gossip is lossy,
+            # and a backlog of transactions must not stall its blocks.
+            peer.dropped_transaction_messages += 1
+            return None
+        return self._logged(peer.transaction_lane.submit(lambda: self.relay.check_transactions(peer, unchecked)))
 
     def _announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
         self.relay.announced(peer, message)
@@ -589,6 +599,12 @@ class PeerNetwork(Service):
             outbound += 1
 
 
+MAX_WAITING_TRANSACTION_MESSAGES = 16
+"""
+A peer's transaction messages waiting for the pool's checks; more are
+dropped (no offence: the peer is only faster than this node's checks).
+"""
+
 _MESSAGE_HANDLERS: dict[int, Callable[[PeerNetwork, PeerProtocol, Any], Deferred[Any] | None]] = {
     MessageCode.GET_BLOCK_HEADERS: PeerNetwork._serve,
     MessageCode.GET_BLOCK_BODIES: PeerNetwork._serve,
@@ -616,4 +632,4 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-__all__ = ["PeerNetwork"]
+__all__ = ["MAX_WAITING_TRANSACTION_MESSAGES", "PeerNetwork"]

@@ -79,7 +79,12 @@ class PeerProtocol(PeerRequests, Protocol):
     @ivar invalid_transactions: transactions that can never be valid that it sent.
     @ivar repeated_messages: messages that repeated what it sent before.
     @ivar offended: whether this node disconnected it for an offence.
-    @ivar lane: where its work messages (blocks, transactions) wait their turn.
+    @ivar lane: where its blocks wait their turn to be imported.
+    @ivar transaction_lane: where its transaction messages wait their turn
+        for the pool (apart from the blocks, so that a backlog of
+        transactions never delays a block).
+    @ivar dropped_transaction_messages: transaction messages dropped because
+        too many of the peer's waited already.
     @ivar framing: how its byte stream is cut into frames.
     @ivar dialed_host: the host name this node dialed (outbound), else L{None}.
     @ivar dial_target: the host and port this node dialed (outbound), else L{None}.
@@ -116,6 +121,8 @@ class PeerProtocol(PeerRequests, Protocol):
         self.repeated_messages = 0
         self.offended = False
         self.lane = WorkLane()
+        self.transaction_lane = WorkLane()
+        self.dropped_transaction_messages = 0
         self.framing: Framing = LengthPrefixFraming(HANDSHAKE_FRAME_BYTES)
         self.connected_at = 0.0
         self.disconnect_reason: DisconnectReason | None = None
@@ -591,6 +598,7 @@ class PeerProtocol(PeerRequests, Protocol):
     def _close(self) -> None:
         self.state = CLOSED
         self.lane.close()
+        self.transaction_lane.close()
 
     def offence(self, event: str, reason: DisconnectReason, detail: str) -> None:
         """

@@ -275,28 +275,51 @@ class ChainRelay:
 
     async def transactions(self, peer: PeerProtocol, message: Transactions) -> None:
         """
-        Offer a peer's transactions to the pool, one at a time, through the
-        bounded hand-off; what the peer sent before, what the pool holds
-        and what it refused lately cost nothing.
+        L{sort_transactions}, then L{check_transactions} (what the peer
+        network does in two steps, the second in the peer's lane).
+        """
+        await self.check_transactions(peer, self.sort_transactions(peer, message))
+
+    def sort_transactions(self, peer: PeerProtocol, message: Transactions) -> list[Transaction]:
+        """
+        A peer's transactions as they arrive: what the peer sent before (a
+        repeated message), what is known to be invalid (an offence each),
+        what the pool holds and what it refused lately cost nothing.
+
+        @return: those that the pool must check.
         """
         fresh = [tx for tx in message.transactions if not peer.known_transactions.note_received(tx.hash)]
         if len(fresh) < len(message.transactions):
             peer.repeated("transactions")
         if self.pool is None:
-            return
-        for transaction in fresh:
-            if peer.closed:
-                return
-            tx_hash = transaction.hash
-            if tx_hash in self.invalid_transactions:
-                peer.invalid_transaction("a transaction known to be invalid")
-            elif transaction.impersonated:
-                # A dev chain's impersonation marker stands for a signature
-                # only for the node's own users: from a peer it is a forged
-                # one, whoever this node impersonates (docs/devchain.md).
-                self.invalid_transactions.add(tx_hash)
-                peer.invalid_transaction("an impersonation marker")
-            elif self.pool.get(tx_hash) is None and tx_hash not in self.refused_transactions:
+            return []
+        return [transaction for transaction in fresh if self._worth_checking(peer, transaction)]
+
+    def _worth_checking(self, peer: PeerProtocol, transaction: Transaction) -> bool:
+        assert self.pool is not None
+        if peer.closed:
+            return False
+        tx_hash = transaction.hash
+        if tx_hash in self.invalid_transactions:
+            peer.invalid_transaction("a transaction known to be invalid")
+            return False
+        if transaction.impersonated:
+            # A dev chain's impersonation marker stands for a signature
+            # only for the node's own users: from a peer it is a forged
+            # one, whoever this node impersonates (docs/devchain.md).
+            self.invalid_transactions.add(tx_hash)
+            peer.invalid_transaction("an impersonation marker")
+            return False
+        return self.pool.get(tx_hash) is None and tx_hash not in self.refused_transactions
+
+    async def check_transactions(self, peer: PeerProtocol, transactions: list[Transaction]) -> None:
+        """
+        Offer a peer's sorted transactions to the pool, one at a time,
+        through the bounded hand-off (sorted again: another peer may have
+        brought one meanwhile).
+        """
+        for transaction in transactions:
+            if self._worth_checking(peer, transaction):
                 await self._offer(peer, transaction)
 
     async def _offer(self, peer: PeerProtocol, transaction: Transaction) -> None:

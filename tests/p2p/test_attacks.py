@@ -20,6 +20,7 @@ from twisted.internet.task import deferLater
 
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.host import ChainStatus, PeerSettings
+from nodex.p2p.network import MAX_WAITING_TRANSACTION_MESSAGES
 from nodex.p2p.messages import (
     BlockBodies,
     BlockHeaders,
@@ -229,6 +230,39 @@ class AttackTests(HostilePeersTestCase):
         await peer.lost  # type: ignore[attr-defined]
         self.assertEqual(peer.received_disconnect, DisconnectReason.FLOOD)
         await self.assertHonestSyncs(node)
+
+    async def test_transactions_never_stall_blocks(self) -> None:
+        """
+        While the pool checks a peer's transactions slower than it sends
+        them, its next block is imported at once (blocks have a lane of
+        their own), and transaction messages beyond the lane's bound are
+        dropped, no offence.
+        """
+        node = await self.start_target()
+        network = self.network(node)
+        other = await self.start_node()
+        block = (await self.grow(other, 4))[-1]
+        assert network.pool is not None
+        held: list[Deferred[Any]] = []
+
+        def slow_add(transaction: Any, relayed: bool = False) -> Deferred[Any]:
+            held.append(Deferred())
+            return held[-1]
+
+        network.pool.add = slow_add  # type: ignore[method-assign]
+        self.addCleanup(delattr, network.pool, "add")
+        peer = await self.peer(node)
+        for nonce in range(MAX_WAITING_TRANSACTION_MESSAGES + 10):
+            peer.send(Transactions((cow_transaction(nonce),)))
+        peer.send(NewBlock(block, 10**6))
+        await self.wait_for(lambda: head_number(node) == 4, what="the block behind the transactions")
+        [connection] = network.established_peers()
+        self.assertEqual((len(held), connection.dropped_transaction_messages), (1, 10))
+        self.assertFalse(peer.closed)
+        for waiting in held:
+            waiting.callback(b"")
+        peer.disconnect(DisconnectReason.REQUESTED)
+        await peer.lost  # type: ignore[attr-defined]
 
     async def test_neighbour_keeps_its_peers(self) -> None:
         """
