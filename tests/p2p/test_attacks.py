@@ -205,14 +205,14 @@ class AttackTests(HostilePeersTestCase):
         block = (await self.grow(other, 4))[-1]
         chain = network.relay.chain
         imports: list[bytes] = []
-        original = chain.import_block_explained
+        original = chain.import_blocks
 
-        def counting(block: Any) -> Deferred[Any]:
-            imports.append(block.hash)
-            return original(block)
+        def counting(blocks: Any, source: Any) -> Deferred[Any]:
+            imports.extend(block.hash for block in blocks)
+            return original(blocks, source)
 
-        chain.import_block_explained = counting
-        self.addCleanup(delattr, chain, "import_block_explained")
+        chain.import_blocks = counting
+        self.addCleanup(delattr, chain, "import_blocks")
         peer = await self.peer(node)
         node_id = peer.own_id  # type: ignore[attr-defined]
         for _ in range(10):

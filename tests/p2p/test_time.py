@@ -19,24 +19,8 @@ from nodex.p2p.relay import ChainRelay
 from nodex.services.chain import ChainService
 from nodex.structures.blocks import Block
 from tests.chain.test_processing import build_on, sample_rules, sample_store
-from tests.p2p.test_relay import RecordingReputation
-
-
-class OffendedPeer:
-    """
-    A peer as the relay sees it, recording the offences charged to it.
-    """
-
-    def __init__(self) -> None:
-        self.node_id = b"\x05" * 64
-        self.address = ("127.0.0.1", 30305)
-        self.short_id = "05050505"
-        self.known_blocks: set[bytes] = set()
-        self.head_hash, self.head_number, self.total_difficulty = b"", 0, 0
-        self.offences: list[tuple[Any, ...]] = []
-
-    def offence(self, *details: Any) -> None:
-        self.offences.append(details)
+from nodex.p2p.errors import DisconnectReason
+from tests.p2p.test_protocol import FakeHost, established_peer
 
 
 class NoSync:
@@ -67,15 +51,15 @@ class FutureBlockTests(SynchronousTestCase):
         self.chain = ChainService(self.store, rules, self.clock)
         self.chain.startService()
         self.addCleanup(self.chain.stopService)
-        self.reputation = RecordingReputation()
-        self.relay = ChainRelay(self.chain, self.reputation, NoSync(), list, lambda: True)  # type: ignore[arg-type]
-        self.peer = OffendedPeer()
+        self.host = FakeHost()
+        self.relay = ChainRelay(self.chain, NoSync(), list, lambda: True)  # type: ignore[arg-type]
+        self.peer, _ = established_peer(self.host)
 
     def send(self, block: Block) -> None:
         """
         The peer sends C{block} whole.
         """
-        done = Deferred.fromCoroutine(self.relay.new_block(self.peer, NewBlock(block, 10**6)))  # type: ignore[arg-type]
+        done = Deferred.fromCoroutine(self.relay.new_block(self.peer, NewBlock(block, 10**6)))
         self.successResultOf(done)
 
     def test_thirty_seconds_ahead_held_then_imported(self) -> None:
@@ -90,8 +74,8 @@ class FutureBlockTests(SynchronousTestCase):
         self.assertEqual(self.chain.head.header, self.genesis)
         self.clock.advance(1)
         self.assertEqual(self.chain.head.header, block.header)
-        self.assertEqual(self.peer.offences, [])
-        self.assertNotIn("INVALID_BLOCK", self.reputation.events)
+        self.assertFalse(self.peer.offended)
+        self.assertNotIn("INVALID_BLOCK", self.host.events)
 
     def test_ten_minutes_fast_not_punished(self) -> None:
         """
@@ -102,10 +86,10 @@ class FutureBlockTests(SynchronousTestCase):
         second = build_on(self.store, first.header, timestamp=1601).block
         self.send(first)
         self.send(second)
-        self.assertEqual(self.peer.offences, [])
+        self.assertFalse(self.peer.offended)
         self.clock.advance(600 - DRIFT_LIMIT_SECONDS + 1)
         self.assertEqual(self.chain.head.header, second.header)
-        self.assertEqual(self.peer.offences, [])
+        self.assertFalse(self.peer.offended)
 
     def test_hours_ahead_dropped_not_punished(self) -> None:
         """
@@ -116,7 +100,7 @@ class FutureBlockTests(SynchronousTestCase):
         self.send(block)
         self.clock.advance(HOLD_SECONDS)
         self.assertEqual(self.chain.head.header, self.genesis)
-        self.assertEqual(self.peer.offences, [])
+        self.assertFalse(self.peer.offended)
 
     def test_ahead_and_invalid_punished(self) -> None:
         """
@@ -126,8 +110,8 @@ class FutureBlockTests(SynchronousTestCase):
         block = build_on(self.store, self.genesis, timestamp=1030).block
         forged = Block(replace(block.header, gas_used=5))
         self.send(forged)
-        self.assertEqual(len(self.peer.offences), 1)
-        self.assertIn("INVALID_BLOCK", str(self.peer.offences[0]))
+        self.assertEqual(self.peer.disconnect_reason, DisconnectReason.INVALID_BLOCK)
+        self.assertEqual(self.host.events, ["INVALID_BLOCK"])
 
     def test_slow_clock_warned_once(self) -> None:
         """
