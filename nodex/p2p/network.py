@@ -132,6 +132,7 @@ class PeerNetwork(Service):
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
         self._target_ids: dict[tuple[str, int], bytes] = {}
         self._covered: dict[bytes, tuple[str, int]] = {}
+        self._last_addresses: dict[bytes, str] = {}
         self.gatekeeper = Gatekeeper(
             settings, reputation, clock, lambda: self._connections, lambda: self._peers.values(), self._configured_ids
         )
@@ -141,9 +142,13 @@ class PeerNetwork(Service):
         self._decoder: ThreadPool | None = None
         self._make_decoder = decoder_pool or (lambda: ThreadPool(1, 1, "nodex-p2p-decode"))
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
-        self.relay = ChainRelay(chain, self.sync, self.established_peers, lambda: self.running)
+        self.relay = ChainRelay(
+            chain, self.sync, self.established_peers, lambda: self.running,
+            lambda event, node_id: reputation.record_event(event, node_id, self._last_addresses.get(node_id, "")),
+        )
         chain.add_observer(self.relay.chain_changed)
         chain.add_side_observer(self.relay.side_block)
+        chain.add_unused_observer(self.relay.unused)
         reputation.add_ban_observer(self._bans_changed)
         if pool is not None:
             self.use_pool(pool)
@@ -426,6 +431,9 @@ class PeerNetwork(Service):
         assert peer.node_id is not None
         if peer.dial_target is not None:
             self._target_ids[peer.dial_target] = peer.node_id
+        self._last_addresses[peer.node_id] = peer.address
+        if len(self._last_addresses) > 4096:
+            self._last_addresses.pop(next(iter(self._last_addresses)))
         existing = self._peers.get(peer.node_id)
         if existing is not None and not self._replaces(peer, existing):
             return DisconnectReason.ALREADY_CONNECTED

@@ -50,6 +50,12 @@ Frames at least this long are decoded on the host's decoder thread, not on
 the reactor's: about 15 headers' worth, under half a millisecond to decode.
 """
 
+SIDE_BLOCK_QUOTA = 16
+"""Side blocks (off the canonical chain) a peer may send within L{SIDE_BLOCK_WINDOW}."""
+
+SIDE_BLOCK_WINDOW = 600.0
+"""Seconds a side block counts against its sender's quota."""
+
 _HANDSHAKE_FAILURES = {
     DisconnectReason.INCOMPATIBLE_PROTOCOL: PeerEvent.INCOMPATIBLE_PROTOCOL,
     DisconnectReason.WRONG_NETWORK: PeerEvent.INVALID_NETWORK,
@@ -79,6 +85,7 @@ class PeerProtocol(PeerRequests, Protocol):
     @ivar invalid_transactions: transactions that can never be valid that it sent.
     @ivar repeated_messages: messages that repeated what it sent before.
     @ivar offended: whether this node disconnected it for an offence.
+    @ivar side_blocks: when its last side blocks arrived (the quota's window).
     @ivar lane: where its blocks wait their turn to be imported.
     @ivar transaction_lane: where its transaction messages wait their turn
         for the pool (apart from the blocks, so that a backlog of
@@ -120,6 +127,7 @@ class PeerProtocol(PeerRequests, Protocol):
         self.invalid_transactions = 0
         self.repeated_messages = 0
         self.offended = False
+        self.side_blocks: deque[float] = deque()
         self.lane = WorkLane()
         self.transaction_lane = WorkLane()
         self.dropped_transaction_messages = 0
@@ -573,6 +581,23 @@ class PeerProtocol(PeerRequests, Protocol):
                 f"{self.invalid_transactions} invalid transactions (the last: {why})",
             )
 
+    def side_block(self, what: str) -> bool:
+        """
+        The peer sent a block off this node's canonical chain: within
+        C{SIDE_BLOCK_QUOTA} per C{SIDE_BLOCK_WINDOW} seconds it may; past
+        that, an offence.
+
+        @return: whether it was within the quota.
+        """
+        now = self._clock.seconds()
+        while self.side_blocks and self.side_blocks[0] <= now - SIDE_BLOCK_WINDOW:
+            self.side_blocks.popleft()
+        self.side_blocks.append(now)
+        if len(self.side_blocks) > SIDE_BLOCK_QUOTA:
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, f"more than {SIDE_BLOCK_QUOTA} side blocks ({what})")
+            return False
+        return True
+
     # Sending
 
     def send(self, message: Message) -> None:
@@ -649,4 +674,4 @@ message a state's table lacks is out of order.
 """
 
 
-__all__ = ["THREAD_DECODE_BYTES", "PeerProtocol"]
+__all__ = ["SIDE_BLOCK_QUOTA", "SIDE_BLOCK_WINDOW", "THREAD_DECODE_BYTES", "PeerProtocol"]

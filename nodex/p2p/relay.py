@@ -13,7 +13,7 @@ offence, and peers' transactions reach the pool's checks a few at a time
 """
 
 import math
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -22,12 +22,15 @@ from twisted.logger import Logger
 
 from nodex.interfaces import (
     ChainEvent,
+    ChainHead,
     ImportResult,
     from_peer,
     InvalidTransactionRejectedError,
     ITransactionPool,
     PeerEvent,
+    SourceKind,
     TransactionRejectedError,
+    Unused,
 )
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.messages import (
@@ -61,8 +64,41 @@ checks run on the reader threads that also serve RPC): the bounded hand-off
 to the pool.  Each peer's transactions wait in its own lane.
 """
 
+SIDE_BLOCK_DEPTH = 7
+"""
+How far below the head a side block from gossip may branch, in blocks (and
+in work: blocks at the head's difficulty): the uncle generations (DESIGN
+§2), beyond which a block is no use as an uncle and far from catching up.
+"""
+
+MAX_UNUSED_ORPHANS = 8
+"""
+Blocks of one peer that the chain kept aside and dropped because their
+parent never came (or the peer had no room left) before the peer is an
+offender.
+"""
+
+UNUSED_ORPHAN_SENDERS = 1024
+"""Peers whose unused orphans are counted (the least recent leave first)."""
+
 MAX_ANNOUNCED_FETCHES = 16
 """Announced blocks waiting to be fetched from one peer; more announcements are ignored."""
+
+
+def side_block_refusal(block: Block, parent_total_difficulty: int, head: ChainHead) -> str | None:
+    """
+    Why a side block from gossip (its parent known, not the head) may not
+    be imported, or L{None}: its chain's work short of the head's by more
+    than L{SIDE_BLOCK_DEPTH} blocks at the head's difficulty, so that it
+    cannot catch up.  Deep forks come by sync, whose runs prove their work
+    first (L{nodex.p2p.sync}).
+    """
+    # A block's work: its difficulty and its uncles' (DESIGN §2).
+    total_difficulty = parent_total_difficulty + block.header.difficulty + sum(u.difficulty for u in block.uncles)
+    shortfall = head.total_difficulty - total_difficulty
+    if shortfall > SIDE_BLOCK_DEPTH * head.header.difficulty:
+        return f"block {block.number}'s chain has {shortfall} less work than the head, more than {SIDE_BLOCK_DEPTH} blocks' worth"
+    return None
 
 
 class ChainRelay:
@@ -87,12 +123,14 @@ class ChainRelay:
         sync: Synchroniser,
         peers: Callable[[], list[PeerProtocol]],
         running: Callable[[], bool],
+        record: Callable[[str, bytes], None] = lambda event, node_id: None,
     ) -> None:
         """
         @param chain: provides L{nodex.interfaces.IChainService} and L{nodex.interfaces.IBlockSource}.
         @param sync: the synchroniser that orphans and far blocks hand over to.
         @param peers: the established peers now.
         @param running: whether the peer network runs (nothing is spread otherwise).
+        @param record: records an event against a node id that is no longer connected.
         """
         self.chain = chain
         self.sync = sync
@@ -106,6 +144,8 @@ class ChainRelay:
         self._fetching: dict[PeerProtocol, deque[bytes]] = {}
         self._peers = peers
         self._running = running
+        self._record = record
+        self._unused_orphans: OrderedDict[bytes, int] = OrderedDict()
 
     async def serve(self, peer: PeerProtocol, request: GetBlockHeaders | GetBlockBodies) -> None:
         """
@@ -185,9 +225,13 @@ class ChainRelay:
     async def import_one(self, peer: PeerProtocol, block: Block) -> None:
         """
         Import one block a peer sent or announced; an invalid one costs the
-        peer its connection, an orphan starts a sync with it.
+        peer its connection, an orphan starts a sync with it.  A block off
+        the canonical chain (a side block) must be within reach of the head
+        (L{side_block_refusal}) and within the peer's quota of side blocks.
         """
         if block.hash in self.recent_blocks or block.hash in self._importing:
+            return
+        if block.header.parent_hash != self.chain.head.header.hash and not await self._side_block_admitted(peer, block):
             return
         self._importing.add(block.hash)
         try:
@@ -210,8 +254,72 @@ class ChainRelay:
         if result.stored or result is ImportResult.EXIST:
             self.recent_blocks.add(block.hash)
             peer.shown_number = max(peer.shown_number, block.number)
-        if result is ImportResult.IMPORTED_BEST:
+        if result.stored:
+            # It extends the best chain, or (a side block within reach of
+            # the head) could become it.
             peer.record(PeerEvent.VALID_BLOCK)
+
+    async def _side_block_admitted(self, peer: PeerProtocol, block: Block) -> bool:
+        """
+        Whether a block from gossip whose parent is not the head may be
+        imported: a block of unknown parent may (the chain checks its seal
+        and keeps it aside; L{nodex.p2p.network} counts it against its
+        sender if the parent never comes); a side block (its parent known)
+        counts against the peer's quota and must be within reach of the
+        head (L{side_block_refusal}).
+        """
+        head = self.chain.head
+        refusal = None
+        if block.number + SIDE_BLOCK_DEPTH < head.header.number:
+            refusal = f"block {block.number} branches more than {SIDE_BLOCK_DEPTH} blocks below the head {head.header.number}"
+        else:
+            parent_total_difficulty = await self.chain.get_total_difficulty(block.header.parent_hash)
+            if parent_total_difficulty is None:
+                return True
+            refusal = side_block_refusal(block, parent_total_difficulty, self.chain.head)
+        if not peer.side_block(refusal or f"block {block.number}"):
+            return False
+        if refusal is not None:
+            self.log.debug("peer {peer}'s side block refused: {why}", peer=peer.short_id, why=refusal)
+        return refusal is None
+
+    def unused(self, unused: Unused) -> None:
+        """
+        A block a peer sent that the chain kept aside and dropped unused:
+        invalid once it could be checked (its parent came, or its time), an
+        invalid block of its sender; its parent never came, or its sender
+        had no room left, one of the sender's orphans that led nowhere:
+        past L{MAX_UNUSED_ORPHANS} of them, an offence (the peer claimed
+        parents it never delivered).
+        """
+        source = unused.source
+        if source.kind is not SourceKind.PEER or not source.peer:
+            return
+        node_id = bytes(source.peer)
+        if unused.reason.startswith("invalid"):
+            self._charge(node_id, PeerEvent.INVALID_BLOCK, DisconnectReason.INVALID_BLOCK, f"a block kept aside: {unused.reason}")
+            return
+        count = self._unused_orphans.pop(node_id, 0) + 1
+        if count > MAX_UNUSED_ORPHANS:
+            self._charge(
+                node_id, PeerEvent.INVALID_MESSAGE, DisconnectReason.UNBACKED_CLAIM,
+                f"{count} of its blocks waited for parents it never delivered",
+            )
+            return
+        self._unused_orphans[node_id] = count
+        if len(self._unused_orphans) > UNUSED_ORPHAN_SENDERS:
+            self._unused_orphans.popitem(last=False)
+
+    def _charge(self, node_id: bytes, event: str, reason: DisconnectReason, detail: str) -> None:
+        """
+        An offence of the node C{node_id}: its connection ends if it is connected.
+        """
+        peer = next((peer for peer in self._peers() if peer.node_id == node_id), None)
+        if peer is not None:
+            peer.offence(event, reason, detail)
+        else:
+            self.log.info("peer {peer}: {detail}", peer=node_id.hex()[:8], detail=detail)
+            self._record(event, node_id)
 
     def announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
         """
@@ -432,4 +540,12 @@ class ChainRelay:
                 peer.send(Transactions((transaction,)))
 
 
-__all__ = ["ANSWER_BYTES", "ChainRelay", "FAR_AHEAD"]
+__all__ = [
+    "ANSWER_BYTES",
+    "ChainRelay",
+    "FAR_AHEAD",
+    "MAX_UNUSED_ORPHANS",
+    "SIDE_BLOCK_DEPTH",
+    "TRANSACTION_CHECKS",
+    "side_block_refusal",
+]

@@ -22,7 +22,7 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
-from nodex.interfaces import IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus, from_peer
+from nodex.interfaces import ChainHead, IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus, from_peer
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.protocol import PeerProtocol
 from nodex.structures.blocks import Block
@@ -36,6 +36,12 @@ BODY_BATCH = 48
 
 ANCESTOR_BATCH = 64
 """Headers looked at per step of the search for the common ancestor."""
+
+MAX_FORK_DEPTH = 90_000
+"""
+How far below the head a peer's chain may fork and still be synced (the
+depth geth's downloader allows); a deeper fork is an unbacked claim.
+"""
 
 MAX_CLAIM_FAILURES = 3
 """
@@ -314,6 +320,9 @@ class Synchroniser:
         Sync from C{peer} until its chain is exhausted.
         """
         ancestor = await self._find_ancestor(peer)
+        head = self._chain.head
+        if ancestor.hash != head.header.hash:
+            await self._prove_fork(peer, ancestor, head)
         self.log.info(
             "syncing from peer {peer} (block {number}, total difficulty {td}) from block {ancestor}",
             peer=peer.short_id, number=peer.head_number, td=peer.total_difficulty, ancestor=ancestor.number,
@@ -349,6 +358,41 @@ class Synchroniser:
             for waiting in (pending, previous_import):
                 if waiting is not None:
                     waiting.addErrback(lambda failure: None)
+
+    async def _prove_fork(self, peer: PeerProtocol, ancestor: Header, head: ChainHead) -> None:
+        """
+        Before any block of a fork (the peer's chain leaves this node's
+        below the head) is imported, the peer's headers from the fork
+        point must show more work than the head's chain has above it (the
+        sum of their difficulties, a lower bound of the fork's work: the
+        uncles' are not in the headers).  Only the running sum is kept; the
+        run then fetches the headers again with their bodies.
+
+        @raise SyncAborted: the fork branches more than L{MAX_FORK_DEPTH}
+            blocks below the head, its headers break the chain, or they end
+            (or pass L{MAX_FORK_DEPTH} more than its depth) before showing
+            the work.
+        """
+        depth = head.header.number - ancestor.number
+        if depth > MAX_FORK_DEPTH:
+            raise SyncAborted(f"its chain forks {depth} blocks below the head, more than {MAX_FORK_DEPTH}", unbacked=True)
+        ancestor_total_difficulty = await self._chain.get_total_difficulty(ancestor.hash)
+        assert ancestor_total_difficulty is not None
+        shortfall = head.total_difficulty - ancestor_total_difficulty
+        work, next_number, parent_hash = 0, ancestor.number + 1, ancestor.hash
+        while work <= shortfall:
+            if next_number > ancestor.number + depth + MAX_FORK_DEPTH:
+                raise SyncAborted(f"its fork shows {work} of the {shortfall + 1} work it needs", unbacked=True)
+            headers = await peer.request_headers(next_number, HEADER_BATCH)
+            if not headers:
+                raise SyncAborted(f"its fork shows {work} of the {shortfall + 1} work it needs", unbacked=True)
+            reason = check_header_chain(headers, next_number, parent_hash)
+            if reason is not None:
+                peer.offence(PeerEvent.INVALID_HEADER, DisconnectReason.INVALID_HEADERS, reason)
+                raise SyncAborted(reason)
+            work += sum(header.difficulty for header in headers)
+            next_number, parent_hash = next_number + len(headers), headers[-1].hash
+            peer.shown_number = max(peer.shown_number, headers[-1].number)
 
     def _fetch_headers(self, peer: PeerProtocol, first: int) -> Deferred[tuple[Header, ...]]:
         return peer.request_headers(first, HEADER_BATCH)
@@ -454,6 +498,7 @@ class Synchroniser:
 __all__ = [
     "BODY_BATCH",
     "MAX_CLAIM_FAILURES",
+    "MAX_FORK_DEPTH",
     "Claim",
     "HEADER_BATCH",
     "SyncAborted",

@@ -8,7 +8,9 @@ bounded work.  The hostile peers connect from 127.0.0.2 and up; honest
 nodes from 127.0.0.1, except where an attacker shares their address.
 """
 
+import itertools
 import json
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +20,8 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import connectProtocol
 from twisted.internet.task import deferLater
 
+from nodex.chain.builder import seal_block
+from nodex.chain.pow import solve
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.host import ChainStatus, PeerSettings
 from nodex.p2p.network import MAX_WAITING_TRANSACTION_MESSAGES
@@ -31,10 +35,12 @@ from nodex.p2p.messages import (
     NewBlock,
     Transactions,
 )
-from nodex.p2p.protocol import PeerProtocol
+from nodex.p2p.protocol import SIDE_BLOCK_QUOTA, PeerProtocol
+from nodex.p2p.relay import MAX_UNUSED_ORPHANS
+from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction
 from nodex.tap import NodeService
-from tests.p2p.nodes import event_counts, head_number, rpc
+from tests.p2p.nodes import event_counts, head_number, next_block, rpc
 from tests.p2p.test_hostile import HostilePeersTestCase, Raw, messages
 from tests.p2p.test_network import cow_transaction
 from tests.p2p.test_protocol import FakeHost
@@ -63,6 +69,63 @@ class LiarHost(FakeHost):
             peer.send(BlockHeaders(message.request_id, ()))
         elif isinstance(message, GetBlockBodies):
             peer.send(BlockBodies(message.request_id, ()))
+
+
+class ServingHost(FakeHost):
+    """
+    A peer that serves a chain of its own (headers by number, bodies by
+    hash) while claiming a chain far heavier.
+    """
+
+    def __init__(self, genesis: bytes, blocks: list[Block], total_difficulty: int) -> None:
+        super().__init__(genesis=genesis, settings=PeerSettings(messages_per_second=1_000_000))
+        head = blocks[-1].header
+        self.status = ChainStatus(7771, genesis, head.hash, head.number, total_difficulty, 0)
+        self.blocks = {block.number: block for block in blocks}
+        self.by_hash = {block.hash: block for block in blocks}
+        self.bodies_served = 0
+
+    def peer_message(self, peer: PeerProtocol, message: Message) -> None:
+        if isinstance(message, GetBlockHeaders):
+            assert isinstance(message.origin, int) and message.skip == 0
+            step = -1 if message.reverse else 1
+            numbers = [message.origin + step * index for index in range(message.count)]
+            headers = []
+            for number in numbers:
+                if number not in self.blocks:
+                    break
+                headers.append(self.blocks[number].header)
+            peer.send(BlockHeaders(message.request_id, tuple(headers)))
+        elif isinstance(message, GetBlockBodies):
+            bodies = [(self.by_hash[h].transactions, self.by_hash[h].uncles) for h in message.hashes if h in self.by_hash]
+            self.bodies_served += len(bodies)
+            peer.send(BlockBodies(message.request_id, tuple(bodies)))
+
+
+async def sealed_siblings(node: NodeService, count: int) -> list[Block]:
+    """
+    C{count} distinct sealed blocks on C{node}'s head, none stored.
+    """
+    chain = node.chain
+    assert chain is not None
+    blocks = []
+    for index in range(count):
+        built, _ = await chain.build(next_block((), extra_data=b"sibling %d" % index))
+        header = built.block.header
+        seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
+        assert seal is not None
+        blocks.append(seal_block(built.block, seal))
+    return blocks
+
+
+def sealed_orphan(block: Block) -> Block:
+    """
+    C{block} on a random parent, sealed again (its seal checks, its parent never comes).
+    """
+    header = replace(block.header, parent_hash=os.urandom(32))
+    seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
+    assert seal is not None
+    return seal_block(Block(header, block.transactions, block.uncles), seal)
 
 
 class AttackTests(HostilePeersTestCase):
@@ -263,6 +326,72 @@ class AttackTests(HostilePeersTestCase):
             waiting.callback(b"")
         peer.disconnect(DisconnectReason.REQUESTED)
         await peer.lost  # type: ignore[attr-defined]
+
+    async def test_deep_side_blocks(self) -> None:
+        """
+        Distinct sealed blocks at height 1 sent to a node at height 14 are
+        refused (they branch deeper than seven blocks below the head), none
+        is stored or earns a valid block, and past the quota of side blocks
+        the sender is dropped.
+        """
+        node = await self.start_target(blocks=14)
+        other = await self.start_node()
+        siblings = await sealed_siblings(other, SIDE_BLOCK_QUOTA + 4)
+        peer = await self.peer(node)
+        node_id = peer.own_id  # type: ignore[attr-defined]
+        for block in siblings:
+            peer.send(NewBlock(block, 10**6))
+        honest = Deferred.fromCoroutine(self.assertHonestSyncs(node))
+        await peer.lost  # type: ignore[attr-defined]
+        self.assertEqual(peer.received_disconnect, DisconnectReason.FLOOD)
+        assert node.chain is not None
+        stored = [await node.chain.get_header_by_hash(block.hash) for block in siblings]
+        self.assertEqual(stored, [None] * len(siblings))
+        counts = event_counts(node, node_id.hex())
+        self.assertEqual((counts["VALID_BLOCK"], counts["INVALID_MESSAGE"]), (0, 1))
+        await honest
+
+    async def test_orphans_whose_parents_never_come(self) -> None:
+        """
+        Sealed blocks of random parents are kept aside only within the
+        sender's share (64); each pushed out is one of its orphans that led
+        nowhere, and past eight the sender is dropped for an unbacked claim.
+        """
+        node = await self.start_target()
+        other = await self.start_node()
+        [template] = await sealed_siblings(other, 1)
+        orphans = [sealed_orphan(template) for _ in range(64 + MAX_UNUSED_ORPHANS + 2)]
+        genesis = self.network(node).settings.genesis_hash
+        host = FakeHost(genesis=genesis, settings=PeerSettings(messages_per_second=10**6))
+        host.status = ChainStatus(7771, genesis, genesis, 0, 0, 0)
+        peer = await self.peer(node, host=host)
+        for block in orphans:
+            peer.send(NewBlock(block, 1))
+        await peer.lost  # type: ignore[attr-defined]
+        self.assertEqual(peer.received_disconnect, DisconnectReason.UNBACKED_CLAIM)
+        assert node.chain is not None
+        self.assertLessEqual(node.chain.importer.orphan_count, 64)
+        await self.assertHonestSyncs(node)
+
+    async def test_lighter_fork_never_imported(self) -> None:
+        """
+        A peer that claims a heavy chain and serves a real but lighter fork
+        (5 blocks from genesis against the node's 10) shows too little work:
+        none of its blocks is imported, and after three runs it is dropped.
+        """
+        node = await self.start_target(blocks=10)
+        other = await self.start_node()
+        fork = await self.grow(other, 5, extra_data=b"lighter fork")
+        genesis = self.network(node).settings.genesis_hash
+        assert other.chain is not None
+        genesis_block = await other.chain.get_block_by_number(0)
+        host = ServingHost(genesis, [genesis_block, *fork], 2**100)
+        peer = await self.peer(node, host=host)
+        await peer.lost  # type: ignore[attr-defined]
+        self.assertEqual(peer.received_disconnect, DisconnectReason.UNBACKED_CLAIM)
+        self.assertEqual(host.bodies_served, 0)
+        assert node.chain is not None
+        self.assertEqual([await node.chain.get_header_by_hash(block.hash) for block in fork], [None] * 5)
 
     async def test_neighbour_keeps_its_peers(self) -> None:
         """

@@ -9,7 +9,14 @@ from typing import Any
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ChainHead, InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.chain.aside import FILE
+from nodex.interfaces import (
+    ChainHead,
+    InvalidTransactionRejectedError,
+    TransactionRejectedError,
+    Unused,
+    from_peer,
+)
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.inbound import KnownSet
 from nodex.p2p.messages import (
@@ -23,7 +30,8 @@ from nodex.p2p.messages import (
     Status,
     Transactions,
 )
-from nodex.p2p.relay import TRANSACTION_CHECKS, ChainRelay
+from nodex.p2p.relay import MAX_UNUSED_ORPHANS, SIDE_BLOCK_DEPTH, TRANSACTION_CHECKS, ChainRelay, side_block_refusal
+from nodex.primitives import Hash32
 from nodex.p2p.sync import check_header_chain
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -389,3 +397,71 @@ class StatusTests(SynchronousTestCase):
         relay.status(peer, Status(b"\x05" * 32, 3, 4))
         self.assertEqual((peer.head_hash, peer.head_number, peer.total_difficulty), (b"\x05" * 32, 3, 4))
         self.assertEqual((peer.claim_failures, asked), (2, [None]))
+
+
+class UnusedOrphanTests(SynchronousTestCase):
+    """
+    Blocks a peer sent that the chain kept aside and dropped unused.
+    """
+
+    def setUp(self) -> None:
+        self.host = FakeHost()
+        self.peer, _ = established_peer(self.host)
+        self.recorded: list[tuple[str, bytes]] = []
+        self.relay = ChainRelay(
+            FakeChain(chain_of(1)), None, lambda: [self.peer], lambda: True,  # type: ignore[arg-type]
+            lambda event, node_id: self.recorded.append((event, node_id)),
+        )
+
+    def unused(self, reason: str, node_id: bytes | None = None) -> None:
+        source = from_peer(node_id or self.peer.node_id or b"")
+        self.relay.unused(Unused(Hash32(b"\x01" * 32), source, reason))
+
+    def test_parents_never_came(self) -> None:
+        """
+        Past eight orphans whose parent never came (or pushed out for room),
+        the connected sender is disconnected for an unbacked claim.
+        """
+        for index in range(MAX_UNUSED_ORPHANS):
+            self.unused("its parent never came" if index % 2 else "pushed out: no room left for its source")
+        self.assertFalse(self.peer.closed)
+        self.unused("its parent never came")
+        self.assertEqual(self.peer.disconnect_reason, DisconnectReason.UNBACKED_CLAIM)
+        self.assertEqual(self.host.events, ["INVALID_MESSAGE"])
+
+    def test_invalid_once_checked(self) -> None:
+        """
+        A kept block found invalid once its parent or its time came is an
+        invalid block of its sender, recorded by node id when it has gone.
+        """
+        self.unused("invalid once due: bad state root", node_id=b"\x07" * 64)
+        self.assertEqual(self.recorded, [("INVALID_BLOCK", b"\x07" * 64)])
+        self.unused("invalid: bad state root")
+        self.assertEqual(self.peer.disconnect_reason, DisconnectReason.INVALID_BLOCK)
+
+    def test_other_sources(self) -> None:
+        """
+        Blocks of a chain file or of this node's miner count against no peer.
+        """
+        self.relay.unused(Unused(Hash32(b"\x01" * 32), FILE, "its parent never came"))
+        self.assertEqual((self.recorded, self.host.events), ([], []))
+
+
+class SideBlockRefusalTests(SynchronousTestCase):
+    """
+    Which side blocks from gossip are within reach of the head.
+    """
+
+    def test_work(self) -> None:
+        """
+        A side block whose chain is short of the head's work by at most
+        seven blocks at the head's difficulty is within reach; one more
+        unit of shortfall is not; its uncles' work counts.
+        """
+        head = ChainHead(replace(sample_header(20), difficulty=10), 1000)
+        block = Block(replace(sample_header(15), difficulty=10))
+        self.assertIsNone(side_block_refusal(block, 1000 - 10 - SIDE_BLOCK_DEPTH * 10, head))
+        self.assertIn("less work", side_block_refusal(block, 1000 - 10 - SIDE_BLOCK_DEPTH * 10 - 1, head) or "")
+        uncle = replace(sample_header(14), difficulty=1)
+        with_uncle = Block(block.header, (), (uncle,))
+        self.assertIsNone(side_block_refusal(with_uncle, 1000 - 10 - SIDE_BLOCK_DEPTH * 10 - 1, head))
