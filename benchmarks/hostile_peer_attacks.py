@@ -8,10 +8,13 @@ after the attack began) and how.
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nodex.interfaces import WIRE_PROTOCOL_VERSION
@@ -466,6 +469,85 @@ def neighbour(port: int, genesis: bytes, start: float, deadline: float, head: Ca
     return outcome
 
 
+SIBLINGS = """
+import itertools, sys
+from twisted.internet import reactor
+from twisted.internet.defer import ensureDeferred
+from nodex.config import load_config
+from nodex.tap import compose
+from nodex.chain.builder import seal_block
+from nodex.chain.making import BlockTime, TransactionsBlock
+from nodex.chain.pow import solve
+from nodex.primitives import Address
+
+datadir, count, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+config = load_config(None, {"datadir": datadir, "rpc": {"endpoint": "none", "ws": "none"}, "p2p": {"endpoint": "none"},
+                            "mining": {"mode": "manual"}})
+node = compose(config, reactor)
+
+async def siblings():
+    with open(out, "wb") as handle:
+        for index in range(count):
+            request = TransactionsBlock(Address(b"\\x42" * 20), BlockTime(0, 0), (), b"sibling %d" % index)
+            built, _ = await node.chain.build(request)
+            header = built.block.header
+            seal = solve(header.hash_for_merged_mining, header.difficulty, itertools.count())
+            raw = seal_block(built.block, seal).encode()
+            handle.write(len(raw).to_bytes(4, "big") + raw)
+
+def run():
+    node.startService()
+    d = ensureDeferred(siblings())
+    d.addErrback(lambda f: (f.printTraceback(), None))
+    d.addBoth(lambda _: node.stopService()).addBoth(lambda _: reactor.stop())
+
+reactor.callWhenRunning(run)
+reactor.run()
+"""
+"""Writes C{count} distinct sealed blocks on the regtest genesis (none stored) to a file."""
+
+
+def make_siblings(work: Path, count: int) -> Path:
+    """
+    The file of C{count} sealed blocks at height 1, built by a node of this checkout.
+    """
+    out = work / "siblings.bin"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    subprocess.run([sys.executable, "-c", SIBLINGS, str(work / "siblings"), str(count), str(out)], check=True, env=env)
+    return out
+
+
+def side_blocks(port: int, genesis: bytes, start: float, deadline: float, siblings: Path) -> Outcome:
+    """
+    After a handshake, distinct sealed blocks at height 1 (1,000 by default)
+    as NEW_BLOCKs to a node far above it.
+    """
+    data = siblings.read_bytes()
+    frames = []
+    while data:
+        length = int.from_bytes(data[:4], "big")
+        frames.append(encode_frame(NewBlock(Block.decode(data[4 : 4 + length]), 10**9)))
+        data = data[4 + length :]
+    outcome = Outcome()
+    wire = established(port, genesis, outcome)
+    if wire is None:
+        return outcome
+    begun = time.monotonic()
+    sent = 0
+    try:
+        for frame in frames:
+            wire.send_raw(frame)
+            sent += 1
+    except OSError:
+        wire.closed = True
+    wire.wait_closed(deadline, answer_pings(wire))
+    outcome.dropped_after = time.monotonic() - begun if wire.closed else None
+    outcome.reason = wire.ending()
+    outcome.extra = {"blocks_sent": sent}
+    wire.close()
+    return outcome
+
+
 ATTACKS = {
     "invalid-transactions": invalid_transactions,
     "orphans": orphans,
@@ -474,10 +556,12 @@ ATTACKS = {
     "liar": liar,
     "repeats": repeats,
     "neighbour": neighbour,
+    "side-blocks": side_blocks,
 }
 """The attacks by name; those taking C{head} get a function reading the node's head number."""
 
 NEEDS_HEAD = {"orphans", "repeats", "neighbour"}
+NEEDS_SIBLINGS = {"side-blocks"}
 
 
-__all__ = ["ATTACKS", "NEEDS_HEAD", "Outcome"]
+__all__ = ["ATTACKS", "NEEDS_HEAD", "NEEDS_SIBLINGS", "Outcome", "make_siblings"]

@@ -49,7 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hostile_peer_attacks import ATTACKS, NEEDS_HEAD, Outcome  # noqa: E402
+from hostile_peer_attacks import ATTACKS, NEEDS_HEAD, NEEDS_SIBLINGS, Outcome, make_siblings  # noqa: E402
 from p2p import REPOSITORY, Node, build, free_port, percentile  # noqa: E402
 
 from nodex.interfaces import WIRE_PROTOCOL_VERSION  # noqa: E402
@@ -378,7 +378,8 @@ class Watch:
         return (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
 
 
-def phase(work: Path, name: str, source: Node, blocks: int, repository: Path, attack: str | None) -> dict[str, object]:
+def phase(work: Path, name: str, source: Node, blocks: int, repository: Path, attack: str | None,
+          siblings: Path | None = None) -> dict[str, object]:
     """
     One target syncing from the source, attacked or not.
     """
@@ -397,7 +398,9 @@ def phase(work: Path, name: str, source: Node, blocks: int, repository: Path, at
         thread = None
         if attack is not None:
             function = ATTACKS[attack]
-            extra = {"head": watch.head} if attack in NEEDS_HEAD else {}
+            extra: dict[str, object] = {"head": watch.head} if attack in NEEDS_HEAD else {}
+            if attack in NEEDS_SIBLINGS:
+                extra["siblings"] = siblings
             thread = threading.Thread(
                 target=lambda: outcome.append(function(target.p2p_port, genesis, start, start + 40, **extra)),  # type: ignore[operator]
                 daemon=True,
@@ -436,11 +439,12 @@ def run_attacks(args: argparse.Namespace) -> None:
         seconds = build(chain, args.blocks, 0)
         print(json.dumps({"built_blocks": args.blocks, "seconds": round(seconds, 1), "repository": str(repository),
                           "load": os.getloadavg()}), flush=True)
+        siblings = make_siblings(work, args.side_blocks) if NEEDS_SIBLINGS & set(args.attack) else None
         source = Node(chain, 1, "--mining", "off")
         try:
             for index, attack in enumerate(args.attack):
                 quiet = phase(work, f"quiet-{index}", source, args.blocks, repository, None)
-                attacked = phase(work, f"attack-{index}", source, args.blocks, repository, attack)
+                attacked = phase(work, f"attack-{index}", source, args.blocks, repository, attack, siblings)
                 print(json.dumps(report(attack, quiet, attacked)), flush=True)
         finally:
             source.stop()
@@ -490,6 +494,7 @@ def main() -> None:
     parser.add_argument("--attack", action="append", choices=[*ATTACKS, "mixed"])
     parser.add_argument("--blocks", type=int, default=20_000)
     parser.add_argument("--repository", help="the nodex checkout the target runs (default: this one)")
+    parser.add_argument("--side-blocks", type=int, default=1000, help="sealed blocks at height 1 (side-blocks)")
     parser.add_argument("--connections", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--no-punish", action="store_true", help="score without punishing (mixed)")
