@@ -108,10 +108,11 @@ class KnownGood:
 
 def proved_good(peer: PeerProtocol, now: float) -> bool:
     """
-    Whether an established peer has been connected long enough, without an
-    offence, to be known as good.
+    Whether a peer (established now, or until its connection ended) has
+    been connected long enough, without an offence, to be known as good.
     """
-    return peer.was_established and not peer.offended and now - peer.connected_at >= KNOWN_GOOD_SECONDS
+    established = peer.established or peer.was_established
+    return established and not peer.offended and now - peer.connected_at >= KNOWN_GOOD_SECONDS
 
 
 def eviction_candidate(

@@ -200,6 +200,24 @@ class GatekeeperTests(SynchronousTestCase):
             self.gate.handshake_failed("10.0.0.9", "timed out")
         self.assertEqual(len(self.reputation.events), 1)
 
+    def test_known_good_now(self) -> None:
+        """
+        An address whose peer has been connected for a minute without an
+        offence is known to be good while it stays.
+        """
+        peer = Pending("192.0.2.7", 0)
+        peer.established = True  # type: ignore[misc]
+        peers = [peer]
+        gate = Gatekeeper(
+            self.settings, self.reputation, self.clock, lambda: [], lambda: peers, lambda: set()  # type: ignore[arg-type]
+        )
+        self.clock.advance(59)
+        self.assertFalse(gate.privileged(None, "192.0.2.7"))
+        self.clock.advance(1)
+        self.assertTrue(gate.privileged(None, "192.0.2.7"))
+        peer.offended = True  # type: ignore[misc]
+        self.assertFalse(gate.privileged(None, "192.0.2.7"))
+
     def test_privileged(self) -> None:
         """
         Trusted, configured and known-good peers may take the reserved slots.
