@@ -520,7 +520,8 @@ def make_siblings(work: Path, count: int) -> Path:
 def side_blocks(port: int, genesis: bytes, start: float, deadline: float, siblings: Path) -> Outcome:
     """
     After a handshake, distinct sealed blocks at height 1 (1,000 by default)
-    as NEW_BLOCKs to a node far above it.
+    as NEW_BLOCKs to a node far above it, 200 a second (below the message
+    rate limit, so that what stops them is the side-block rules).
     """
     data = siblings.read_bytes()
     frames = []
@@ -535,7 +536,10 @@ def side_blocks(port: int, genesis: bytes, start: float, deadline: float, siblin
     begun = time.monotonic()
     sent = 0
     try:
-        for frame in frames:
+        for index, frame in enumerate(frames):
+            delay = begun + index / 200 - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
             wire.send_raw(frame)
             sent += 1
     except OSError:
