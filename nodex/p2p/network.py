@@ -532,8 +532,8 @@ class PeerNetwork(Service):
         codes: requests are answered concurrently (within the peer's limit
         of requests in flight), blocks and transactions wait in the peer's
         lane (blocks and transactions each in their own, so that a backlog
-        of transactions does not stall blocks; too many transaction
-        messages waiting, and the next is dropped), the rest is handled at once.
+        of transactions does not stall blocks: both are bounded by the
+        connection's inbound queue), the rest is handled at once.
 
         @return: L{None} when handled, else a Deferred that fires when it is.
         """
@@ -551,11 +551,6 @@ class PeerNetwork(Service):
     def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any] | None:
         unchecked = self.relay.sort_transactions(peer, message)
         if not unchecked:
-            return None
-        if len(peer.transaction_lane) >= MAX_WAITING_TRANSACTION_MESSAGES:
-            # The peer sends faster than the pool checks: gossip is lossy,
-            # and a backlog of transactions must not stall its blocks.
-            peer.dropped_transaction_messages += 1
             return None
         return self._logged(peer.transaction_lane.submit(lambda: self.relay.check_transactions(peer, unchecked)))
 
@@ -607,12 +602,6 @@ class PeerNetwork(Service):
             outbound += 1
 
 
-MAX_WAITING_TRANSACTION_MESSAGES = 16
-"""
-A peer's transaction messages waiting for the pool's checks; more are
-dropped (no offence: the peer is only faster than this node's checks).
-"""
-
 _MESSAGE_HANDLERS: dict[int, Callable[[PeerNetwork, PeerProtocol, Any], Deferred[Any] | None]] = {
     MessageCode.GET_BLOCK_HEADERS: PeerNetwork._serve,
     MessageCode.GET_BLOCK_BODIES: PeerNetwork._serve,
@@ -640,4 +629,4 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-__all__ = ["MAX_WAITING_TRANSACTION_MESSAGES", "PeerNetwork"]
+__all__ = ["PeerNetwork"]

@@ -84,8 +84,6 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
     @ivar transaction_lane: where its transaction messages wait their turn
         for the pool (apart from the blocks, so that a backlog of
         transactions never delays a block).
-    @ivar dropped_transaction_messages: transaction messages dropped because
-        too many of the peer's waited already.
     @ivar framing: how its byte stream is cut into frames.
     @ivar dialed_host: the host name this node dialed (outbound), else L{None}.
     @ivar dial_target: the host and port this node dialed (outbound), else L{None}.
@@ -124,7 +122,6 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         self.side_blocks: deque[float] = deque()
         self.lane = WorkLane()
         self.transaction_lane = WorkLane()
-        self.dropped_transaction_messages = 0
         self.framing: Framing = LengthPrefixFraming(HANDSHAKE_FRAME_BYTES)
         self.connected_at = 0.0
         self.disconnect_reason: DisconnectReason | None = None

@@ -24,7 +24,6 @@ from nodex.chain.builder import seal_block
 from nodex.chain.pow import solve
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.host import ChainStatus, PeerSettings
-from nodex.p2p.network import MAX_WAITING_TRANSACTION_MESSAGES
 from nodex.p2p.messages import (
     BlockBodies,
     BlockHeaders,
@@ -298,8 +297,8 @@ class AttackTests(HostilePeersTestCase):
         """
         While the pool checks a peer's transactions slower than it sends
         them, its next block is imported at once (blocks have a lane of
-        their own), and transaction messages beyond the lane's bound are
-        dropped, no offence.
+        their own); the transaction messages wait in the peer's inbound
+        queue, no offence.
         """
         node = await self.start_target()
         network = self.network(node)
@@ -315,12 +314,11 @@ class AttackTests(HostilePeersTestCase):
         network.pool.add = slow_add  # type: ignore[method-assign]
         self.addCleanup(delattr, network.pool, "add")
         peer = await self.peer(node)
-        for nonce in range(MAX_WAITING_TRANSACTION_MESSAGES + 10):
+        for nonce in range(30):
             peer.send(Transactions((cow_transaction(nonce),)))
         peer.send(NewBlock(block, 10**6))
         await self.wait_for(lambda: head_number(node) == 4, what="the block behind the transactions")
-        [connection] = network.established_peers()
-        self.assertEqual((len(held), connection.dropped_transaction_messages), (1, 10))
+        self.assertEqual((len(held), network.queue_size()), (1, 30))
         self.assertFalse(peer.closed)
         for waiting in held:
             waiting.callback(b"")
