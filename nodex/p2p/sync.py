@@ -173,7 +173,7 @@ class Synchroniser:
             self._progress.clock = self._clock
             self._progress.start(self._progress_interval, now=False)
         self._running = ensureDeferred(self._attempt(peer))
-        self._running.addErrback(self._failed, peer).addBoth(self._finished)
+        self._running.addErrback(self._failed, peer).addBoth(self._finished, peer)
 
     def _failed(self, failure: Any, peer: PeerProtocol) -> None:
         self.log.failure("sync from peer {peer} failed", failure, peer=peer.short_id)
@@ -231,16 +231,19 @@ class Synchroniser:
         """
         return max((peer.shown_number for peer in self._peers()), default=0)
 
-    def _finished(self, _: Any) -> None:
+    def _finished(self, _: Any, peer: PeerProtocol) -> None:
         self._running = None
         self._finished_run()
         again, self._again = self._again, False
-        if not self.stopped and (again or self.best_peer() is not None):
+        best = self.best_peer()
+        if not self.stopped and (again or best is not None):
             # Let the reactor breathe between runs (a peer that keeps
-            # failing must not turn this into a busy loop).
+            # failing must not turn this into a busy loop); another peer's
+            # turn comes sooner (one that failed to back its claim must
+            # not hold up an honest one).
             self._cancel_next()
-            self._next = self._clock.callLater(0.1 if again else 1.0, self._retry)
-        if self.best_peer() is None:
+            self._next = self._clock.callLater(0.1 if again or best is not peer else 1.0, self._retry)
+        if best is None:
             self._done()
 
     def _done(self) -> None:
