@@ -548,11 +548,11 @@ class PeerNetwork(Service):
     def _new_block(self, peer: PeerProtocol, message: NewBlock) -> Deferred[Any]:
         return self._logged(peer.lane.submit(lambda: self.relay.new_block(peer, message)))
 
-    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any] | None:
-        unchecked = self.relay.sort_transactions(peer, message)
-        if not unchecked:
-            return None
-        return self._logged(peer.transaction_lane.submit(lambda: self.relay.check_transactions(peer, unchecked)))
+    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any]:
+        # Sorted in the lane too, not as it arrives: a message of 4,096
+        # transactions takes milliseconds to sort, and the messages behind
+        # an offender's first are never sorted once it is dropped.
+        return self._logged(peer.transaction_lane.submit(lambda: self.relay.transactions(peer, message)))
 
     def _announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:
         self.relay.announced(peer, message)
