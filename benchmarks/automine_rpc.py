@@ -35,7 +35,12 @@ the ratio nodex / Hardhat of each round.
 Usage::
 
     python benchmarks/automine_rpc.py [--checkouts PATH,PATH] [--rounds 2] [--count 2000]
-        [--connections 8] [--workloads native-lockstep,...] [--no-hardhat]
+        [--connections 8] [--workloads native-lockstep,...] [--no-hardhat] [--callgrind]
+
+C{--callgrind} runs each nodex node under valgrind's callgrind instead,
+collecting only while a workload runs, and reports the node's machine
+instructions per transaction (the load of the machine does not move
+them; use a few hundred transactions: the node runs about 50 times slower).
 """
 
 from __future__ import annotations
@@ -252,12 +257,35 @@ def check_receipts(client: Client, hashes: list[str]) -> None:
         raise RuntimeError(f"{len(hashes)} transactions in {len(blocks)} blocks")
 
 
-def start_nodex(checkout: Path, port: int, datadir: str) -> subprocess.Popen[bytes]:
+def start_nodex(checkout: Path, port: int, datadir: str, callgrind: bool = False) -> subprocess.Popen[bytes]:
     """
-    A nodex node of C{checkout} on core 0.
+    A nodex node of C{checkout} on core 0 (under callgrind, collecting
+    nothing until told, with C{callgrind}).
     """
-    command = ["taskset", "-c", "0", sys.executable, "-c", NODEX_SERVER, str(port), datadir, "", str(checkout), "0", ""]
-    return subprocess.Popen(command, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)})
+    tool = []
+    if callgrind:
+        tool = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={datadir}/callgrind.out"]
+    command = ["taskset", "-c", "0", *tool, sys.executable, "-c", NODEX_SERVER, str(port), datadir, "", str(checkout), "0", ""]
+    environment = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
+    return subprocess.Popen(command, cwd=checkout, env=environment, stderr=subprocess.DEVNULL if callgrind else None)
+
+
+def callgrind_instructions(pid: int, folder: str, run) -> tuple[object, int]:
+    """
+    Run C{run()} with the node's callgrind collecting; the instructions it
+    executed meanwhile (its dump's total).
+    """
+    subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+    subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
+    result = run()
+    subprocess.run(["callgrind_control", "-i", "off", str(pid)], check=True, capture_output=True)
+    before = set(Path(folder).glob("callgrind.out*"))
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    dumps = [path for path in Path(folder).glob("callgrind.out*") if path not in before]
+    for line in max(dumps, key=lambda path: path.stat().st_mtime).read_text().splitlines():
+        if line.startswith("totals:"):
+            return result, int(line.split()[1])
+    raise RuntimeError("no total in the callgrind dump")
 
 
 def start_hardhat(port: int, project: str) -> subprocess.Popen[bytes]:
@@ -273,18 +301,20 @@ def start_hardhat(port: int, project: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_node(label: str, start, plan: Plan, workloads: list[str]) -> dict[str, tuple[float, float]]:
+def run_node(label: str, start, plan: Plan, workloads: list[str], callgrind: bool = False) -> dict[str, tuple[float, float]]:
     """
     Start a node, set up the token, run the workloads, stop the node.
 
-    @return: per workload, transactions per second and node CPU ms per transaction.
+    @return: per workload, transactions per second and node CPU ms per
+        transaction (with C{callgrind}: thousands of instructions per
+        transaction, twice).
     """
     folder = tempfile.mkdtemp(prefix="automine-rpc-")
     port = free_port()
     process = start(port, folder)
     figures: dict[str, tuple[float, float]] = {}
     try:
-        wait_for_port(port, process)
+        wait_for_port(port, process, timeout=600)
         client = Client(port)
         for raw in plan.setup:
             client.send_raw(raw)
@@ -293,11 +323,17 @@ def run_node(label: str, start, plan: Plan, workloads: list[str]) -> dict[str, t
             raise RuntimeError(f"{label}: the token was not deployed")
         for name in workloads:
             lanes = plan.workloads[name]
+            count = sum(len(lane) for lane in lanes)
+            if callgrind:
+                (seconds, hashes), instructions = callgrind_instructions(process.pid, folder, lambda: run_lanes(port, lanes))
+                check_receipts(client, hashes)
+                figures[name] = (instructions / count / 1000, instructions / count / 1000)
+                print(f"  {label} {name}: {instructions / count / 1000:,.0f} thousand instructions per transaction", flush=True)
+                continue
             cpu, waited = scheduler_seconds(process.pid)
             seconds, hashes = run_lanes(port, lanes)
             cpu_after, waited_after = scheduler_seconds(process.pid)
             cpu, waited = cpu_after - cpu, waited_after - waited
-            count = sum(len(lane) for lane in lanes)
             check_receipts(client, hashes)
             figures[name] = (count / seconds, 1000 * cpu / count)
             print(
@@ -327,6 +363,10 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8, help="pipelined: connections (senders), at most 9")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--no-hardhat", action="store_true")
+    parser.add_argument(
+        "--callgrind", action="store_true",
+        help="run the nodex nodes under callgrind and report instructions per transaction (no Hardhat)",
+    )
     options = parser.parse_args()
     workloads = options.workloads.split(",")
     if not 1 <= options.connections <= 9:
@@ -340,7 +380,13 @@ def main() -> None:
     nodes: list[tuple[str, object]] = []
     for path in options.checkouts.split(","):
         checkout = Path(path).resolve()
-        nodes.append((f"nodex:{checkout.name}", lambda port, folder, checkout=checkout: start_nodex(checkout, port, folder)))
+        nodes.append((f"nodex:{checkout}", lambda port, folder, checkout=checkout: start_nodex(checkout, port, folder)))
+    if options.callgrind:
+        options.no_hardhat = True
+        nodes = [
+            (label, lambda port, folder, checkout=Path(label.partition(":")[2]): start_nodex(checkout, port, folder, True))
+            for label, _ in nodes
+        ]
     if not options.no_hardhat:
         nodes.append(("hardhat", start_hardhat))
     results: dict[str, list[dict[str, tuple[float, float]]]] = {label: [] for label, _ in nodes}
@@ -349,17 +395,21 @@ def main() -> None:
         load = os.getloadavg()[0]
         print(f"round {round_number + 1} (load {load:.1f})", flush=True)
         for label, start in order:
-            results[label].append(run_node(label, start, plan, workloads))
+            results[label].append(run_node(label, start, plan, workloads, options.callgrind))
     print(f"\nload average now {os.getloadavg()[0]:.1f}; {options.count} transactions per workload,"
           f" pipelined over {options.connections} connections\n")
-    print("| workload | " + " | ".join(f"{label} tx/s (CPU ms/tx)" for label, _ in nodes) + " |")
+    unit = "thousand instructions/tx" if options.callgrind else "tx/s (CPU ms/tx)"
+    print("| workload | " + " | ".join(f"{label} {unit}" for label, _ in nodes) + " |")
     print("|---|" + "---|" * len(nodes))
     for name in workloads:
         cells = []
         for label, _ in nodes:
             rates = [figures[name][0] for figures in results[label]]
             cpus = [figures[name][1] for figures in results[label]]
-            cells.append(f"{min(rates):,.0f}–{max(rates):,.0f} ({min(cpus):.2f}–{max(cpus):.2f})")
+            if options.callgrind:
+                cells.append(f"{min(rates):,.0f}–{max(rates):,.0f}")
+            else:
+                cells.append(f"{min(rates):,.0f}–{max(rates):,.0f} ({min(cpus):.2f}–{max(cpus):.2f})")
         print(f"| {name} | " + " | ".join(cells) + " |")
     if not options.no_hardhat:
         print("\nper round, nodex / Hardhat tx/s:")
