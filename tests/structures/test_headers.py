@@ -140,6 +140,28 @@ class HeaderTests(SynchronousTestCase):
         self.assertEqual(Header.decode(sealed.encode()), expected)
         self.assertEqual(bare.with_seal(b"", b"", b"").encode(), bare.encode())
 
+    def test_replaced(self) -> None:
+        """
+        L{Header.replaced} gives what L{dataclasses.replace} gives: the
+        fields changed, none of the original's cached encodings or hashes
+        (computed first here) carried over, the original unchanged; an
+        unknown field is refused.
+        """
+        header = sample_header()
+        original_hash, original_encoding = header.hash, header.encode()
+        header.hash_for_merged_mining
+        changed = header.replaced(number=43, state_root=Hash32(b"\x05" * 32))
+        expected = replace(header, number=43, state_root=Hash32(b"\x05" * 32))
+        self.assertEqual(changed, expected)
+        self.assertEqual(changed.encode(), Header.decode(expected.encode()).encode())
+        self.assertEqual(changed.hash, Header.decode(expected.encode()).hash)
+        self.assertEqual(changed.hash_for_merged_mining, Header.decode(expected.encode()).hash_for_merged_mining)
+        self.assertNotEqual(changed.hash, original_hash)
+        self.assertEqual((header.number, header.hash, header.encode()), (42, original_hash, original_encoding))
+        self.assertEqual(header.replaced(), header)
+        with self.assertRaises(TypeError):
+            header.replaced(nonce=1)
+
     def test_extra_data_limit(self) -> None:
         """
         32 bytes of extra data are fine, 33 are refused.
