@@ -694,7 +694,10 @@ class TransactionPool(Service):
         mined = [self._by_hash[tx_hash] for tx_hash in included if tx_hash in self._by_hash]
         for transaction in mined:
             self._forget(transaction)
-        self._persist([], mined)
+        if mined:
+            # (An automined transaction that took the one-job path was
+            # never pooled: nothing to forget, nor to write.)
+            self._persist([], mined)
         promoted: list[Transaction] = []
         for address, nonce in advanced.items():
             sender = self._senders.get(address)
