@@ -2,8 +2,10 @@
 Automined transfers over RPC against nodex and Hardhat's node, alternated
 in one invocation: native and ERC-20 transfers, lockstep and pipelined.
 
-Each node runs in its own process pinned to core 0 (C{taskset -c 0}), this
-client on core 1, started fresh for each round: nodex from one or more
+Each node runs in its own process pinned to core 0 (C{taskset -c 0}) and
+its own session (so its own scheduling autogroup: the client's CPU does not
+count against the node's share), this client on core 1, started fresh for
+each round: nodex from one or more
 checkouts (C{--checkouts}; regtest, automining), and Hardhat 2's
 C{hardhat node} (C{--hardhat}, in a temporary project whose
 C{hardhat.config.js} gives chain id 33, base fee 0, Cancun and the cow
@@ -267,7 +269,9 @@ def start_nodex(checkout: Path, port: int, datadir: str, callgrind: bool = False
         tool = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={datadir}/callgrind.out"]
     command = ["taskset", "-c", "0", *tool, sys.executable, "-c", NODEX_SERVER, str(port), datadir, "", str(checkout), "0", ""]
     environment = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
-    return subprocess.Popen(command, cwd=checkout, env=environment, stderr=subprocess.DEVNULL if callgrind else None)
+    return subprocess.Popen(
+        command, cwd=checkout, env=environment, stderr=subprocess.DEVNULL if callgrind else None, start_new_session=True
+    )
 
 
 def callgrind_instructions(pid: int, folder: str, run) -> tuple[object, int]:
@@ -298,7 +302,9 @@ def start_hardhat(port: int, project: str) -> subprocess.Popen[bytes]:
     Path(project, "package.json").write_text('{"name": "automine-rpc", "version": "1.0.0"}')
     Path(project, "hardhat.config.js").write_text(HARDHAT_CONFIG % {"chain_id": CHAIN_ID, "accounts": json.dumps(accounts)})
     command = ["taskset", "-c", "0", "node", HARDHAT, "node", "--hostname", "127.0.0.1", "--port", str(port)]
-    return subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
 
 
 def run_node(label: str, start, plan: Plan, workloads: list[str], callgrind: bool = False) -> dict[str, tuple[float, float]]:
