@@ -63,7 +63,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nodeprocess import NODEX_SERVER, free_port  # noqa: E402
-from transfers import CHAIN_ID, TOKEN, Client, RawSender, wait_for_port  # noqa: E402
+from transfers import CHAIN_ID, Client, RawSender, token_creation, wait_for_port  # noqa: E402
 
 from nodex.crypto import keccak256, private_key_to_address  # noqa: E402
 from nodex.structures.transactions import LegacyTransaction, sign_transaction  # noqa: E402
@@ -104,17 +104,10 @@ class Plan:
 
     def __init__(self, count: int, connections: int, workloads: list[str]) -> None:
         self._nonces: dict[bytes, int] = {}
-        artifact = json.loads(TOKEN.read_text())
-        supply = 10**24
-        arguments = (
-            (96).to_bytes(32, "big") + (160).to_bytes(32, "big") + supply.to_bytes(32, "big")
-            + (5).to_bytes(32, "big") + b"Token".ljust(32, b"\x00")
-            + (3).to_bytes(32, "big") + b"TOK".ljust(32, b"\x00")
-        )
         deployer = private_key_to_address(DEPLOYER)
         self.token = keccak256(bytes([0xD6, 0x94]) + deployer + b"\x80")[12:]
         # Setup, untimed: the deployment, then a share of the tokens to each sender.
-        self.setup = [self._sign(DEPLOYER, b"", bytes.fromhex(artifact["bytecode"][2:]) + arguments, gas=3_000_000)]
+        self.setup = [self._sign(DEPLOYER, b"", token_creation(), gas=3_000_000)]
         for index in range(connections):
             self.setup.append(self._sign(DEPLOYER, self.token, self._transfer(private_key_to_address(sender_key(index)), 10**20), gas=100_000))
         self.workloads: dict[str, list[list[str]]] = {}

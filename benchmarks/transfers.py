@@ -175,20 +175,25 @@ def native_transfers(count: int) -> list[str]:
     return ["0x" + signed(SENDERS[0], nonce, RECIPIENT, value=1).encode().hex() for nonce in range(count)]
 
 
-def token_workload(count: int) -> tuple[str, str, list[str]]:
+def token_creation(supply: int = 10**24) -> bytes:
     """
-    The token's deployment (by cow1, nonce 0), its address, and C{count}
-    C{transfer(cow2, 1)} calls from cow1, hex-encoded.
+    The creation code of the test token ("Token", "TOK", C{supply} to its deployer).
     """
     artifact = json.loads(TOKEN.read_text())
-    supply = 10**24
     arguments = (
         (96).to_bytes(32, "big") + (160).to_bytes(32, "big") + supply.to_bytes(32, "big")
         + (5).to_bytes(32, "big") + b"Token".ljust(32, b"\x00")
         + (3).to_bytes(32, "big") + b"TOK".ljust(32, b"\x00")
     )
-    creation = bytes.fromhex(artifact["bytecode"][2:]) + arguments
-    deploy = signed(SENDERS[1], 0, b"", creation, gas=3_000_000)
+    return bytes.fromhex(artifact["bytecode"][2:]) + arguments
+
+
+def token_workload(count: int) -> tuple[str, str, list[str]]:
+    """
+    The token's deployment (by cow1, nonce 0), its address, and C{count}
+    C{transfer(cow2, 1)} calls from cow1, hex-encoded.
+    """
+    deploy = signed(SENDERS[1], 0, b"", token_creation(), gas=3_000_000)
     sender = private_key_to_address(SENDERS[1])
     address = keccak256(bytes([0xD6, 0x94]) + sender + b"\x80")[12:]
     selector = keccak256(b"transfer(address,uint256)")[:4]
