@@ -51,8 +51,6 @@ import argparse
 import json
 import os
 import selectors
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -63,7 +61,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nodeprocess import NODEX_SERVER, free_port  # noqa: E402
-from transfers import CHAIN_ID, Client, RawSender, token_creation, wait_for_port  # noqa: E402
+from transfers import CHAIN_ID, Client, RawSender, stop_node, token_creation, wait_for_port  # noqa: E402
 
 from nodex.crypto import keccak256, private_key_to_address  # noqa: E402
 from nodex.structures.transactions import LegacyTransaction, sign_transaction  # noqa: E402
@@ -344,13 +342,7 @@ def run_node(label: str, start, plan: Plan, workloads: list[str], callgrind: boo
                 flush=True,
             )
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+        stop_node(process, folder)
     return figures
 
 

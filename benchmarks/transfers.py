@@ -283,12 +283,20 @@ def main() -> None:
             )
         print(f"blocks mined: {blocks}; node peak RSS: {rss:.0f} MiB")
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(datadir, ignore_errors=True)
+        stop_node(process, datadir)
+
+
+def stop_node(process: subprocess.Popen[bytes], folder: str) -> None:
+    """
+    Stop a node (SIGINT, killed after 60 s) and delete its folder.
+    """
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
