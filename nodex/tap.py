@@ -5,6 +5,7 @@ the one place where concrete objects are wired together.
 
 import gc
 import ipaddress
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -17,16 +18,17 @@ from twisted.application.service import MultiService
 from twisted.internet.endpoints import serverFromString
 from twisted.internet.error import CannotListenError
 from twisted.internet.threads import deferToThreadPool
-from twisted.internet.interfaces import IReactorCore, IReactorTime
+from twisted.internet.interfaces import IReactorCore, IReactorTime, IStreamClientEndpoint, IStreamServerEndpoint
 from twisted.logger import Logger
 from twisted.python import usage
+from twisted.python.threadpool import ThreadPool
 
 if TYPE_CHECKING:
     from nodex.manhole import ManholeService
 
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import DEV_NETWORKS, REGTEST_MINER_ADDRESS, chain_rules
-from nodex.chain.rules import ForkSchedule
+from nodex.chain.rules import ChainRules, ForkSchedule
 from nodex.chain.tracing.limits import TraceLimits
 from nodex.config import (
     ConfigError,
@@ -38,6 +40,7 @@ from nodex.config import (
 )
 from nodex.db.errors import FatalStoreError, StoreFullError
 from nodex.db.handle import StoreHandle
+from nodex.db.kv import KeyValueStore
 from nodex.db.rocks import DEFAULT_MAX_OPEN_FILES, RocksStore
 from nodex.descriptors import DescriptorPlan
 from nodex.descriptors import plan as descriptors_plan
@@ -291,6 +294,78 @@ def prepare_datadir(path: Path) -> None:
     @raise OSError: it cannot be created.
     """
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+class Platform:
+    """
+    What the composition root builds a node on, beside its reactor: where
+    its chain is stored, the threads its heavy work runs on, how it listens
+    for and dials peers, where its randomness comes from, and the chain
+    rules of its network.  This one is the production platform (RocksDB,
+    OS threads at the workers' priority, TCP or TLS endpoints,
+    C{os.urandom}, the preset's rules); the network simulator
+    (C{nodex/simulation}, C{docs/simulation.md}) gives its own, so that the
+    services it composes are the ones a node runs, over memory stores,
+    simulated connections and simulated time.
+    """
+
+    def open_store(self, path: Path, database_files: int = DEFAULT_MAX_OPEN_FILES) -> KeyValueStore:
+        """
+        Open the chain's key-value store at C{path} (when the node starts),
+        with at most C{database_files} files open.
+        """
+        return RocksStore.open(str(path), database_files)
+
+    def serial_thread(self, reactor: Any, name: str) -> SerialThread:
+        """
+        A thread that runs jobs one at a time in arrival order (the chain's
+        writer, the pool's store thread, the miner's seal thread).
+        """
+        return SerialThread(reactor, name)
+
+    def thread_pool(self, reactor: Any, minimum: int, maximum: int, name: str) -> ThreadPool:
+        """
+        A pool of worker threads (the chain's readers, the P2P decoder),
+        whose results C{reactor} delivers.
+        """
+        return worker_pool(minimum, maximum, name)
+
+    def chain_threads(self, reactor: Any) -> ChainThreads:
+        """
+        The chain's writer thread and reader pool (four readers).
+        """
+        return ChainThreads(
+            reactor, writer=self.serial_thread(reactor, "chain-writer"),
+            reader_pool=self.thread_pool(reactor, 1, 4, "chain-reader"),
+        )
+
+    def server_endpoint(self, reactor: Any, description: str) -> IStreamServerEndpoint:
+        """
+        The endpoint a server listens on, from its configured description.
+        """
+        return serverFromString(reactor, description)
+
+    def peer_connector(self, reactor: Any, tls: bool, ca_certificate: str) -> Callable[[str, int], IStreamClientEndpoint]:
+        """
+        The function that makes the client endpoint of a peer's host and port.
+        """
+        return peer_connector(reactor, tls, ca_certificate)
+
+    def entropy(self, size: int) -> bytes:
+        """
+        C{size} random bytes (the handshake's challenges, the pings' nonces).
+        """
+        return os.urandom(size)
+
+    def chain_rules(self, config: NodeConfig) -> ChainRules:
+        """
+        The consensus rules of the configured network.
+        """
+        return chain_rules(config.network, config.chain_id, ForkSchedule.from_mapping(config.forks))
+
+
+PLATFORM = Platform()
+"""The production platform."""
 
 
 SWITCH_INTERVAL = 0.0002
@@ -558,7 +633,11 @@ def build_rpc_server(
 
 
 def compose_chain(
-    config: NodeConfig, reactor: Any, node: NodeService, database_files: int = DEFAULT_MAX_OPEN_FILES
+    config: NodeConfig,
+    reactor: Any,
+    node: NodeService,
+    database_files: int = DEFAULT_MAX_OPEN_FILES,
+    platform: Platform = PLATFORM,
 ) -> tuple[ChainService, ChainThreads]:
     """
     Add the store (opened, and its genesis written on the first start,
@@ -574,15 +653,15 @@ def compose_chain(
     @raise NodexError: the genesis table is wrong.
     """
     path = config.datadir / CHAIN_DIRECTORY
-    store = StoreHandle(lambda: RocksStore.open(str(path), database_files), f"the chain database in {path}")
+    store = StoreHandle(lambda: platform.open_store(path, database_files), f"the chain database in {path}")
     spec = genesis_spec_from_mapping(config.genesis)
     opener = StoreService(
         store, lambda opened: initialize_chain(opened, config.network, spec), node.store_failed, reactor
     )
     opener.setName("store")
     opener.setServiceParent(node)
-    threads = ChainThreads(reactor)
-    rules = chain_rules(config.network, config.chain_id, ForkSchedule.from_mapping(config.forks))
+    threads = platform.chain_threads(reactor)
+    rules = platform.chain_rules(config)
     chain = ChainService(store, rules, reactor, threads=threads)
     chain.setName("chain")
     chain.setServiceParent(node)
@@ -612,6 +691,7 @@ def compose_block_making(
     chain: ChainService,
     threads: ChainThreads,
     impersonation: Impersonation | None,
+    platform: Platform = PLATFORM,
 ) -> BlockMaking:
     """
     Add the transaction pool, the miner, the work service (templates for
@@ -632,7 +712,7 @@ def compose_block_making(
     """
     impersonating = None if impersonation is None else impersonation.is_impersonated
     pool = TransactionPool(
-        chain, chain.store, threads.run_reader, store_thread=SerialThread(reactor, "pool-store"),
+        chain, chain.store, threads.run_reader, store_thread=platform.serial_thread(reactor, "pool-store"),
         impersonating=impersonating,
     )
     block_clock = BlockClock(reactor, chain.rules, lasting_shift=conventions(config).ethereum)
@@ -640,7 +720,7 @@ def compose_block_making(
     coinbase = mining_coinbase(config, genesis_spec_from_mapping(config.genesis).coinbase)
     miner = Miner(
         chain, pool, coinbase, config.mining_mode, reactor, block_clock, side_blocks,
-        seal_thread=SerialThread(reactor, "miner-seal"),
+        seal_thread=platform.serial_thread(reactor, "miner-seal"),
     )
     miner.setName("miner")
     miner.setServiceParent(node)
@@ -652,7 +732,7 @@ def compose_block_making(
     work.setName("work")
     work.setServiceParent(node)
     if config.cpu_miner:
-        thread = SerialThread(reactor, "nodex-cpu-miner")
+        thread = platform.serial_thread(reactor, "nodex-cpu-miner")
         cpu = CPUMiner(work, chain, reactor, thread.run, thread.start, thread.stop)
         cpu.setName("cpu-miner")
         cpu.setServiceParent(node)
@@ -1022,36 +1102,89 @@ def compose_tracing(
     return [TraceMethods(chain, tracing, pending, conventions(config))]
 
 
-def compose(config: NodeConfig, reactor: Any) -> NodeService:
+@dataclass
+class NodeCore:
     """
-    Wire the services of a configuration together.
+    The services that take part in the network, composed by
+    L{compose_core}: what every node runs, and all that the network
+    simulator runs of one.
 
-    The chain service and the miner come first (so that they start before
-    and stop after the edges); the peer network, when one is configured
-    (L{compose_p2p}; otherwise the node is offline), joins after the pool
-    and takes the reputation service as its L{IReputation}; the manhole
-    comes with its issue.
-
-    @param reactor: provides L{IReactorCore}, L{IReactorTime} and the
-        listening interfaces the endpoints need.
+    @ivar node: the node service they belong to.
+    @ivar impersonation: a dev chain's impersonated accounts (L{None} elsewhere).
+    @ivar reputation_providers: the RPC provider of the reputation service (C{sco}).
     """
-    assert IReactorCore.providedBy(reactor)
+
+    node: NodeService
+    chain: ChainService
+    threads: ChainThreads
+    making: BlockMaking
+    reputation: ReputationService
+    peers: IPeerNetwork
+    impersonation: Impersonation | None
+    reputation_providers: list[IMethodProvider]
+
+    def attach_peers(self) -> None:
+        """
+        Add the peer network (when there is one) to the node, after the
+        services added so far: it finds the pool started, and stops (no
+        more imports from peers) before it.
+        """
+        if isinstance(self.peers, PeerNetwork):
+            self.peers.setServiceParent(self.node)
+
+
+def compose_core(
+    config: NodeConfig, reactor: Any, platform: Platform = PLATFORM, database_files: int = DEFAULT_MAX_OPEN_FILES
+) -> NodeCore:
+    """
+    Compose the services that take part in the network, in order: the
+    store and the chain (L{compose_chain}), the pool, the miner and the
+    work service (L{compose_block_making}), the reputation service, and the
+    peer network when one is configured (L{compose_p2p}; otherwise the
+    node is offline), which takes the reputation service as its
+    L{IReputation} and the pool for its transactions.  The peer network is
+    not yet added to the node (L{NodeCore.attach_peers}).
+
+    @param platform: what the node is built on (L{Platform}).
+    @param database_files: the most files the chain's store keeps open.
+    """
     prepare_datadir(config.datadir)
     node = NodeService(config)
     node.reactor = reactor
-    descriptors = plan_descriptors(config)
-    chain, threads = compose_chain(config, reactor, node, descriptors.database_files)
-    accounts = compose_wallet(config, reactor)
-    accounts.setName("accounts")
-    accounts.setServiceParent(node)
+    chain, threads = compose_chain(config, reactor, node, database_files, platform)
     # A dev chain's impersonated accounts: the dev methods name them, the
     # pool and eth_sendTransaction consult them.
     impersonation = Impersonation() if config.network in DEV_NETWORKS else None
-    making = compose_block_making(config, reactor, node, chain, threads, impersonation)
-    pool = making.pool
-    # The P2P service takes the reputation service as its IReputation.
+    making = compose_block_making(config, reactor, node, chain, threads, impersonation, platform)
     reputation, reputation_providers = compose_reputation(config, reactor, node)
-    peers = compose_p2p(config, reactor, chain, reputation)
+    peers = compose_p2p(config, reactor, chain, reputation, platform)
+    if isinstance(peers, PeerNetwork):
+        peers.use_pool(making.pool)
+    return NodeCore(node, chain, threads, making, reputation, peers, impersonation, reputation_providers)
+
+
+def compose(config: NodeConfig, reactor: Any, platform: Platform = PLATFORM) -> NodeService:
+    """
+    Wire the services of a configuration together.
+
+    The core (L{compose_core}: the chain service and the miner first, so
+    that they start before and stop after the edges, the pool, the
+    reputation service and the peer network) comes first, then the
+    wallet, the state and log services, and the edges clients talk to.
+
+    @param reactor: provides L{IReactorCore}, L{IReactorTime} and the
+        listening interfaces the endpoints need.
+    @param platform: what the node is built on (L{Platform}).
+    """
+    assert IReactorCore.providedBy(reactor)
+    descriptors = plan_descriptors(config)
+    core = compose_core(config, reactor, platform, descriptors.database_files)
+    node, chain, threads, making, peers = core.node, core.chain, core.threads, core.making, core.peers
+    impersonation = core.impersonation
+    accounts = compose_wallet(config, reactor)
+    accounts.setName("accounts")
+    accounts.setServiceParent(node)
+    pool = making.pool
     # One runner for the filters' and the subscriptions' deliveries: a
     # block's changes then hold the reactor one slice at a time in all.
     deliveries = SliceRunner(reactor)
@@ -1063,12 +1196,8 @@ def compose(config: NodeConfig, reactor: Any) -> NodeService:
     )
     providers += transaction_providers
     providers += making.providers
-    providers += reputation_providers
-    if isinstance(peers, PeerNetwork):
-        # After the pool: the peers' transactions find it started, and the
-        # network stops (no more imports from peers) before it.
-        peers.use_pool(pool)
-        peers.setServiceParent(node)
+    providers += core.reputation_providers
+    core.attach_peers()
     providers.append(PeerMethods(peers))
     subscriptions = compose_subscriptions(chain, pool, peers, reactor, deliveries)
     providers.append(subscriptions)
@@ -1138,7 +1267,9 @@ def _peer_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def compose_p2p(config: NodeConfig, reactor: Any, chain: ChainService, reputation: IReputation) -> IPeerNetwork:
+def compose_p2p(
+    config: NodeConfig, reactor: Any, chain: ChainService, reputation: IReputation, platform: Platform = PLATFORM
+) -> IPeerNetwork:
     """
     The peer network (a service named C{p2p}, for the caller to add to the
     node after the pool) when the configuration has a P2P endpoint or peers
@@ -1175,11 +1306,12 @@ def compose_p2p(config: NodeConfig, reactor: Any, chain: ChainService, reputatio
             max_invalid_transactions=raw["max_invalid_transactions"],
         ),
     )
-    listen = None if config.p2p_endpoint == "none" else serverFromString(reactor, config.p2p_endpoint)
-    connect = peer_connector(reactor, raw["tls"], raw["tls_ca_certificate"])
+    listen = None if config.p2p_endpoint == "none" else platform.server_endpoint(reactor, config.p2p_endpoint)
+    connect = platform.peer_connector(reactor, raw["tls"], raw["tls_ca_certificate"])
     network = PeerNetwork(
         chain, reputation, reactor, config.datadir, settings, listen, connect,
-        decoder_pool=lambda: worker_pool(1, 1, "nodex-p2p-decode"),
+        decoder_pool=lambda: platform.thread_pool(reactor, 1, 1, "nodex-p2p-decode"),
+        entropy=platform.entropy,
     )
     network.setName("p2p")
     return network
@@ -1210,7 +1342,10 @@ __all__ = [
     "SWITCH_INTERVAL",
     "CHAIN_DIRECTORY",
     "DAEMON_LOGFILE",
+    "NodeCore",
     "NodeService",
+    "PLATFORM",
+    "Platform",
     "NodeStartError",
     "PIDFILE",
     "START_ERRORS",
@@ -1218,6 +1353,7 @@ __all__ = [
     "build_rpc_server",
     "compose",
     "compose_chain",
+    "compose_core",
     "compose_manhole",
     "compose_metrics",
     "compose_block_making",

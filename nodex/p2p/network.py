@@ -8,6 +8,7 @@ provides L{IBlockSource}), the transaction pool and the reputation record.
 """
 
 import ipaddress
+import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -104,6 +105,7 @@ class PeerNetwork(Service):
         connect: Callable[[str, int], IStreamClientEndpoint],
         pool: ITransactionPool | None = None,
         decoder_pool: Callable[[], ThreadPool] | None = None,
+        entropy: Callable[[int], bytes] = os.urandom,
     ) -> None:
         """
         @param chain: provides L{nodex.interfaces.IChainService} and L{nodex.interfaces.IBlockSource}.
@@ -114,6 +116,9 @@ class PeerNetwork(Service):
             when the service starts (the node passes one whose thread runs
             at the workers' lower priority); by default a plain
             L{ThreadPool}.
+        @param entropy: returns that many random bytes (the connections'
+            challenges and ping nonces); the network simulator gives a
+            seeded one, so that a run replays exactly.
         """
         self.chain = chain
         self.reputation = reputation
@@ -123,6 +128,7 @@ class PeerNetwork(Service):
         self._datadir = datadir
         self._listen = listen
         self._connect = connect
+        self._entropy = entropy
         self.node_key: NodeKey | None = None  # type: ignore[assignment]
         self._port: IListeningPort | None = None
         self._peers: dict[bytes, PeerProtocol] = {}
@@ -301,7 +307,7 @@ class PeerNetwork(Service):
         """
         A protocol for a new connection, tracked until it ends.
         """
-        peer = PeerProtocol(self, self._clock, inbound, dialed_host)
+        peer = PeerProtocol(self, self._clock, inbound, dialed_host, entropy=self._entropy)
         self._connections.add(peer)
         return peer
 

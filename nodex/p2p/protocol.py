@@ -96,10 +96,18 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
 
     log = Logger()
 
-    def __init__(self, host: PeerHost, clock: IReactorTime, inbound: bool, dialed_host: str | None = None) -> None:
+    def __init__(
+        self,
+        host: PeerHost,
+        clock: IReactorTime,
+        inbound: bool,
+        dialed_host: str | None = None,
+        entropy: Callable[[int], bytes] = os.urandom,
+    ) -> None:
         """
         @param inbound: the peer connected to this node.
         @param dialed_host: the name this node dialed, for outbound connections.
+        @param entropy: returns that many random bytes (the challenge, ping nonces).
         """
         self._host = host
         self._clock = clock
@@ -128,7 +136,8 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         self.was_established = False
         self.lost_reason: Failure | None = None
         self.received_disconnect: int | None = None
-        self._challenge = os.urandom(CHALLENGE_BYTES)
+        self._entropy = entropy
+        self._challenge = entropy(CHALLENGE_BYTES)
         self.init_queue()
         self.init_requests()
         self._timer: IDelayedCall | None = None
@@ -342,7 +351,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         if not self._paused and self._clock.seconds() - self._last_received > 3 * interval:
             self.offence(PeerEvent.TIMEOUT_MESSAGE, DisconnectReason.REQUEST_TIMEOUT, "silent peer")
             return
-        self.send(Ping(int.from_bytes(os.urandom(4), "big")))
+        self.send(Ping(int.from_bytes(self._entropy(4), "big")))
         self._timer = self._clock.callLater(interval, self._keep_alive)
 
     def _cancel_timer(self) -> None:

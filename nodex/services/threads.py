@@ -242,17 +242,28 @@ class ChainThreads:
     @ivar readers: the pool that runs reads and calls.
     """
 
-    def __init__(self, reactor: Any, readers: int = 4, name: str = "chain") -> None:
+    def __init__(
+        self,
+        reactor: Any,
+        readers: int = 4,
+        name: str = "chain",
+        writer: SerialThread | None = None,
+        reader_pool: ThreadPool | None = None,
+    ) -> None:
         """
         @param reactor: the reactor that results are delivered on.
         @param readers: the most reader threads.
         @param name: the prefix of the thread names.
+        @param writer: the writer thread (by default a L{SerialThread}).
+        @param reader_pool: the reader pool (by default a L{worker_pool} of
+            C{readers} threads); the network simulator gives both, so that
+            the chain's jobs run on its simulated time.
         """
         if readers < 1:
             raise ValueError(f"the reader pool needs at least one thread, not {readers}")
         self._reactor = reactor
-        self.writer = SerialThread(reactor, f"{name}-writer")
-        self.readers = worker_pool(1, readers, f"{name}-reader")
+        self.writer = writer if writer is not None else SerialThread(reactor, f"{name}-writer")
+        self.readers = reader_pool if reader_pool is not None else worker_pool(1, readers, f"{name}-reader")
 
     def start(self) -> None:
         """
