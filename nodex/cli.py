@@ -102,10 +102,22 @@ def import_chain(argv: list[str]) -> int:
     return run_import(argv)
 
 
+def simulate(argv: list[str]) -> int:
+    """
+    C{nodex simulate}: L{nodex.simulation.cli.run_simulate}.
+    """
+    from nodex.simulation.cli import run_simulate
+
+    return run_simulate(argv)
+
+
 COMMANDS: dict[str, Command] = {
     "run": Command(run_node, "run the node in the foreground (twistd -n nodex); nodex run --help lists its options"),
     "export": Command(export_chain, "write the canonical chain to a chain file; nodex export --help"),
     "import": Command(import_chain, "import a chain file into a data directory; nodex import --help"),
+    "simulate": Command(
+        simulate, "run hundreds of nodes in one process on a simulated network and clock; nodex simulate --help"
+    ),
 }
 """The subcommands of C{nodex}, by name."""
 
@@ -156,5 +168,6 @@ __all__ = [
     "import_chain",
     "main",
     "run_node",
+    "simulate",
     "twistd_options_class",
 ]

@@ -9,6 +9,7 @@ Host names are only recognised here; resolving them is I/O, which the
 reputation service does off the reactor thread.
 """
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -78,6 +79,10 @@ BanTarget = IPAddress | AddressBlock | HostName
 """What one ban names."""
 
 
+PARSED_ADDRESSES = 4096
+"""How many peer address texts L{parse_peer_address} remembers."""
+
+
 def normalize_address(address: IPAddress) -> IPAddress:
     """
     An IPv4-mapped IPv6 address (C{::ffff:192.0.2.7}, as a dual-stack socket
@@ -88,10 +93,16 @@ def normalize_address(address: IPAddress) -> IPAddress:
     return address
 
 
+@functools.lru_cache(maxsize=PARSED_ADDRESSES)
 def parse_peer_address(text: str) -> IPAddress | None:
     """
     The IP address of a peer as the P2P layer reports it, normalised; L{None}
     for text that is not an IP address.
+
+    The reputation service asks this before every message a peer sends; the
+    parse cost more than the rest of that check (C{ipaddress} parses the
+    text octet by octet), so the answers for the last L{PARSED_ADDRESSES}
+    texts are kept (an address object is immutable).
     """
     try:
         return normalize_address(ipaddress.ip_address(text))

@@ -1,0 +1,273 @@
+"""
+Simulated time: one queue of timed calls for the whole simulated network,
+and each node's view of it (its reactor's clock, skewed by the node's own
+clock error, and dead once the node crashed).
+
+Nothing here reads the wall clock.  Calls due at the same simulated time
+run in the order they were scheduled, so a run is a pure function of its
+inputs (C{docs/simulation.md}, "Determinism").
+"""
+
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import Any
+
+from twisted.internet.error import AlreadyCalled, AlreadyCancelled
+from twisted.internet.interfaces import IDelayedCall, IReactorFromThreads, IReactorTime
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+log = Logger()
+
+
+@implementer(IDelayedCall)
+class SimulatedCall:
+    """
+    A call scheduled on a L{NodeClock}: Twisted's L{IDelayedCall} (the
+    services cancel, reset and delay their timers).
+
+    @ivar time: when it runs, in the node's (skewed) time.
+    """
+
+    __slots__ = ("time", "func", "args", "kw", "clock", "generation", "sequence", "cancelled", "called")
+
+    def __init__(self, time: float, func: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any],
+                 clock: "NodeClock") -> None:
+        self.time = time
+        self.func = func
+        self.args = args
+        self.kw = kw
+        self.clock = clock
+        self.generation = clock.generation
+        self.sequence = 0
+        self.cancelled = False
+        self.called = False
+
+    def getTime(self) -> float:
+        """
+        When the call runs, in its node's time.
+        """
+        return self.time
+
+    def cancel(self) -> None:
+        """
+        Do not run it.
+
+        @raise AlreadyCancelled: it was cancelled.
+        @raise AlreadyCalled: it ran.
+        """
+        self._check()
+        self.cancelled = True
+
+    def delay(self, secondsLater: float) -> None:
+        """
+        Run it C{secondsLater} later than planned.
+        """
+        self._check()
+        self.time += secondsLater
+        self.clock.schedule(self)
+
+    def reset(self, secondsFromNow: float) -> None:
+        """
+        Run it C{secondsFromNow} from now instead.
+        """
+        self._check()
+        self.time = self.clock.seconds() + secondsFromNow
+        self.clock.schedule(self)
+
+    def active(self) -> bool:
+        """
+        Whether it will still run.
+        """
+        return not (self.cancelled or self.called) and self.generation == self.clock.generation
+
+    def _check(self) -> None:
+        if self.cancelled:
+            raise AlreadyCancelled()
+        if self.called:
+            raise AlreadyCalled()
+
+    def __repr__(self) -> str:
+        return f"<SimulatedCall {getattr(self.func, '__qualname__', self.func)} at {self.time:.6f}>"
+
+
+class SimulatedTime:
+    """
+    The one queue of timed calls of a simulation, and its current time.
+
+    @ivar now: the true simulated time, in unix seconds.
+    @ivar calls_run: how many calls have run.
+    @ivar errors: how many calls raised (each is logged).
+    @ivar current: the clock of the node whose call runs now (L{None}:
+        the simulated world's own), for the log.
+    """
+
+    def __init__(self, start: float) -> None:
+        """
+        @param start: the simulated time at the start, in unix seconds.
+        """
+        self.now = float(start)
+        self.calls_run = 0
+        self.errors = 0
+        self._queue: list[tuple[float, int, Any]] = []
+        self._sequence = 0
+        self._stopped = False
+        self.current: NodeClock | None = None
+
+    def at(self, when: float, func: Callable[..., Any], *args: Any) -> None:
+        """
+        Run C{func(*args)} at the true time C{when} (at least now): an event
+        of the simulated world itself (a segment arriving, a scenario
+        event), not of any node.
+        """
+        self._sequence += 1
+        heappush(self._queue, (max(when, self.now), self._sequence, (func, args)))
+
+    def later(self, delay: float, func: Callable[..., Any], *args: Any) -> None:
+        """
+        Run C{func(*args)} C{delay} seconds from now (see L{at}).
+        """
+        self.at(self.now + delay, func, *args)
+
+    def push(self, when: float, call: SimulatedCall) -> None:
+        """
+        Queue a node's call at the true time C{when}.
+        """
+        self._sequence += 1
+        call.sequence = self._sequence
+        heappush(self._queue, (max(when, self.now), self._sequence, call))
+
+    def stop(self) -> None:
+        """
+        End L{run} after the call that runs now.
+        """
+        self._stopped = True
+
+    @property
+    def pending(self) -> int:
+        """
+        Entries in the queue (cancelled and dead calls included until they come up).
+        """
+        return len(self._queue)
+
+    def run(self, until: float | None = None) -> None:
+        """
+        Run the calls in time order until the queue is empty, L{stop} is
+        called, or the next call is later than C{until} (then the time
+        moves to C{until}).
+        """
+        queue = self._queue
+        self._stopped = False
+        while queue and not self._stopped:
+            when, sequence, call = queue[0]
+            if until is not None and when > until:
+                break
+            heappop(queue)
+            if type(call) is tuple:
+                self.now = when
+                self.calls_run += 1
+                self.current = None
+                func, args = call
+                try:
+                    func(*args)
+                except Exception:
+                    self._failed(func)
+                continue
+            if call.sequence != sequence or call.cancelled or call.generation != call.clock.generation:
+                continue
+            self.now = when
+            self.calls_run += 1
+            self.current = call.clock
+            call.called = True
+            try:
+                call.func(*call.args, **call.kw)
+            except Exception:
+                self._failed(call.func)
+        if until is not None and not self._stopped and self.now < until:
+            self.now = until
+
+    def _failed(self, func: Any) -> None:
+        self.errors += 1
+        log.failure("a simulated call failed: {call}", Failure(), call=getattr(func, "__qualname__", repr(func)))
+
+
+@implementer(IReactorTime, IReactorFromThreads)
+class NodeClock:
+    """
+    One node's reactor as far as its services see it: its time (the
+    simulated time plus the node's clock error), its timed calls, and
+    C{callFromThread} (the simulated threads deliver results with it).
+
+    @ivar skew: the node's clock error in seconds (positive: its clock is ahead).
+    @ivar generation: bumped when the node crashes: the calls it had
+        scheduled never run.
+    @ivar label: the node's name in the log.
+    """
+
+    def __init__(self, time: SimulatedTime, skew: float = 0.0, label: str = "") -> None:
+        """
+        @param label: names the node in the log.
+        """
+        self._time = time
+        self.skew = skew
+        self.generation = 0
+        self.label = label
+
+    @property
+    def simulated_time(self) -> SimulatedTime:
+        """
+        The simulation's time.
+        """
+        return self._time
+
+    def seconds(self) -> float:
+        """
+        The node's time: the simulated time plus its clock error.
+        """
+        return self._time.now + self.skew
+
+    def callLater(self, delay: float, callable: Callable[..., Any], *args: Any, **kw: Any) -> SimulatedCall:
+        """
+        Run C{callable} C{delay} seconds from now (at once when C{delay} is 0:
+        after the calls already due).
+        """
+        call = SimulatedCall(self._time.now + self.skew + delay, callable, args, kw, self)
+        self._time.push(self._time.now + delay, call)
+        return call
+
+    def schedule(self, call: SimulatedCall) -> None:
+        """
+        Queue C{call} again at its (changed) time.
+        """
+        self._time.push(call.time - self.skew, call)
+
+    def getDelayedCalls(self) -> list[SimulatedCall]:
+        """
+        This node's calls still to run.
+        """
+        return [
+            entry for _, sequence, entry in self._time._queue
+            if type(entry) is SimulatedCall and entry.clock is self and entry.sequence == sequence and entry.active()
+        ]
+
+    def callFromThread(self, callable: Callable[..., Any], *args: Any, **kw: Any) -> None:
+        """
+        Run C{callable} on this node's reactor, after what is due now.
+        """
+        self.callLater(0, callable, *args, **kw)
+
+    def callWhenRunning(self, callable: Callable[..., Any], *args: Any, **kw: Any) -> None:
+        """
+        The simulated reactor always runs: call at once.
+        """
+        callable(*args, **kw)
+
+    def kill(self) -> None:
+        """
+        The node crashed: none of the calls it scheduled will run.
+        """
+        self.generation += 1
+
+
+__all__ = ["NodeClock", "SimulatedCall", "SimulatedTime"]
