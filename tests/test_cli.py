@@ -52,7 +52,7 @@ class MainTests(SynchronousTestCase):
         """
         status, out, err = self.call("frobnicate", "--x")
         self.assertEqual((status, out), (1, ""))
-        self.assertEqual(err, "nodex: unknown command 'frobnicate' (commands: export, import, run)\n")
+        self.assertEqual(err, "nodex: unknown command 'frobnicate' (commands: export, import, run, simulate)\n")
 
     def test_dispatch(self) -> None:
         """

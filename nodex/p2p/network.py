@@ -132,7 +132,10 @@ class PeerNetwork(Service):
         self.node_key: NodeKey | None = None  # type: ignore[assignment]
         self._port: IListeningPort | None = None
         self._peers: dict[bytes, PeerProtocol] = {}
-        self._connections: set[PeerProtocol] = set()
+        # Insertion-ordered (a dict, not a set): a stop or a ban sweep closes
+        # connections in the order they were made, the same in every run (the
+        # network simulator replays a run exactly).
+        self._connections: dict[PeerProtocol, None] = {}
         self._dialing: dict[tuple[str, int], PeerProtocol | None] = {}
         self._failures: dict[tuple[str, int], int] = {}
         self._redials: dict[tuple[str, int], IDelayedCall] = {}
@@ -308,7 +311,7 @@ class PeerNetwork(Service):
         A protocol for a new connection, tracked until it ends.
         """
         peer = PeerProtocol(self, self._clock, inbound, dialed_host, entropy=self._entropy)
-        self._connections.add(peer)
+        self._connections[peer] = None
         return peer
 
     def admit(self, host: str) -> bool:
@@ -363,7 +366,7 @@ class PeerNetwork(Service):
             self.log.info(
                 "cannot connect to peer {host}:{port}: {error}", host=target[0], port=target[1], error=result.getErrorMessage()
             )
-        self._connections.discard(peer)
+        self._connections.pop(peer, None)
         if self._dialing.get(target) is peer:
             del self._dialing[target]
         self._schedule_redial(target)
@@ -483,7 +486,7 @@ class PeerNetwork(Service):
         """
         Forget a connection; redial a bootstrap peer.
         """
-        self._connections.discard(peer)
+        self._connections.pop(peer, None)
         self.gatekeeper.peer_lost(peer)
         if peer.node_id is not None and self._peers.get(peer.node_id) is peer:
             del self._peers[peer.node_id]

@@ -246,10 +246,11 @@ class NodeClock:
         """
         This node's calls still to run.
         """
-        return [
+        calls = [
             entry for _, sequence, entry in self._time._queue
             if type(entry) is SimulatedCall and entry.clock is self and entry.sequence == sequence and entry.active()
         ]
+        return sorted(calls, key=lambda call: (call.time, call.sequence))
 
     def callFromThread(self, callable: Callable[..., Any], *args: Any, **kw: Any) -> None:
         """

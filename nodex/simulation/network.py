@@ -162,7 +162,6 @@ class SimulatedNetwork:
         self.time = time
         self.model = model
         self._seed = seed
-        self._rng = random.Random(f"{seed}/segments")
         self.hosts: dict[str, SimulatedHost] = {}
         self._links: dict[tuple[str, str], Link] = {}
         self._groups: dict[str, int] | None = None
@@ -235,15 +234,23 @@ class SimulatedNetwork:
 
     # Draws
 
-    def segment_delay(self, link: Link) -> float:
+    def stream(self, *names: object) -> random.Random:
+        """
+        A random stream of its own for one connection, one dial: named by
+        the seed and the endpoints, so that its draws do not depend on the
+        order in which the nodes use the network.
+        """
+        return random.Random("/".join([str(self._seed), *map(str, names)]))
+
+    def segment_delay(self, link: Link, rng: random.Random) -> float:
         """
         One segment's latency, its retransmissions included.
         """
         model = self.model
-        delay = self._rng.uniform(link.low, link.high) if model.jitter else link.latency
+        delay = rng.uniform(link.low, link.high) if model.jitter else link.latency
         if model.loss:
             timeout = max(model.min_retransmit, 2 * link.latency)
-            while self._rng.random() < model.loss:
+            while rng.random() < model.loss:
                 delay += timeout
                 timeout *= 2
         return delay
@@ -265,7 +272,8 @@ class SimulatedHost:
         self.up = True
         self.counters = Counters()
         self.listeners: dict[int, SimulatedPort] = {}
-        self.transports: set[SimulatedTransport] = set()
+        # A dict, not a set: a crash resets them in the order they were made.
+        self.transports: dict[SimulatedTransport, None] = {}
         self._next_port = 40000
 
     def ephemeral_port(self) -> int:
@@ -411,6 +419,7 @@ class _Dial:
         self.done = False
         self.server: SimulatedTransport | None = None
         self.deferred: Deferred[Any] = Deferred(self._cancel)
+        self.rng = self.network.stream("dial", host.address, self.local_port, address, port)
 
     def start(self) -> "Deferred[Any]":
         network = self.network
@@ -418,7 +427,7 @@ class _Dial:
         time.later(network.model.connect_timeout, self._timed_out)
         if not network.blocked(self.host.address, self.address):
             link = network.link(self.host.address, self.address)
-            time.later(network.segment_delay(link), self._syn_arrived, link)
+            time.later(network.segment_delay(link, self.rng), self._syn_arrived, link)
         return self.deferred
 
     def _alive(self) -> bool:
@@ -439,7 +448,7 @@ class _Dial:
             return
         network = self.network
         target = network.hosts.get(self.address)
-        back = network.segment_delay(link)
+        back = network.segment_delay(link, self.rng)
         if target is None or not target.up:
             return
         listener = target.listeners.get(self.port)
@@ -504,6 +513,7 @@ class SimulatedTransport:
         self._local = local
         self._remote = remote
         self._link = link
+        self._rng = self._network.stream(local.host, local.port, remote.host, remote.port)
         self.protocol: Any = None
         self.peer: SimulatedTransport | None = None
         self.connected = False
@@ -523,7 +533,7 @@ class SimulatedTransport:
         self._received: deque[bytes | None] = deque()
         self._received_bytes = 0
         self._early: deque[bytes | None] = deque()
-        host.transports.add(self)
+        host.transports[self] = None
 
     # Wiring
 
@@ -552,7 +562,7 @@ class SimulatedTransport:
         The server's factory refused: close at once (the client sees a connection that ends).
         """
         self._closed = True
-        self._host.transports.discard(self)
+        self._host.transports.pop(self, None)
         self._fin_or_early()
 
     def _fin_or_early(self) -> None:
@@ -719,7 +729,7 @@ class SimulatedTransport:
         start = self._busy_until if self._busy_until > now else now
         done = start + len(data) / link.bandwidth
         self._busy_until = done
-        arrival = done + network.segment_delay(link)
+        arrival = done + network.segment_delay(link, self._rng)
         if arrival < self._last_arrival:
             arrival = self._last_arrival
         self._last_arrival = arrival
@@ -812,7 +822,7 @@ class SimulatedTransport:
         """
         self._closed = True
         self.connected = False
-        self._host.transports.discard(self)
+        self._host.transports.pop(self, None)
         if fin and not self._fin_sent:
             self._send_fin()
         if self.peer is not None:
@@ -850,7 +860,7 @@ class SimulatedTransport:
         if not already:
             self._closed = True
             self.connected = False
-            self._host.transports.discard(self)
+            self._host.transports.pop(self, None)
             self._network.time.later(0, self._lost, ConnectionAborted())
         peer = self.peer
         if peer is None:
@@ -862,7 +872,7 @@ class SimulatedTransport:
         if network.blocked(self._host.address, peer._host.address):
             network.hold(self, _RESET)
             return
-        network.time.later(network.segment_delay(self._link), peer._reset_by_peer)
+        network.time.later(network.segment_delay(self._link, self._rng), peer._reset_by_peer)
 
     def _reset_by_peer(self) -> None:
         """
@@ -874,7 +884,7 @@ class SimulatedTransport:
         self.connected = False
         self._unsent.clear()
         self._unsent_bytes = 0
-        self._host.transports.discard(self)
+        self._host.transports.pop(self, None)
         if self.peer is not None:
             self._network.trace((4, self._host.index, self.peer._host.index))
         self._lost(ConnectionLost("connection reset by peer"))
@@ -895,7 +905,7 @@ class SimulatedTransport:
         if network.blocked(self._host.address, peer._host.address):
             network.hold(self, _RESET)
             return
-        network.time.later(network.segment_delay(self._link), peer._reset_by_peer)
+        network.time.later(network.segment_delay(self._link, self._rng), peer._reset_by_peer)
 
     def __repr__(self) -> str:
         return f"<SimulatedTransport {self._local.host}:{self._local.port} -> {self._remote.host}:{self._remote.port}>"

@@ -1,0 +1,122 @@
+"""
+Tests of the simulated time and each node's clock.
+"""
+
+from twisted.internet.error import AlreadyCalled, AlreadyCancelled
+from twisted.internet.interfaces import IReactorTime
+from twisted.trial.unittest import SynchronousTestCase
+
+from nodex.simulation.clock import NodeClock, SimulatedTime
+
+
+class SimulatedTimeTests(SynchronousTestCase):
+    """
+    L{SimulatedTime} runs calls in time order, those due together in the order they were made.
+    """
+
+    def test_order(self) -> None:
+        """
+        Calls run by time, then in the order they were scheduled; the time moves to each.
+        """
+        time = SimulatedTime(1000)
+        seen: list[tuple[str, float]] = []
+        time.at(1002, lambda: seen.append(("b", time.now)))
+        time.at(1001, lambda: seen.append(("a", time.now)))
+        time.at(1002, lambda: seen.append(("c", time.now)))
+        time.later(0, lambda: seen.append(("now", time.now)))
+        time.run()
+        self.assertEqual(seen, [("now", 1000), ("a", 1001), ("b", 1002), ("c", 1002)])
+
+    def test_until(self) -> None:
+        """
+        C{run(until)} stops before later calls and moves the time to C{until}.
+        """
+        time = SimulatedTime(0)
+        seen: list[int] = []
+        time.at(5, seen.append, 5)
+        time.at(15, seen.append, 15)
+        time.run(until=10)
+        self.assertEqual((seen, time.now), ([5], 10))
+        time.run()
+        self.assertEqual((seen, time.now), ([5, 15], 15))
+
+    def test_stop(self) -> None:
+        """
+        C{stop} ends the run after the call that made it.
+        """
+        time = SimulatedTime(0)
+        seen: list[int] = []
+        time.at(1, lambda: (seen.append(1), time.stop()))
+        time.at(2, seen.append, 2)
+        time.run()
+        self.assertEqual(seen, [1])
+
+    def test_failure_logged(self) -> None:
+        """
+        A call that raises is logged and counted; the next still runs.
+        """
+        time = SimulatedTime(0)
+        seen: list[int] = []
+        time.at(1, lambda: 1 / 0)
+        time.at(2, seen.append, 2)
+        time.run()
+        self.assertEqual((seen, time.errors), ([2], 1))
+        self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+
+
+class NodeClockTests(SynchronousTestCase):
+    """
+    A L{NodeClock} is a node's reactor time: skewed, cancellable, dead after a crash.
+    """
+
+    def test_interface(self) -> None:
+        """
+        It provides L{IReactorTime}.
+        """
+        self.assertTrue(IReactorTime.providedBy(NodeClock(SimulatedTime(0))))
+
+    def test_skew(self) -> None:
+        """
+        The node's time is the simulated time plus its skew; delays are true seconds.
+        """
+        time = SimulatedTime(100)
+        clock = NodeClock(time, skew=-20)
+        seen: list[float] = []
+        call = clock.callLater(5, lambda: seen.append(time.now))
+        self.assertEqual((clock.seconds(), call.getTime()), (80, 85))
+        time.run()
+        self.assertEqual(seen, [105])
+
+    def test_cancel_reset_delay(self) -> None:
+        """
+        Calls can be cancelled, reset and delayed like Twisted's.
+        """
+        time = SimulatedTime(0)
+        clock = NodeClock(time)
+        seen: list[tuple[str, float]] = []
+        cancelled = clock.callLater(1, lambda: seen.append(("cancelled", time.now)))
+        reset = clock.callLater(1, lambda: seen.append(("reset", time.now)))
+        delayed = clock.callLater(1, lambda: seen.append(("delayed", time.now)))
+        cancelled.cancel()
+        reset.reset(3)
+        delayed.delay(1)
+        self.assertEqual([call.active() for call in (cancelled, reset, delayed)], [False, True, True])
+        self.assertEqual(clock.getDelayedCalls(), [delayed, reset])
+        time.run()
+        self.assertEqual(seen, [("delayed", 2), ("reset", 3)])
+        self.assertRaises(AlreadyCancelled, cancelled.cancel)
+        self.assertRaises(AlreadyCalled, reset.cancel)
+
+    def test_kill(self) -> None:
+        """
+        After C{kill}, the calls the node made never run; new ones do.
+        """
+        time = SimulatedTime(0)
+        clock = NodeClock(time)
+        seen: list[str] = []
+        old = clock.callLater(1, seen.append, "old")
+        clock.callFromThread(seen.append, "from thread")
+        clock.kill()
+        clock.callLater(1, seen.append, "new")
+        time.run()
+        self.assertEqual((seen, old.active()), (["new"], False))
