@@ -220,8 +220,8 @@ class Simulation:
             },
             "mining": {"mode": "manual", "coinbase": "0x" + coinbase.hex()},
         }
-        if self.scenario.topology == "random":
-            layer["p2p"]["max_outbound"] = self.scenario.degree
+        if self.scenario.topology in ("random", "given"):
+            layer["p2p"]["max_outbound"] = max(1, len(bootstrap))
         return merge(layer, self.scenario.node)
 
     def _bootstrap(self, index: int, existing: list[int]) -> list[int]:
@@ -229,6 +229,8 @@ class Simulation:
         The peers node C{index} is told to dial.
         """
         scenario = self.scenario
+        if scenario.topology == "given":
+            return [to for source, to in scenario.graph if source == index]
         candidates = [peer for peer in existing if peer != index]
         if scenario.topology == "random":
             return self._rng_topology.sample(candidates, min(scenario.degree, len(candidates)))

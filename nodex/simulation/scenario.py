@@ -74,7 +74,10 @@ class Scenario:
     @ivar topology: C{"exchange"}: each node is given C{bootstrap} earlier
         nodes to dial and finds the rest by peer exchange, as in
         production; C{"random"}: each node dials C{degree} nodes drawn from
-        the seed (its C{p2p.max_outbound} becomes C{degree}).
+        the seed (its C{p2p.max_outbound} becomes C{degree}); C{"given"}:
+        each node dials the nodes C{graph} names for it (its
+        C{p2p.max_outbound} becomes their number).
+    @ivar graph: the dials of the C{"given"} topology, as C{(from, to)} node numbers.
     @ivar bootstrap: bootstrap peers per node (exchange).
     @ivar degree: outbound peers per node (random).
     @ivar skew: the distribution of the nodes' clock errors, in seconds
@@ -108,6 +111,7 @@ class Scenario:
     topology: str = "exchange"
     bootstrap: int = 2
     degree: int = 8
+    graph: tuple[tuple[int, int], ...] = ()
     skew: Distribution = Distribution("normal", 0.0, sigma=1.0)
     drift_limit: int = 15
     writer_job_ms: float = 5.0
@@ -134,8 +138,11 @@ class Scenario:
             raise ScenarioError(f"block_time must be positive, not {self.block_time}")
         if not 0 <= self.hostile < 1:
             raise ScenarioError(f"hostile must be at least 0 and below 1, not {self.hostile}")
-        if self.topology not in ("exchange", "random"):
-            raise ScenarioError(f'topology must be "exchange" or "random", not {self.topology!r}')
+        if self.topology not in ("exchange", "random", "given"):
+            raise ScenarioError(f'topology must be "exchange", "random" or "given", not {self.topology!r}')
+        for dial in self.graph:
+            if len(dial) != 2 or dial[0] == dial[1] or not all(0 <= node < self.nodes for node in dial):
+                raise ScenarioError(f"graph: {list(dial)} is not a dial between two of the nodes")
         if self.shares and len(self.shares) != self.miners:
             raise ScenarioError(f"shares names {len(self.shares)} miners, miners is {self.miners}")
         if any(share < 0 for share in self.shares) or (self.shares and not sum(self.shares)):
@@ -249,6 +256,8 @@ def scenario_from_mapping(data: Mapping[str, Any], where: str = "the scenario") 
                 values[key] = _SIMPLE[key](value)
             elif key == "shares":
                 values[key] = tuple(float(share) for share in value)
+            elif key == "graph":
+                values[key] = tuple((int(dial[0]), int(dial[1])) for dial in value)
             elif key == "attacks":
                 values[key] = tuple(str(attack) for attack in value)
             elif key == "network":

@@ -110,3 +110,43 @@ class ScenarioTests(SynchronousTestCase):
                          (7, 1000, 2, 5))
         with self.assertRaises(ScenarioError):
             override(Scenario(), nodes=-1)
+
+
+class TopologyTests(SynchronousTestCase):
+    """
+    The bootstrap peers each topology gives the nodes.
+    """
+
+    def layers(self, scenario: Scenario) -> list[dict]:
+        from nodex.simulation.runner import Simulation
+
+        workdir = Path(self.mktemp())
+        workdir.mkdir()
+        simulation = Simulation(scenario, workdir)
+        simulation.build()
+        return [dict(node.layer["p2p"]) for node in simulation.nodes]
+
+    def test_given(self) -> None:
+        """
+        A given graph: each node dials its listed nodes, and no more.
+        """
+        layers = self.layers(Scenario(nodes=3, topology="given", graph=((0, 1), (0, 2), (2, 1))))
+        self.assertEqual([(layer["peers"], layer["max_outbound"]) for layer in layers], [
+            (["198.18.0.2:50501", "198.18.0.3:50501"], 2), ([], 1), (["198.18.0.2:50501"], 1),
+        ])
+
+    def test_exchange(self) -> None:
+        """
+        Peer exchange: each node is given up to C{bootstrap} earlier nodes.
+        """
+        layers = self.layers(Scenario(nodes=5, bootstrap=2))
+        self.assertEqual([len(layer["peers"]) for layer in layers], [0, 1, 2, 2, 2])
+        self.assertTrue(all("max_outbound" not in layer for layer in layers))
+
+    def test_bad_graph(self) -> None:
+        """
+        A dial to a node that does not exist, or to itself, is refused.
+        """
+        for graph in (((0, 3),), ((1, 1),)):
+            with self.assertRaises(ScenarioError):
+                Scenario(nodes=3, topology="given", graph=graph).check()
