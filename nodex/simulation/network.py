@@ -862,11 +862,17 @@ class SimulatedTransport:
             self.connected = False
             self._host.transports.pop(self, None)
             self._network.time.later(0, self._lost, ConnectionAborted())
-        peer = self.peer
-        if peer is None:
+        if self.peer is None:
             self._early.append(_RESET)
             return
-        if peer._closed:
+        self._send_reset()
+
+    def _send_reset(self) -> None:
+        """
+        Tell the other side (a latency later, or after a heal) that this side is gone.
+        """
+        peer = self.peer
+        if peer is None or peer._closed:
             return
         network = self._network
         if network.blocked(self._host.address, peer._host.address):
@@ -898,14 +904,7 @@ class SimulatedTransport:
         self._closed = True
         self.connected = False
         self.protocol = None
-        peer = self.peer
-        if peer is None or peer._closed:
-            return
-        network = self._network
-        if network.blocked(self._host.address, peer._host.address):
-            network.hold(self, _RESET)
-            return
-        network.time.later(network.segment_delay(self._link, self._rng), peer._reset_by_peer)
+        self._send_reset()
 
     def __repr__(self) -> str:
         return f"<SimulatedTransport {self._local.host}:{self._local.port} -> {self._remote.host}:{self._remote.port}>"
