@@ -15,7 +15,7 @@ from twisted.logger import (
     FilteringLogObserver,
     ILogObserver,
     LogLevel,
-    LogLevelFilterPredicate,
+    PredicateResult,
     formatEvent,
     globalLogBeginner,
 )
@@ -73,6 +73,19 @@ class SimulatedLog:
         self._out.write(f"{self._time.now - START:12.6f} [{who}] {text}\n")
 
 
+def important(event: dict[str, Any]) -> PredicateResult:
+    """
+    Whether a log event goes to standard error: an error of anything, or a
+    warning of the simulation itself.
+    """
+    level = event.get("log_level")
+    if level is not None and level >= LogLevel.error:
+        return PredicateResult.yes
+    if level is not None and level >= LogLevel.warn and str(event.get("log_namespace", "")).startswith("nodex.simulation"):
+        return PredicateResult.yes
+    return PredicateResult.no
+
+
 def run_simulate(argv: list[str], stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """
     C{nodex simulate}.
@@ -121,10 +134,10 @@ def run_simulate(argv: list[str], stdout: IO[str] | None = None, stderr: IO[str]
             observers: list[Any] = []
             if log_file is not None:
                 observers.append(SimulatedLog(simulation.time, log_file))
-            # Warnings and errors (an honest node punished, a failure) always reach standard error.
-            observers.append(FilteringLogObserver(
-                SimulatedLog(simulation.time, err), [LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)]
-            ))
+            # The simulation's own warnings (an honest node punished) and
+            # every error (a failure in a node) always reach standard error;
+            # the nodes' warnings (a hostile peer's invalid block) only the log.
+            observers.append(FilteringLogObserver(SimulatedLog(simulation.time, err), [important]))
             globalLogBeginner.beginLoggingTo(observers, discardBuffer=True, redirectStandardIO=False)
             summary = simulation.run()
             if plot is not None:
