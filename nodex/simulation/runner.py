@@ -444,6 +444,10 @@ class Simulation:
                 log.info("node {index} could not mine: {why}", index=miner.index, why=result.getErrorMessage())
             if settling:
                 self.time.later(self.scenario.settle, self._settle)
+            elif not self._mining and self._mined + self._mining_pending < self.scenario.blocks:
+                # The lottery stopped counting on this block: it goes on.
+                self._mining = True
+                self._schedule_find()
             return
         record = self.blocks.get(result.hash)
         if record is not None:
