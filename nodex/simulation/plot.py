@@ -22,8 +22,9 @@ def plot_propagation(curves: list[list[float]], summary: dict[str, Any], path: P
     bold); right, the distribution over blocks of the time to reach 50 %,
     90 % and 100 % of the nodes.  Write a PNG to C{path}.
 
-    @param curves: per block, the seconds after mining at which each node
-        of its population stored it (L{nodex.simulation.runner.Simulation.propagation_curves}).
+    @param curves: per block, the number of nodes that ran when it was
+        mined and the seconds after mining at which each of them stored it
+        (L{nodex.simulation.runner.Simulation.propagation_curves}).
     @raise PlotUnavailableError: matplotlib is not installed.
     """
     try:
@@ -41,19 +42,19 @@ def plot_propagation(curves: list[list[float]], summary: dict[str, Any], path: P
         f"block time {summary['block_time_s']:g} s, seed {summary['seed']}"
     )
     figure.suptitle(title)
-    longest = max((len(curve) for curve in curves), default=0)
-    for curve in curves:
-        if not curve:
-            continue
-        shares = [(index + 1) / longest * 100 for index in range(len(curve))]
+    for population, curve in curves:
+        shares = [(index + 1) / population * 100 for index in range(len(curve))]
         left.step([value * 1000 for value in curve], shares, where="post", color="tab:blue", alpha=0.08, linewidth=0.8)
-    if curves and longest:
-        median = []
-        for rank in range(longest):
-            values = sorted(curve[rank] for curve in curves if len(curve) > rank)
-            median.append(values[len(values) // 2] * 1000)
-        left.step(median, [(index + 1) / longest * 100 for index in range(longest)], where="post",
-                  color="tab:red", linewidth=2, label="median block")
+    ranks = max((population for population, _ in curves), default=0)
+    if ranks:
+        # The median block: at each share of the nodes, the median time over the blocks that reached it.
+        times, shares = [], []
+        for rank in range(ranks):
+            reached = sorted(curve[rank] for population, curve in curves if rank < len(curve) and population == ranks)
+            if reached:
+                times.append(reached[len(reached) // 2] * 1000)
+                shares.append((rank + 1) / ranks * 100)
+        left.step(times, shares, where="post", color="tab:red", linewidth=2, label="median block")
         left.legend(loc="lower right")
     left.set_xlabel("ms since the block was mined")
     left.set_ylabel("% of the nodes holding it")
@@ -62,9 +63,9 @@ def plot_propagation(curves: list[list[float]], summary: dict[str, Any], path: P
     by_share = summary.get("propagation_ms_by_share", {})
     for share, colour in (("50", "tab:green"), ("90", "tab:orange"), ("100", "tab:purple")):
         delays = []
-        for curve in curves:
-            needed = -(-int(share) * len(curve) // 100) if curve else 0
-            if curve and len(curve) >= needed > 0:
+        for population, curve in curves:
+            needed = max(1, -(-int(share) * population // 100))
+            if len(curve) >= needed:
                 delays.append(curve[needed - 1] * 1000)
         delays.sort()
         if delays:

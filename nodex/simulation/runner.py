@@ -706,18 +706,19 @@ class Simulation:
                     delays[share].append(times[needed - 1] * 1000)
         return {str(share): percentiles(values) for share, values in delays.items()}
 
-    def propagation_curves(self) -> list[list[float]]:
+    def propagation_curves(self) -> list[tuple[int, list[float]]]:
         """
-        For each measured block, the seconds after it was mined at which
-        each node of its population stored it, in order.
+        For each measured block, the number of nodes that ran when it was
+        mined, and the seconds after it was mined at which each of them
+        stored it, in order.
         """
         curves = []
         for record in self.blocks.values():
             if record.mined_by is None or record.settling or not record.population:
                 continue
-            curves.append(sorted(
+            curves.append((len(record.population), sorted(
                 record.arrivals[index] - record.first_at for index in record.population if index in record.arrivals
-            ))
+            )))
         return curves
 
     def _summarise(self) -> dict[str, Any]:
