@@ -101,9 +101,10 @@ class SimulatedPlatform(Platform):
         self._opened: list[KeptStore] = []
         self.writers: list[SimulatedSerialThread] = []
 
-    def open_store(self, path: Path) -> KeyValueStore:
+    def open_store(self, path: Path, database_files: int = 0) -> KeyValueStore:
         """
-        The node's memory store at C{path}, made on the first start.
+        The node's memory store at C{path}, made on the first start (a
+        memory store opens no files: C{database_files} does not apply).
         """
         store = self.disk.get(str(path))
         if store is None:
