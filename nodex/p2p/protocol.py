@@ -343,13 +343,20 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
 
     def _keep_alive(self) -> None:
         """
-        Ping the peer; drop it when it has been silent for three intervals
-        (not while this node has stopped reading from it).
+        Ping the peer unless it sent a message within the last interval;
+        drop it when it has been silent for three intervals (not while this
+        node has stopped reading from it).
         """
         interval = self._host.peer_settings.ping_interval
         self._timer = None
-        if not self._paused and self._clock.seconds() - self._last_received > 3 * interval:
+        silent = self._clock.seconds() - self._last_received
+        if not self._paused and silent > 3 * interval:
             self.offence(PeerEvent.TIMEOUT_MESSAGE, DisconnectReason.REQUEST_TIMEOUT, "silent peer")
+            return
+        if silent < interval:
+            # A message came within the interval: the connection is alive
+            # without a ping; look again an interval after that message.
+            self._timer = self._clock.callLater(interval - silent, self._keep_alive)
             return
         self.send(Ping(int.from_bytes(self._entropy(4), "big")))
         self._timer = self._clock.callLater(interval, self._keep_alive)

@@ -413,6 +413,26 @@ class ProtocolTests(SynchronousTestCase):
         self.clock.advance(15)
         self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
 
+    def test_no_ping_on_a_busy_connection(self) -> None:
+        """
+        A peer that sent a message within the interval is not pinged: the
+        next ping goes an interval after its last message, and it is
+        dropped once silent for more than three intervals.
+        """
+        self.handshake()
+        self.clock.advance(10)
+        self.receive(Ping(1))
+        self.assertEqual(frames(self.transport), [Pong(1)])
+        self.clock.advance(5)
+        self.assertEqual(frames(self.transport), [])
+        self.clock.advance(10)
+        self.assertIsInstance(frames(self.transport)[0], Ping)
+        self.clock.advance(15)
+        self.clock.advance(15)
+        self.assertFalse(self.transport.disconnecting)
+        self.clock.advance(15)
+        self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
+
     def test_flood(self) -> None:
         """
         More messages in one second than the limit end the connection.
