@@ -214,6 +214,14 @@ class HeldBlocks:
                 due.append(self._remove(entry))
         return due
 
+    def due_of(self, block_hash: bytes) -> int | None:
+        """
+        When the kept block C{block_hash} is due (L{None}: not kept, or kept
+        without a due time).
+        """
+        entry = self._held.get(block_hash)
+        return entry.due if entry is not None and entry.due else None
+
     def next_due(self) -> int | None:
         """
         When the earliest kept block is due, or L{None}.

@@ -223,7 +223,9 @@ class BlockImporter(ChainTip):
             refused = block if result is ImportResult.INVALID_BLOCK else None
             return Imported(result, reason=reason, block_hash=block_hash, source=source, refused=refused)
 
-        if block_hash in self.orphans or block_hash in self.future or read_header_rlp(self.store, block_hash):
+        if block_hash in self.future:
+            return Imported(ImportResult.EXIST, block_hash=block_hash, source=source, due=self.future.due_of(block_hash))
+        if block_hash in self.orphans or read_header_rlp(self.store, block_hash):
             return answer(ImportResult.EXIST)
         tip = self.tip
         if header.parent_hash == tip.header.hash:
@@ -289,9 +291,10 @@ class BlockImporter(ChainTip):
         clock = 0 if now is None else now
         if ahead is not None:
             limit = self.rules.max_seconds_in_future or 0
-            self._note_pushed_out(self.future.add(block, source, clock, due=header.timestamp - limit))
+            due = header.timestamp - limit
+            self._note_pushed_out(self.future.add(block, source, clock, due=due))
             reason = f"timestamp {header.timestamp} is {ahead} s ahead of the local clock: held until it is due"
-            return answer(ImportResult.FUTURE_BLOCK, reason)
+            return Imported(ImportResult.FUTURE_BLOCK, reason=reason, block_hash=header.hash, source=source, due=due)
         self._note_pushed_out(self.orphans.add(block, source, clock))
         return answer(ImportResult.NO_PARENT)
 

@@ -106,12 +106,16 @@ class ImportOutcome:
     @ivar reason: the broken rule of an C{INVALID_BLOCK}, why a block was
         held or dropped, else L{None}.
     @ivar source: where the block came from.
+    @ivar due: for a block held until it is due (C{FUTURE_BLOCK}, or
+        C{EXIST} for one held already), when it is due (local time, in
+        seconds); else L{None}.
     """
 
     block_hash: Hash32
     result: ImportResult
     reason: str | None = None
     source: BlockSource = LOCAL
+    due: int | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class Imported:
     @ivar built: for a made block, the builder's account of it (the
         candidates it left out); for a request that made none, why.
     @ivar refused: the block refused, for C{INVALID_BLOCK}.
+    @ivar due: when a held block is due (L{ImportOutcome.due}).
     """
 
     result: ImportResult | None
@@ -143,13 +148,14 @@ class Imported:
     source: BlockSource = LOCAL
     built: BuiltBlock | Declined | None = None
     refused: Block | None = None
+    due: int | None = None
 
     def outcome(self) -> ImportOutcome:
         """
         The edge's view of this step (for imports).
         """
         assert self.block_hash is not None and self.result is not None
-        return ImportOutcome(self.block_hash, self.result, self.reason, self.source)
+        return ImportOutcome(self.block_hash, self.result, self.reason, self.source, self.due)
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,22 @@ class ChainRelay:
         peer.head_hash, peer.head_number, peer.total_difficulty = (
             message.head_hash, message.head_number, message.total_difficulty,
         )
+        if self._arriving(message.head_hash):
+            # The head of a block announcement (which a status follows): it
+            # is imported from the announcement; a sync runs only if it
+            # cannot be attached (an orphan), or after it, if the peer is
+            # still heavier then.
+            return
         self.sync.maybe_sync()
+
+    def _arriving(self, block_hash: bytes) -> bool:
+        """
+        Whether C{block_hash} is a block this node has just imported, is
+        importing, or is fetching from an announcement.
+        """
+        if block_hash in self.recent_blocks or block_hash in self._importing:
+            return True
+        return any(block_hash in waiting for waiting in self._fetching.values())
 
     async def new_block(self, peer: PeerProtocol, message: NewBlock) -> None:
         """
@@ -251,6 +266,9 @@ class ChainRelay:
         # A block ahead of the clock (held until due, or dropped when hours
         # ahead) costs its sender nothing: its clock may be wrong, or ours
         # (docs/chain-service.md, "Time").
+        if outcome.due is not None and block.hash == peer.head_hash:
+            # Its claimed head waits on this block: no sync from it before it is due.
+            self.sync.held(peer, outcome.due)
         if result.stored or result is ImportResult.EXIST:
             self.recent_blocks.add(block.hash)
             peer.shown_number = max(peer.shown_number, block.number)
@@ -346,10 +364,13 @@ class ChainRelay:
             if block_hash in self.recent_blocks:
                 continue
             if waiting is None:
-                waiting = self._fetching[peer] = deque()
+                # The hash goes in before the fetch starts: the fetch runs
+                # at once up to its first wait, and ends on an empty queue
+                # (which left every announced block to a sync run).
+                waiting = self._fetching[peer] = deque((block_hash,))
                 fetching = Deferred.fromCoroutine(self._fetch_announced(peer, waiting))
                 fetching.addErrback(self._fetch_failed, peer)
-            if len(waiting) < MAX_ANNOUNCED_FETCHES:
+            elif len(waiting) < MAX_ANNOUNCED_FETCHES:
                 waiting.append(block_hash)
 
     async def _fetch_announced(self, peer: PeerProtocol, waiting: deque[bytes]) -> None:

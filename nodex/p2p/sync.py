@@ -127,6 +127,10 @@ class Synchroniser:
         self.stopped = False
         self._next: IDelayedCall | None = None
         self._observers: list[Callable[[SyncStatus], None]] = []
+        # Peers whose claimed head waits on a block held until it is due:
+        # the claim and when the held block is due (local time).
+        self._held: dict[PeerProtocol, tuple[bytes, float]] = {}
+        self._held_call: IDelayedCall | None = None
 
     @property
     def syncing(self) -> bool:
@@ -142,8 +146,57 @@ class Synchroniser:
         come after those that did not.
         """
         own = self._chain.head.total_difficulty
-        candidates = [peer for peer in self._peers() if peer.total_difficulty > own and peer not in exclude]
+        candidates = [
+            peer for peer in self._peers()
+            if peer.total_difficulty > own and peer not in exclude and not self.waits_for_due(peer)
+        ]
         return min(candidates, key=lambda peer: (peer.claim_failures, -peer.total_difficulty), default=None)
+
+    def held(self, peer: PeerProtocol, due: float) -> None:
+        """
+        A block of C{peer}'s is held by the chain until C{due} (local time):
+        its claimed head waits on that block, so no run from it can attach
+        more before then (a run would fetch the same blocks again and find
+        them held; C{docs/p2p.md}, "Sync").  Until then, or until it claims
+        another head, the peer is not a sync candidate; when the block is
+        due, the sync looks again.
+        """
+        previous = self._held.get(peer)
+        if previous is not None and previous[0] == peer.head_hash:
+            due = max(due, previous[1])
+        self._held[peer] = (peer.head_hash, due)
+        call = self._held_call
+        if call is not None and call.active():
+            if call.getTime() <= due:
+                return
+            call.cancel()
+        self._held_call = self._clock.callLater(max(0.0, due - self._clock.seconds()), self._held_due)
+
+    def waits_for_due(self, peer: PeerProtocol) -> bool:
+        """
+        Whether C{peer}'s claimed head waits on a block not yet due (L{held}).
+        """
+        entry = self._held.get(peer)
+        if entry is None:
+            return False
+        head_hash, due = entry
+        if head_hash == peer.head_hash and self._clock.seconds() < due and peer.established:
+            return True
+        del self._held[peer]
+        return False
+
+    def _held_due(self) -> None:
+        """
+        The earliest held block came due: forget the waits that are over,
+        wait for the next, and look for a sync.
+        """
+        self._held_call = None
+        for peer in list(self._held):
+            self.waits_for_due(peer)
+        if self._held:
+            due = min(due for _, due in self._held.values())
+            self._held_call = self._clock.callLater(max(0.0, due - self._clock.seconds()), self._held_due)
+        self.maybe_sync()
 
     def maybe_sync(self, peer: PeerProtocol | None = None) -> None:
         """
@@ -156,7 +209,7 @@ class Synchroniser:
         if self._running is not None:
             self._again = True
             return
-        target = peer if peer is not None and peer.established else self.best_peer()
+        target = peer if peer is not None and peer.established and not self.waits_for_due(peer) else self.best_peer()
         if target is None:
             return
         self._start(target)
@@ -183,12 +236,17 @@ class Synchroniser:
         One run from C{peer}, then the judgement of its claim.
         """
         claim = Claim(peer.head_hash, peer.head_number, peer.total_difficulty)
+        own = self._chain.head.total_difficulty
         unbacked = None
         try:
             await self._run(peer)
         except P2PError as exc:
             self.log.info("sync from peer {peer} stopped: {why}", peer=peer.short_id, why=str(exc))
-            if isinstance(exc, SyncAborted) and exc.unbacked:
+            if isinstance(exc, SyncAborted) and exc.unbacked and claim.total_difficulty > own:
+                # A peer that never claimed more work than the head (a run
+                # for its orphan: a competing block of equal work, as two
+                # miners finding blocks at once make) claimed nothing it
+                # failed to back.
                 unbacked = str(exc)
         if self.stopped or not peer.established:
             return
@@ -280,6 +338,10 @@ class Synchroniser:
         """
         self.stopped = True
         self._cancel_next()
+        if self._held_call is not None and self._held_call.active():
+            self._held_call.cancel()
+        self._held_call = None
+        self._held.clear()
         self._done()
 
     def _cancel_next(self) -> None:
@@ -479,6 +541,9 @@ class Synchroniser:
             outcomes = await self._chain.import_blocks([block for block, _ in blocks], from_peer(sync_peer.node_id or b""))
         finally:
             self.importing -= len(blocks)
+        dues = [outcome.due for outcome in outcomes if outcome.due is not None]
+        if dues:
+            self.held(sync_peer, max(dues))
         invalid = [outcome for outcome in outcomes if outcome.result is ImportResult.INVALID_BLOCK]
         if not invalid:
             return

@@ -37,7 +37,7 @@ from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, impersonate, sign_transaction
 from tests.p2p.test_messages import sample_header
-from tests.p2p.test_protocol import FakeHost, established_peer
+from tests.p2p.test_protocol import FakeHost, established_peer, frames
 
 
 def chain_of(count: int) -> list[Header]:
@@ -397,6 +397,27 @@ class StatusTests(SynchronousTestCase):
         relay.status(peer, Status(b"\x05" * 32, 3, 4))
         self.assertEqual((peer.head_hash, peer.head_number, peer.total_difficulty), (b"\x05" * 32, 3, 4))
         self.assertEqual((peer.claim_failures, asked), (2, [None]))
+
+    def test_status_of_an_announced_block_starts_no_sync(self) -> None:
+        """
+        The status that follows a block announcement names the announced
+        block: it is fetched and imported from the announcement, and the
+        status starts no sync run (one runs only when the block cannot be
+        attached); a status naming a block not on its way still does.
+        """
+        peer, transport = established_peer()
+        asked: list[object] = []
+        sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: asked.append(peer)})()
+        headers = chain_of(2)
+        relay = ChainRelay(FakeChain(headers[:1]), sync, list, lambda: True)  # type: ignore[arg-type]
+        relay.announced(peer, NewBlockHashes(((headers[1].hash, 1),)))
+        relay.status(peer, Status(headers[1].hash, 1, 2))
+        self.assertEqual(asked, [])
+        [request] = frames(transport)
+        assert isinstance(request, GetBlockHeaders)
+        self.assertEqual((request.origin, request.count), (headers[1].hash, 1))
+        relay.status(peer, Status(b"\x05" * 32, 1, 2))
+        self.assertEqual(asked, [None])
 
 
 class UnusedOrphanTests(SynchronousTestCase):

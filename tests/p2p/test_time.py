@@ -30,8 +30,14 @@ class NoSync:
 
     syncing = False
 
+    def __init__(self) -> None:
+        self.held_until: list[float] = []
+
     def maybe_sync(self, peer: Any) -> None:
         raise AssertionError("no sync expected")
+
+    def held(self, peer: Any, due: float) -> None:
+        self.held_until.append(due)
 
 
 class FutureBlockTests(SynchronousTestCase):
@@ -65,11 +71,14 @@ class FutureBlockTests(SynchronousTestCase):
     def test_thirty_seconds_ahead_held_then_imported(self) -> None:
         """
         A block 30 s ahead is held, not refused, and becomes the head when
-        its time comes; its sender is charged nothing.
+        its time comes; its sender is charged nothing, and is no sync
+        candidate until then.
         """
         block = build_on(self.store, self.genesis, timestamp=1030).block
         self.send(block)
         self.assertEqual(self.chain.head.header, self.genesis)
+        # The sender's claimed head waits on the held block: no sync from it before it is due.
+        self.assertEqual(self.relay.sync.held_until, [1030 - DRIFT_LIMIT_SECONDS])
         self.clock.advance(30 - DRIFT_LIMIT_SECONDS - 1)
         self.assertEqual(self.chain.head.header, self.genesis)
         self.clock.advance(1)
