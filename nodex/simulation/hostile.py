@@ -27,7 +27,7 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from nodex.p2p.identity import NodeKey
-from nodex.p2p.messages import NewBlock, Ping, Transactions
+from nodex.p2p.messages import NewBlock, Ping, Status, Transactions
 from nodex.p2p.protocol import PeerProtocol
 from nodex.primitives import Address, Hash32
 from nodex.simulation.clock import NodeClock
@@ -109,14 +109,29 @@ def repeats(peer: PeerProtocol, hostile: "HostilePeer") -> None:
         peer.send(message)
 
 
+def liar(peer: PeerProtocol, hostile: "HostilePeer") -> None:
+    """
+    A STATUS claiming block 1,000,000 with total difficulty 2^200, a head
+    it cannot show (issue 24's liar): the peer's requests are answered
+    from its real chain, which never reaches the claim.  Sent again at
+    every look (L{REPEATED_ATTACKS}), since the node's own STATUS would
+    replace the claim when its head moves.
+    """
+    peer.send(Status(hostile.lie, 1_000_000, 2**200))
+
+
 ESTABLISHED_ATTACKS: dict[str, Callable[[PeerProtocol, "HostilePeer"], None]] = {
     "invalid-block": invalid_block,
     "garbage": garbage,
     "flood": flood,
     "invalid-transactions": invalid_transactions,
     "repeats": repeats,
+    "liar": liar,
 }
 """The attacks on an established connection, by name."""
+
+REPEATED_ATTACKS = ("liar",)
+"""The attacks made again on every connection at each look, not once."""
 
 RAW_ATTACKS: dict[str, bytes | None] = {
     "large-frame": b"\xff\xff\xff\xff",
@@ -127,8 +142,12 @@ RAW_ATTACKS: dict[str, bytes | None] = {
 ATTACKS = tuple(ESTABLISHED_ATTACKS) + tuple(RAW_ATTACKS)
 """Every attack, by name."""
 
-PUNISHING_ATTACKS = ("invalid-block", "garbage", "flood", "large-frame")
-"""The attacks every nodex since issue 13 punishes (the default mix)."""
+PUNISHING_ATTACKS = ("invalid-block", "garbage", "flood", "large-frame", "liar", "invalid-transactions", "repeats")
+"""
+The attacks a node punishes (the default mix): issue 13's, and issue 24's
+liar, never-valid transactions and repeats (all but C{silent}, whose
+connections are closed at the handshake timeout).
+"""
 
 
 class _RawConnection(Protocol):
@@ -188,6 +207,7 @@ class HostilePeer:
         key = node_key_of(seed, index, "hostile")
         self.node_id = NodeKey.from_private_key(key).node_id
         self._random = random.Random(f"{seed}/hostile/{index}")
+        self.lie = self._random.randbytes(32)
         self.attacks = 0
         self.connections = 0
         self.closed = 0
@@ -248,6 +268,8 @@ class HostilePeer:
                 self._attacked[peer] = None
                 self.connections += 1
                 self.attacks += 1
+                ESTABLISHED_ATTACKS[self.attack](peer, self)
+            elif self.attack in REPEATED_ATTACKS:
                 ESTABLISHED_ATTACKS[self.attack](peer, self)
         self.simulation.time.later(CHECK_SECONDS, self._check)
 

@@ -144,14 +144,15 @@ class HostileTests(SimulationTestCase):
     def test_hostile_fraction_punished(self) -> None:
         """
         A quarter of the network runs the punishing attacks (an invalid
-        block, garbage, a flood, a huge frame before the hello): every
-        hostile peer is punished by the honest nodes it attacked, no honest
-        node is punished, and the honest nodes agree on one chain.
+        block, garbage, a flood, a huge frame before the hello, a liar's
+        claims, never-valid transactions, repeated blocks): every hostile
+        peer is punished by the honest nodes it attacked, no honest node is
+        punished, and the honest nodes agree on one chain.
         """
-        scenario = replace(SMALL, nodes=16, hostile=0.25, blocks=8)
+        scenario = replace(SMALL, nodes=28, hostile=0.25, blocks=8)
         _, summary = self.simulate(scenario)
-        self.assertEqual((summary["hostile_peers"], summary["honest_nodes"]), (4, 12))
-        self.assertEqual(summary["hostile_punished"], 4)
+        self.assertEqual((summary["hostile_peers"], summary["honest_nodes"]), (7, 21))
+        self.assertEqual(summary["hostile_punished"], 7)
         self.assertEqual(summary["honest_punished"], 0)
         self.assertTrue(summary["converged"])
         self.assertEqual(sorted(summary["attacks"]), sorted(PUNISHING_ATTACKS))
