@@ -23,10 +23,12 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from nodex.interfaces import ChainHead, IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus, from_peer
+from nodex.crypto import keccak256
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.protocol import PeerProtocol
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
+from nodex.structures.rlpcodec import encode_list_of_encoded
 
 HEADER_BATCH = 192
 """Headers asked of the sync peer at once."""
@@ -41,6 +43,12 @@ MAX_FORK_DEPTH = 90_000
 """
 How far below the head a peer's chain may fork and still be synced (the
 depth geth's downloader allows); a deeper fork is an unbacked claim.
+"""
+
+MAX_UNCLE_PROOF_BLOCKS = 192
+"""
+The most blocks of a fork whose bodies a fork's proof of work fetches for
+their uncles' difficulties (the headers alone do not show them).
 """
 
 MAX_CLAIM_FAILURES = 3
@@ -242,11 +250,12 @@ class Synchroniser:
             await self._run(peer)
         except P2PError as exc:
             self.log.info("sync from peer {peer} stopped: {why}", peer=peer.short_id, why=str(exc))
-            if isinstance(exc, SyncAborted) and exc.unbacked and claim.total_difficulty > own:
-                # A peer that never claimed more work than the head (a run
-                # for its orphan: a competing block of equal work, as two
-                # miners finding blocks at once make) claimed nothing it
-                # failed to back.
+            if isinstance(exc, SyncAborted) and exc.unbacked and claim.total_difficulty > max(own, self._chain.head.total_difficulty):
+                # A peer that claimed no more work than the head had when
+                # the run began (a run for its orphan: a competing block of
+                # equal work, as two miners finding blocks at once make), or
+                # than the chain holds now (its head caught up during the
+                # run), claimed nothing it failed to back.
                 unbacked = str(exc)
         if self.stopped or not peer.established:
             return
@@ -430,8 +439,10 @@ class Synchroniser:
         below the head) is imported, the peer's headers from the fork
         point must show more work than the head's chain has above it (the
         sum of their difficulties, a lower bound of the fork's work: the
-        uncles' are not in the headers).  Only the running sum is kept; the
-        run then fetches the headers again with their bodies.
+        uncles' are not in the headers; when the headers fall short, the
+        bodies of up to L{MAX_UNCLE_PROOF_BLOCKS} of the fork's blocks that
+        name uncles add their uncles' difficulties).  Only the running sum
+        is kept; the run then fetches the headers again with their bodies.
 
         @raise SyncAborted: the fork branches more than L{MAX_FORK_DEPTH}
             blocks below the head, its headers break the chain, or they end
@@ -445,19 +456,47 @@ class Synchroniser:
         assert ancestor_total_difficulty is not None
         shortfall = head.total_difficulty - ancestor_total_difficulty
         work, next_number, parent_hash = 0, ancestor.number + 1, ancestor.hash
-        while work <= shortfall:
-            if next_number > ancestor.number + depth + MAX_FORK_DEPTH:
-                raise SyncAborted(f"its fork shows {work} of the {shortfall + 1} work it needs", unbacked=True)
+        with_uncles: list[Header] = []
+        while work <= shortfall and next_number <= ancestor.number + depth + MAX_FORK_DEPTH:
             headers = await peer.request_headers(next_number, HEADER_BATCH)
             if not headers:
-                raise SyncAborted(f"its fork shows {work} of the {shortfall + 1} work it needs", unbacked=True)
+                break
             reason = check_header_chain(headers, next_number, parent_hash)
             if reason is not None:
                 peer.offence(PeerEvent.INVALID_HEADER, DisconnectReason.INVALID_HEADERS, reason)
                 raise SyncAborted(reason)
             work += sum(header.difficulty for header in headers)
+            room = MAX_UNCLE_PROOF_BLOCKS - len(with_uncles)
+            with_uncles.extend([header for header in headers if header.uncle_count][:room])
             next_number, parent_hash = next_number + len(headers), headers[-1].hash
             peer.shown_number = max(peer.shown_number, headers[-1].number)
+        if work <= shortfall and with_uncles:
+            # Uncles count in the fork choice (DESIGN §2): a short fork
+            # whose blocks name uncles (stale blocks, which clock errors
+            # and partitions make) may be heavier than its headers show.
+            work += await self._uncle_work(peer, with_uncles)
+        if work <= shortfall:
+            raise SyncAborted(f"its fork shows {work} of the {shortfall + 1} work it needs", unbacked=True)
+
+    async def _uncle_work(self, peer: PeerProtocol, headers: list[Header]) -> int:
+        """
+        The difficulties of the uncles of C{headers} (blocks of a fork
+        being proven), from their bodies, which must match the headers.
+
+        @raise SyncAborted: the peer does not serve the bodies, or they do
+            not match (an unbacked claim).
+        """
+        work = 0
+        for start in range(0, len(headers), BODY_BATCH):
+            chunk = headers[start : start + BODY_BATCH]
+            bodies = await peer.request_bodies(tuple(header.hash for header in chunk))
+            if len(bodies) < len(chunk):
+                raise SyncAborted("it did not serve the bodies of its fork's blocks", unbacked=True)
+            for header, (_, uncles) in zip(chunk, bodies):
+                if keccak256(encode_list_of_encoded([uncle.encode() for uncle in uncles])) != header.uncles_hash:
+                    raise SyncAborted(f"the uncles it served for block {header.number} are not its header's", unbacked=True)
+                work += sum(uncle.difficulty for uncle in uncles)
+        return work
 
     def _fetch_headers(self, peer: PeerProtocol, first: int) -> Deferred[tuple[Header, ...]]:
         return peer.request_headers(first, HEADER_BATCH)
@@ -567,6 +606,7 @@ __all__ = [
     "BODY_BATCH",
     "MAX_CLAIM_FAILURES",
     "MAX_FORK_DEPTH",
+    "MAX_UNCLE_PROOF_BLOCKS",
     "Claim",
     "HEADER_BATCH",
     "SyncAborted",

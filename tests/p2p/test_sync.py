@@ -11,10 +11,12 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import directlyProvides
 
+from nodex.crypto import keccak256
 from nodex.interfaces import ChainHead, IBlockSource, IChainService, ImportOutcome, ImportResult
 from nodex.p2p.sync import MAX_CLAIM_FAILURES, Synchroniser
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
+from nodex.structures.rlpcodec import encode_list_of_encoded
 from tests.p2p.test_messages import sample_header
 
 
@@ -79,15 +81,19 @@ class FakePeer:
         self.node_id = b"\x07" * 32
         self.offences: list[str] = []
         self.header_requests = 0
+        self.bodies: dict[bytes, tuple[Any, Any]] = {}
+        self.on_request: Any = None
 
     def request_headers(self, origin: int, count: int, skip: int = 0, reverse: bool = False) -> Deferred[tuple[Header, ...]]:
         self.header_requests += 1
+        if self.on_request is not None:
+            self.on_request()
         step = -(skip + 1) if reverse else skip + 1
         numbers = [origin + step * index for index in range(count)]
         return succeed(tuple(self.headers[n] for n in numbers if 0 <= n < len(self.headers)))
 
     def request_bodies(self, hashes: tuple[bytes, ...]) -> Deferred[tuple[Any, ...]]:
-        return succeed(tuple(((), ()) for _ in hashes))
+        return succeed(tuple(self.bodies.get(block_hash, ((), ())) for block_hash in hashes))
 
     def offence(self, event: str, reason: Any, detail: str) -> None:
         self.offences.append(detail)
@@ -123,6 +129,27 @@ class SyncTests(SynchronousTestCase):
         self.assertEqual((peer.offences, peer.claim_failures), ([], 0))
         self.assertEqual(self.chain.imported, [])
 
+    def test_claim_reached_during_the_run(self) -> None:
+        """
+        A peer that claimed more work than the head, whose fork shows less
+        because this node's head reached the claimed work while the run
+        looked (another block came by gossip), claimed nothing unbacked.
+        """
+        theirs = self.ours[:10] + chain_of(1, b"theirs", self.ours[9])
+        peer = FakePeer(theirs, self.chain.head.total_difficulty + 1)
+        self.peers.append(peer)
+        grown = chain_of(1, b"ours", self.ours[-1])[0]
+
+        def head_grows() -> None:
+            self.chain.head = ChainHead(grown, self.chain.head.total_difficulty + 1)
+
+        peer.on_request = head_grows
+        for _ in range(MAX_CLAIM_FAILURES + 1):
+            self.sync.maybe_sync(peer)  # type: ignore[arg-type]
+            self.clock.advance(2)
+            self.chain.head = ChainHead(self.ours[-1], len(self.ours))
+        self.assertEqual((peer.offences, peer.claim_failures), ([], 0))
+
     def test_lighter_fork_claimed_heavy_is_unbacked(self) -> None:
         """
         The same fork from a peer that claims more work than the head is
@@ -136,6 +163,30 @@ class SyncTests(SynchronousTestCase):
             self.clock.advance(2)
         self.assertEqual(len(peer.offences), 1)
         self.assertIn("work it needs", peer.offences[0])
+
+    def test_fork_heavier_by_its_uncles(self) -> None:
+        """
+        A fork whose headers show less work than the head's chain above
+        the fork point, but whose blocks' uncles (in their bodies, matching
+        the headers' uncle hashes) make it heavier, is proven and synced:
+        uncles count in the fork choice.  Uncles that do not match the
+        header prove nothing.
+        """
+        uncles = tuple(replace(header, extra_data=b"uncle") for header in chain_of(2, b"uncle", self.ours[7]))
+        [fork] = chain_of(1, b"theirs", self.ours[8])
+        fork = replace(
+            fork, uncle_count=2,
+            uncles_hash=keccak256(encode_list_of_encoded([uncle.encode() for uncle in uncles])),
+        )
+        peer = FakePeer(self.ours[:9] + [fork], self.chain.head.total_difficulty + 1)
+        self.peers.append(peer)
+        peer.bodies[fork.hash] = ((), uncles[:1])
+        self.sync.maybe_sync(peer)  # type: ignore[arg-type]
+        self.assertEqual((self.chain.imported, peer.claim_failures), ([], 1))
+        peer.bodies[fork.hash] = ((), uncles)
+        self.clock.advance(2)
+        self.assertEqual([[block.hash for block in blocks] for blocks in self.chain.imported], [[fork.hash]])
+        self.assertEqual(peer.offences, [])
 
     def test_held_block_waits_until_due(self) -> None:
         """
