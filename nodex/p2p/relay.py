@@ -142,6 +142,9 @@ class ChainRelay:
         self._importing: set[bytes] = set()
         self._intake = DeferredSemaphore(TRANSACTION_CHECKS)
         self._fetching: dict[PeerProtocol, deque[bytes]] = {}
+        # Announced blocks being fetched, each with the fetches of the
+        # other peers that announced it, waiting for it to end.
+        self._in_flight: dict[bytes, list[Deferred[None]]] = {}
         self._peers = peers
         self._running = running
         self._record = record
@@ -269,7 +272,8 @@ class ChainRelay:
         if outcome.due is not None and block.hash == peer.head_hash:
             # Its claimed head waits on this block: no sync from it before it is due.
             self.sync.held(peer, outcome.due)
-        if result.stored or result is ImportResult.EXIST:
+        if result.stored or result is ImportResult.EXIST or outcome.due is not None:
+            # (A held block is imported by the chain when due: nothing to fetch again.)
             self.recent_blocks.add(block.hash)
             peer.shown_number = max(peer.shown_number, block.number)
         if result.stored:
@@ -380,12 +384,36 @@ class ChainRelay:
         try:
             while waiting and not peer.closed:
                 block_hash = waiting[0]
-                if block_hash not in self.recent_blocks and await self.chain.get_header_by_hash(block_hash) is None:
-                    await self._fetch_one(peer, block_hash)
+                while block_hash not in self.recent_blocks and await self.chain.get_header_by_hash(block_hash) is None:
+                    others = self._in_flight.get(block_hash)
+                    if others is None:
+                        await self._fetch_from(peer, block_hash)
+                        break
+                    # Another peer's fetch of it is under way: wait for it,
+                    # and fetch from this peer only if that one failed.
+                    waiter: Deferred[None] = Deferred()
+                    others.append(waiter)
+                    await waiter
+                    if peer.closed:
+                        return
                 waiting.popleft()
         finally:
             if self._fetching.get(peer) is waiting:
                 del self._fetching[peer]
+
+    async def _fetch_from(self, peer: PeerProtocol, block_hash: bytes) -> None:
+        """
+        Fetch an announced block from C{peer}; the fetches of other peers
+        that announced it wait for this one.
+        """
+        waiters: list[Deferred[None]] = []
+        self._in_flight[block_hash] = waiters
+        try:
+            await self._fetch_one(peer, block_hash)
+        finally:
+            del self._in_flight[block_hash]
+            for waiter in waiters:
+                waiter.callback(None)
 
     async def _fetch_one(self, peer: PeerProtocol, block_hash: bytes) -> None:
         headers = await peer.request_headers(block_hash, 1)

@@ -29,6 +29,7 @@ from nodex.p2p.messages import (
     NewBlockHashes,
     Status,
     Transactions,
+    encode_frame,
 )
 from nodex.p2p.relay import MAX_UNUSED_ORPHANS, SIDE_BLOCK_DEPTH, TRANSACTION_CHECKS, ChainRelay, side_block_refusal
 from nodex.primitives import Hash32
@@ -418,6 +419,26 @@ class StatusTests(SynchronousTestCase):
         self.assertEqual((request.origin, request.count), (headers[1].hash, 1))
         relay.status(peer, Status(b"\x05" * 32, 1, 2))
         self.assertEqual(asked, [None])
+
+    def test_announced_block_fetched_once(self) -> None:
+        """
+        A block two peers announce is fetched from the first only; the
+        second's fetch waits for it, and asks its own peer only if the
+        first failed.
+        """
+        headers = chain_of(2)
+        sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: None})()
+        relay = ChainRelay(FakeChain(headers[:1]), sync, list, lambda: True)  # type: ignore[arg-type]
+        (first, first_wire), (second, second_wire) = established_peer(), established_peer()
+        for peer in (first, second):
+            relay.announced(peer, NewBlockHashes(((headers[1].hash, 1),)))
+        [request] = frames(first_wire)
+        self.assertEqual(frames(second_wire), [])
+        assert isinstance(request, GetBlockHeaders)
+        first.dataReceived(encode_frame(BlockHeaders(request.request_id, ())))
+        [again] = frames(second_wire)
+        assert isinstance(again, GetBlockHeaders)
+        self.assertEqual(again.origin, headers[1].hash)
 
 
 class UnusedOrphanTests(SynchronousTestCase):
