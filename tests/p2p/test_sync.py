@@ -188,11 +188,10 @@ class SyncTests(SynchronousTestCase):
         self.assertEqual([[block.hash for block in blocks] for blocks in self.chain.imported], [[fork.hash]])
         self.assertEqual(peer.offences, [])
 
-    def test_held_block_waits_until_due(self) -> None:
+    def held_peer(self) -> tuple[list[Header], FakePeer]:
         """
-        A run whose blocks the chain holds until they are due (stamped
-        ahead of this node's clock) is not repeated before the earliest
-        is due; then the sync looks again.
+        A peer two blocks ahead, synced once: the chain holds its blocks
+        for 30 s.
         """
         theirs = self.ours + chain_of(2, b"ahead", self.ours[-1])
         peer = FakePeer(theirs, self.chain.head.total_difficulty + 2)
@@ -200,6 +199,15 @@ class SyncTests(SynchronousTestCase):
         self.chain.answer = ImportResult.FUTURE_BLOCK
         self.chain.due = int(self.clock.seconds()) + 30
         self.sync.maybe_sync()
+        return theirs, peer
+
+    def test_held_block_waits_until_due(self) -> None:
+        """
+        A run whose blocks the chain holds until they are due (stamped
+        ahead of this node's clock) is not repeated before the earliest
+        is due; then the sync looks again.
+        """
+        self.held_peer()
         self.assertEqual(len(self.chain.imported), 1)
         for _ in range(29):
             self.clock.advance(1)
@@ -216,12 +224,7 @@ class SyncTests(SynchronousTestCase):
         """
         A peer that claims another head meanwhile is a candidate again.
         """
-        theirs = self.ours + chain_of(2, b"ahead", self.ours[-1])
-        peer = FakePeer(theirs, self.chain.head.total_difficulty + 2)
-        self.peers.append(peer)
-        self.chain.answer = ImportResult.FUTURE_BLOCK
-        self.chain.due = int(self.clock.seconds()) + 30
-        self.sync.maybe_sync()
+        theirs, peer = self.held_peer()
         self.clock.advance(2)
         self.assertEqual(len(self.chain.imported), 1)
         peer.headers = theirs + chain_of(1, b"more", theirs[-1])
