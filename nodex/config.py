@@ -467,6 +467,7 @@ SCHEMA: dict[str, Any] = {
         "max_invalid_transactions": _integer(0, 1_000_000),
         "max_handshake_failures": _integer(0, 10000),
         "reserved_slots": _integer(0, 10000),
+        "encryption": _boolean,
         "tls": _boolean,
         "tls_ca_certificate": _string,
     },

@@ -76,7 +76,7 @@ from nodex.wallet.errors import (
     WrongPassphraseError,
 )
 
-WIRE_PROTOCOL_VERSION = 62
+WIRE_PROTOCOL_VERSION = 63
 """
 The version of nodex's own peer-to-peer wire protocol (DESIGN §5), which
 C{eth_protocolVersion} reports.  It lives here so that the P2P package and the

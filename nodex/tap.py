@@ -1304,6 +1304,7 @@ def compose_p2p(
             max_queued_messages=raw["max_queued_messages"],
             max_queued_bytes=raw["max_queued_bytes"],
             max_invalid_transactions=raw["max_invalid_transactions"],
+            encryption=raw["encryption"],
         ),
     )
     listen = None if config.p2p_endpoint == "none" else platform.server_endpoint(reactor, config.p2p_endpoint)

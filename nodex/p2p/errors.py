@@ -33,6 +33,7 @@ class DisconnectReason(IntEnum):
     INVALID_HEADERS = 17
     INVALID_TRANSACTIONS = 18
     UNBACKED_CLAIM = 19
+    BAD_FRAME = 20
 
     @classmethod
     def describe(cls, code: int) -> str:

@@ -46,10 +46,21 @@ class Framing(Protocol):
     """
 
     limit: int
+    preamble: bytes
+    session: bytes | None
 
     def feed(self, data: bytes) -> None:
         """
         Take bytes received from the peer.
+        """
+
+    def exchange(self) -> bool:
+        """
+        Whether frames may be sent and received yet: an encrypted framing
+        first needs the peer's key (L{preamble} is what this side sends
+        before any frame; L{session} is known once this answers L{True}).
+
+        @raise MessageError: the peer's opening is not what the framing expects.
         """
 
     def next_frame(self) -> bytes | None:
@@ -83,6 +94,18 @@ class LengthPrefixFraming:
         """
         self.limit = limit
         self._buffer = bytearray()
+
+    preamble = b""
+    """Nothing precedes the first frame."""
+
+    session: bytes | None = b""
+    """No session: the handshake signs no session id."""
+
+    def exchange(self) -> bool:
+        """
+        Frames flow from the start.
+        """
+        return True
 
     def feed(self, data: bytes) -> None:
         """

@@ -37,6 +37,8 @@ class PeerSettings:
         valid a peer may send in one connection; one more is an offence.
     @ivar max_repeated_messages: how many messages repeating what the peer
         sent before it may send in one connection; one more is an offence.
+    @ivar encryption: speak the encrypted transport (L{nodex.p2p.secure});
+        L{False} only on a network all of whose nodes turn it off.
     """
 
     max_frame_bytes: int = 16 * 1024 * 1024
@@ -49,6 +51,7 @@ class PeerSettings:
     max_queued_bytes: int = 8 * 1024 * 1024
     max_invalid_transactions: int = 16
     max_repeated_messages: int = 64
+    encryption: bool = True
 
 
 @dataclass(frozen=True)

@@ -54,32 +54,37 @@ class NodeKey:
             if 0 < int.from_bytes(candidate, "big") < SECP256K1_N:
                 return cls.from_private_key(candidate)
 
-    def sign_challenge(self, challenge: bytes) -> bytes:
+    def sign_challenge(self, challenge: bytes, session: bytes = b"") -> bytes:
         """
-        The 65-byte signature (r, s, y parity) that answers the other side's C{challenge}.
+        The 65-byte signature (r, s, y parity) that answers the other side's
+        C{challenge} in the encrypted session C{session} (its id; empty
+        over a plaintext connection).
         """
-        y_parity, r, s = sign(handshake_digest(challenge, self.node_id), self.private_key)
+        y_parity, r, s = sign(handshake_digest(challenge, self.node_id, session), self.private_key)
         return r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes((y_parity,))
 
 
-def handshake_digest(challenge: bytes, node_id: bytes) -> bytes:
+def handshake_digest(challenge: bytes, node_id: bytes, session: bytes = b"") -> bytes:
     """
     What a node signs to prove its key: Keccak-256 of the domain, the
-    challenge it received and its own node id.
+    challenge it received, its own node id and the session id of the
+    encrypted transport (which binds the session's keys to the node id; empty
+    over a plaintext connection).
     """
-    return keccak256(AUTH_DOMAIN + challenge + node_id)
+    return keccak256(AUTH_DOMAIN + challenge + node_id + session)
 
 
-def verify_challenge(signature: bytes, challenge: bytes, node_id: bytes) -> bool:
+def verify_challenge(signature: bytes, challenge: bytes, node_id: bytes, session: bytes = b"") -> bool:
     """
-    Whether C{signature} proves that the holder of C{node_id}'s key signed C{challenge}.
+    Whether C{signature} proves that the holder of C{node_id}'s key signed
+    C{challenge} in the session C{session}.
     """
     if len(signature) != 65:
         return False
     r = int.from_bytes(signature[:32], "big")
     s = int.from_bytes(signature[32:64], "big")
     try:
-        return recover_public_key(handshake_digest(challenge, node_id), signature[64], r, s) == node_id
+        return recover_public_key(handshake_digest(challenge, node_id, session), signature[64], r, s) == node_id
     except SignatureError:
         return False
 

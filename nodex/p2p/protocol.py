@@ -40,6 +40,7 @@ from nodex.p2p.messages import (
 )
 from nodex.p2p.queue import THREAD_DECODE_BYTES, InboundQueue
 from nodex.p2p.requests import PeerRequests
+from nodex.p2p.secure import KeyExchangeError, SecureFraming
 
 
 HANDSHAKE, AUTHENTICATING, ESTABLISHED, CLOSED = "handshake", "authenticating", "established", "closed"
@@ -130,7 +131,11 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         self.side_blocks: deque[float] = deque()
         self.lane = WorkLane()
         self.transaction_lane = WorkLane()
-        self.framing: Framing = LengthPrefixFraming(HANDSHAKE_FRAME_BYTES)
+        self.framing: Framing = (
+            SecureFraming(initiator=not inbound) if host.peer_settings.encryption
+            else LengthPrefixFraming(HANDSHAKE_FRAME_BYTES)
+        )
+        self._hello_sent = False
         self.connected_at = 0.0
         self.disconnect_reason: DisconnectReason | None = None
         self.was_established = False
@@ -197,8 +202,23 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         """
         self._last_received = self.connected_at = self._clock.seconds()
         if not self._host.is_allowed(None, self.address):
+            # Over the encrypted transport nothing can be said before the
+            # key exchange: the connection closes without a word, and
+            # without this node spending an ECDH on it.
             self.disconnect(DisconnectReason.BAD_REPUTATION)
             return
+        if self.framing.preamble:
+            self.transport.write(self.framing.preamble)  # type: ignore[union-attr]
+        else:
+            self._send_hello()
+        self._timer = self._clock.callLater(self._host.peer_settings.handshake_timeout, self._handshake_timed_out)
+
+    def _send_hello(self) -> None:
+        """
+        Send this node's hello: as soon as the connection is made, or, over
+        the encrypted transport, once the session keys are known.
+        """
+        self._hello_sent = True
         status = self._host.chain_status()
         self._hello_head = status.head_hash
         self.send(
@@ -208,7 +228,6 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
                 self._challenge, status.listen_port,
             )
         )
-        self._timer = self._clock.callLater(self._host.peer_settings.handshake_timeout, self._handshake_timed_out)
 
     def _handshake_timed_out(self) -> None:
         self._timer = None
@@ -230,7 +249,22 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         if self.state == CLOSED:
             return
         self.framing.feed(data)
+        if not self._hello_sent:
+            try:
+                if not self.framing.exchange():
+                    return
+            except KeyExchangeError as exc:
+                self._handshake_failure(PeerEvent.FAILED_HANDSHAKE, DisconnectReason.BAD_HANDSHAKE, str(exc))
+                return
+            self._send_hello()
         self._pump()
+
+    @property
+    def session(self) -> bytes:
+        """
+        The id of the encrypted session (what the handshake's AUTH signs), empty over a plaintext connection.
+        """
+        return self.framing.session or b""
 
     # Routing
 
@@ -300,14 +334,14 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
             self.disconnect(DisconnectReason.SELF_CONNECTION)
             return
         self.state = AUTHENTICATING
-        self.send(Auth(self._host.node_key.sign_challenge(message.challenge)))
+        self.send(Auth(self._host.node_key.sign_challenge(message.challenge, self.session)))
 
     def _receive_auth(self, message: Auth) -> None:
         """
         Check the proof of the peer's key; adopt the peer.
         """
         assert self.node_id is not None
-        if not verify_challenge(message.signature, self._challenge, self.node_id):
+        if not verify_challenge(message.signature, self._challenge, self.node_id, self.session):
             self._handshake_failure(PeerEvent.FAILED_HANDSHAKE, DisconnectReason.BAD_HANDSHAKE, "bad proof of its key")
             return
         self._cancel_timer()
@@ -422,7 +456,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         """
         Send one message (nothing once the connection is closing).
         """
-        if self.state != CLOSED and self.transport is not None:
+        if self.state != CLOSED and self.transport is not None and self.framing.session is not None:
             self.transport.write(self.framing.frame(encode_message(message)))
 
     def disconnect(self, reason: DisconnectReason) -> None:

@@ -22,6 +22,7 @@ from nodex.p2p.errors import DisconnectReason, MessageError
 from nodex.p2p.framing import FrameTooLargeError, Framing
 from nodex.p2p.host import PeerHost
 from nodex.p2p.messages import Message, decode_message
+from nodex.p2p.secure import FrameAuthenticationError
 
 THREAD_DECODE_BYTES = 8 * 1024
 """
@@ -113,6 +114,9 @@ class InboundQueue:
             payload = self.framing.next_frame()
         except FrameTooLargeError as exc:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FRAME_TOO_LARGE, str(exc))
+            return False
+        except FrameAuthenticationError as exc:
+            self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.BAD_FRAME, str(exc))
             return False
         if payload is None or not self._count_message():
             return False

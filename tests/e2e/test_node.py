@@ -79,7 +79,7 @@ class RunningNodeTests(TestCase):
         results = [item["result"] for item in json.loads(content)]
         self.assertTrue(results[0].startswith("nodex/0."))
         self.assertEqual(results[1], "0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470")
-        self.assertEqual(results[2:6], ["33", False, "0x21", "0x3e"])
+        self.assertEqual(results[2:6], ["33", False, "0x21", "0x3f"])
         self.assertLessEqual({"eth", "net", "rpc", "web3"}, set(results[6]))
         self.assertEqual(set(results[6].values()), {"1.0"})
 

@@ -79,7 +79,7 @@ class NodexModuleTests(TestCase):
         """
         await self.start_node()
         self.assertEqual(await self.result("nodex_protocolVersion"), await self.result("eth_protocolVersion"))
-        self.assertEqual(await self.result("nodex_protocolVersion"), "0x3e")
+        self.assertEqual(await self.result("nodex_protocolVersion"), "0x3f")
 
     async def test_raw_headers(self) -> None:
         """

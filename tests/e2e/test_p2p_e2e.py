@@ -150,5 +150,5 @@ class ThreeNodesTests(ProcessNodesTestCase):
         self.assertRegex(line, rf"^[0-9a-f]{{8}} \| 127\.0\.0\.1/127\.0\.0\.1:{b.ports['p2p']}$")
         self.assertIs(await self.call(c, "net_listening"), True)
         self.assertIs(await self.call(c, "eth_syncing"), False)
-        self.assertEqual(await self.call(c, "eth_protocolVersion"), "0x3e")
+        self.assertEqual(await self.call(c, "eth_protocolVersion"), "0x3f")
         self.assertIn(b"P2P node id ", c.output)

@@ -16,18 +16,18 @@ from typing import Any
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.protocol import Protocol
 from twisted.internet.task import deferLater
 
 from nodex.interfaces import WIRE_PROTOCOL_VERSION
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
-from nodex.p2p.messages import Disconnect, Hello, NewBlock, Ping, decode_message, encode_frame
+from nodex.p2p.messages import Disconnect, Hello, NewBlock, Ping, decode_message, encode_frame, encode_message
 from nodex.p2p.host import ChainStatus, PeerSettings
 from nodex.p2p.protocol import PeerProtocol
 from nodex.tap import NodeService
 from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
 from tests.p2p.test_protocol import FakeHost
+from tests.p2p.wire import SecureRaw
 
 HOSTILE = "127.0.0.2"
 """The loopback address hostile peers connect from (the honest peer's is 127.0.0.1)."""
@@ -49,25 +49,8 @@ def local_address() -> str | None:
     return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
-class Raw(Protocol):
-    """
-    A client that writes bytes and keeps what the node answers until the connection ends.
-    """
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.received = b""
-        self.closed: Deferred[None] = Deferred()
-
-    def connectionMade(self) -> None:
-        if self.data:
-            self.transport.write(self.data)  # type: ignore[union-attr]
-
-    def dataReceived(self, chunk: bytes) -> None:
-        self.received += chunk
-
-    def connectionLost(self, reason: object = None) -> None:
-        self.closed.callback(None)
+Raw = SecureRaw
+"""A client that writes plaintext frames over the encrypted transport and keeps the node's answers, opened."""
 
 
 def messages(data: bytes) -> list[object]:
@@ -160,10 +143,14 @@ class HostilePeersTestCase(NodesTestCase):
 
     async def assertRefusedOnReconnect(self, node: NodeService, source: str = HOSTILE) -> None:
         """
-        A new connection from C{source} is refused at once for its reputation, whatever it sends.
+        A new connection from C{source} is refused at once for its
+        reputation, whatever it sends: closed before the key exchange,
+        without a word.
         """
-        received = await self.raw(node, self.hello(node), source)
-        self.assertEqual(messages(received), [Disconnect(int(DisconnectReason.BAD_REPUTATION))])
+        protocol = Raw(self.hello(node))
+        await connectProtocol(self.endpoint(node, source), protocol)
+        await protocol.closed
+        self.assertEqual(protocol.raw, b"")
 
     async def address_record(self, node: NodeService, address: str = HOSTILE) -> dict[str, Any]:
         """
@@ -250,7 +237,7 @@ class HostileEndToEndTests(HostilePeersTestCase):
         self.assertTrue(peer.established)
         node_id = peer.own_id  # type: ignore[attr-defined]
         assert peer.transport is not None
-        peer.transport.write(encode_frame(Ping(1)) * 1000)
+        peer.transport.write(b"".join(peer.framing.frame(encode_message(Ping(1))) for _ in range(1000)))
         await peer.lost  # type: ignore[attr-defined]
         self.assertEqual(peer.received_disconnect, DisconnectReason.FLOOD)
         await self.assertNodePunished(node, node_id, "invalidMessages")
@@ -302,6 +289,8 @@ class HostileEndToEndTests(HostilePeersTestCase):
         for protocol in held:
             await connectProtocol(self.endpoint(node, HOSTILE), protocol)
         await self.wait_for(lambda: self.network(node).handshaking >= 4, what="the half-open connections")
+        # Each past the key exchange (the node's hello came), so that its disconnect can be said.
+        await self.wait_for(lambda: all(messages(protocol.received) for protocol in held), what="the key exchanges")
         extra = Raw(b"")
         await connectProtocol(self.endpoint(node, HOSTILE), extra)
         await extra.closed
@@ -357,8 +346,7 @@ class BanOverRPCTests(HostilePeersTestCase):
         self.assertIsNone(await rpc(node, "sco_banAddress", source))
         await peer.lost  # type: ignore[attr-defined]
         self.assertEqual(peer.received_disconnect, DisconnectReason.BAD_REPUTATION)
-        received = await self.raw(node, self.hello(node), source)
-        self.assertEqual(messages(received), [Disconnect(int(DisconnectReason.BAD_REPUTATION))])
+        await self.assertRefusedOnReconnect(node, source)
         self.assertEqual(await rpc(node, "sco_bannedAddresses"), [source])
         self.assertEqual(len(self.network(node).established_peers()), 1)
         self.assertIsNone(await rpc(node, "sco_unbanAddress", source))

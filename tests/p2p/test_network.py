@@ -14,6 +14,7 @@ from nodex.crypto import keccak256
 from nodex.interfaces import WIRE_PROTOCOL_VERSION, ChainEvent
 import nodex.p2p.messages as messages_module
 from nodex.p2p.errors import DisconnectReason, MessageError
+from nodex.p2p.host import PeerSettings
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import BlockHeaders, Disconnect, Hello, Message, decode_message, encode_frame
 from nodex.p2p.protocol import PeerProtocol
@@ -24,6 +25,7 @@ from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from nodex.tap import NodeService
 from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
 from tests.p2p.test_messages import sample_header
+from tests.p2p.wire import SecureRaw
 from tests.p2p.test_protocol import FakeHost
 
 COW = bytes.fromhex("c85ef7d79691fe79573b1a7064c19c1a9819ebdbd1faaab1a8ec92344438aaf4")
@@ -483,7 +485,7 @@ class HostilePeerTests(NodesTestCase):
         A peer that cannot prove its node key.
         """
         node = await self.lenient_node()
-        host = FakeHost(genesis=self.genesis(node))
+        host = FakeHost(genesis=self.genesis(node), settings=PeerSettings())
         impostor = NodeKey.generate()
         host.node_key = NodeKey(impostor.private_key, NodeKey.generate().node_id)
         await self.assertRefused(node, host, DisconnectReason.BAD_HANDSHAKE)
@@ -493,23 +495,7 @@ class HostilePeerTests(NodesTestCase):
         """
         Send raw bytes to a node's P2P port; return everything it sent until it closed the connection.
         """
-        from twisted.internet.protocol import Protocol
-
-        class Raw(Protocol):
-            def __init__(self) -> None:
-                self.received = b""
-                self.closed: Deferred[None] = Deferred()
-
-            def connectionMade(self) -> None:
-                self.transport.write(data)  # type: ignore[union-attr]
-
-            def dataReceived(self, chunk: bytes) -> None:
-                self.received += chunk
-
-            def connectionLost(self, reason: object = None) -> None:
-                self.closed.callback(None)
-
-        protocol = Raw()
+        protocol = SecureRaw(data)
         await connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", self.network(node).listening_port), protocol)
         await protocol.closed
         return protocol.received
@@ -550,8 +536,11 @@ class HostilePeerTests(NodesTestCase):
         """
         node = await self.start_node()
         await self.raw(node, b"\x00\x00\x00\x10" + b"\xff" * 16)
-        received = await self.raw(node, self.hello(node))
-        self.assertEqual(self.last_message(received), Disconnect(int(DisconnectReason.BAD_REPUTATION)))
+        protocol = SecureRaw(self.hello(node))
+        await connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", self.network(node).listening_port), protocol)
+        await protocol.closed
+        # Refused before the key exchange: closed without a word.
+        self.assertEqual(protocol.raw, b"")
 
 
 class RPCTests(NodesTestCase):
@@ -572,7 +561,7 @@ class RPCTests(NodesTestCase):
         port = self.network(a).listening_port
         self.assertEqual(await rpc(b, "net_peerList"), [f"{a_id[:8]} | 127.0.0.1/127.0.0.1:{port}"])
         self.assertEqual(await rpc(b, "debug_wireProtocolQueueSize"), "0x0")
-        self.assertEqual(await rpc(b, "eth_protocolVersion"), "0x3e")
+        self.assertEqual(await rpc(b, "eth_protocolVersion"), "0x3f")
         self.assertIs(await rpc(b, "eth_syncing"), False)
 
 

@@ -44,7 +44,7 @@ class FakeHost:
     def __init__(self, network_id: int = 7771, genesis: bytes = GENESIS, settings: PeerSettings | None = None) -> None:
         self.node_key = NodeKey.generate()
         self.peer_settings = settings or PeerSettings(
-            messages_per_second=50, request_timeout=5.0, handshake_timeout=3.0, ping_interval=15.0
+            messages_per_second=50, request_timeout=5.0, handshake_timeout=3.0, ping_interval=15.0, encryption=False
         )
         self.status = ChainStatus(network_id, genesis, b"\x22" * 32, 7, 8, 50501)
         self.events: list[str] = []

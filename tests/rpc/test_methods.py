@@ -103,7 +103,7 @@ class EthIdentityMethodsTests(SynchronousTestCase):
         chain_id = methods["eth_chainId"]
         self.assertEqual(chain_id.result(chain_id.function()), "0x21")
         version = methods["eth_protocolVersion"]
-        self.assertEqual(version.result(version.function()), "0x3e")
+        self.assertEqual(version.result(version.function()), "0x3f")
 
 
 class RPCModulesMethodsTests(SynchronousTestCase):

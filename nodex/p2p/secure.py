@@ -1,0 +1,293 @@
+"""
+The encrypted, authenticated transport of a peer connection (C{docs/p2p.md},
+"Transport"): an ephemeral ECDH key exchange, then frames sealed with
+ChaCha20-Poly1305 under a key per direction, with counter nonces, the key
+replaced after a fixed amount of traffic.
+
+The key exchange gives both sides the same session keys and the same
+session id; the handshake's AUTH signs the session id with the node key
+(L{nodex.p2p.identity}), which binds the session to both node ids: a man in
+the middle that runs one exchange with each side cannot carry either
+side's signature across.  The ephemeral keys live only until the session
+keys are derived, so that a node key stolen later reads no past traffic.
+
+L{SecureFraming} is a L{nodex.p2p.framing.Framing}: plain synchronous
+Python, bytes in and frame payloads out.
+"""
+
+import hashlib
+from typing import Any
+
+from coincurve import PrivateKey, PublicKey
+from Crypto.Cipher import ChaCha20_Poly1305
+from Crypto.Hash import SHA256
+from Crypto.Protocol.KDF import HKDF
+
+from nodex.p2p.errors import MessageError
+from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, FrameTooLargeError
+from nodex.p2p.messages import FRAME_HEADER_BYTES
+
+EPHEMERAL_KEY_BYTES = 64
+"""An ephemeral public key on the wire: x and y, 32 bytes each, big-endian (no C{0x04} prefix)."""
+
+TAG_BYTES = 16
+"""The Poly1305 tag that ends each sealed frame."""
+
+SESSION_DOMAIN = b"nodex transport v1"
+"""The prefix of the session id's hash."""
+
+KEYS_INFO = b"nodex transport keys"
+"""The HKDF info string of the session keys."""
+
+REKEY_DOMAIN = b"nodex rekey"
+"""The prefix of the hash that replaces a key."""
+
+REKEY_FRAMES = 65_536
+"""A direction's key is replaced after it sealed this many frames ..."""
+
+REKEY_BYTES = 256 * 1024 * 1024
+"""... or this many payload bytes, whichever comes first."""
+
+
+class KeyExchangeError(MessageError):
+    """
+    The peer's ephemeral key is not a point of secp256k1.
+    """
+
+
+class FrameAuthenticationError(MessageError):
+    """
+    A frame whose tag does not check: tampered with, replayed, reordered, or
+    sealed with another key.
+    """
+
+
+def ephemeral_public_key(private_key: bytes) -> bytes:
+    """
+    The 64 bytes that announce the ephemeral key of C{private_key}.
+    """
+    return PrivateKey(private_key).public_key.format(compressed=False)[1:]
+
+
+def shared_secret(private_key: bytes, peer_public_key: bytes) -> bytes:
+    """
+    SHA-256 of the compressed encoding (C{0x02 | parity(y)}, x) of the
+    point C{private_key} times the peer's ephemeral key (libsecp256k1's
+    ECDH).
+
+    @raise KeyExchangeError: the peer's key is not a point of the curve.
+    """
+    if len(peer_public_key) != EPHEMERAL_KEY_BYTES:
+        raise KeyExchangeError(f"an ephemeral key of {len(peer_public_key)} bytes, want {EPHEMERAL_KEY_BYTES}")
+    try:
+        point = PublicKey(b"\x04" + peer_public_key)
+    except ValueError:
+        raise KeyExchangeError("the ephemeral key is not a point of secp256k1 (a plaintext peer?)") from None
+    return PrivateKey(private_key).ecdh(point.format())
+
+
+def session_id(initiator_key: bytes, responder_key: bytes) -> bytes:
+    """
+    SHA-256 of the domain and both ephemeral public keys, the dialer's first:
+    what each side's AUTH signs.
+    """
+    return hashlib.sha256(SESSION_DOMAIN + initiator_key + responder_key).digest()
+
+
+def session_keys(secret: bytes, session: bytes) -> tuple[bytes, bytes]:
+    """
+    The keys of the two directions, dialer to listener first: HKDF-SHA256
+    (RFC 5869) of the shared secret, salted with the session id, 64 bytes
+    split in two.
+    """
+    outbound, inbound = HKDF(secret, 32, session, SHA256, num_keys=2, context=KEYS_INFO)
+    return bytes(outbound), bytes(inbound)
+
+
+def next_key(key: bytes) -> bytes:
+    """
+    The key that replaces C{key} after L{REKEY_FRAMES} frames or L{REKEY_BYTES} bytes.
+    """
+    return hashlib.sha256(REKEY_DOMAIN + key).digest()
+
+
+def nonce(counter: int) -> bytes:
+    """
+    The 12-byte nonce of a direction's C{counter}-th frame under its key: 4 zero bytes and the counter, big-endian.
+    """
+    return counter.to_bytes(12, "big")
+
+
+class _Direction:
+    """
+    One direction's key, counter and the traffic sealed under the key.
+    """
+
+    def __init__(self, key: bytes, rekey_frames: int, rekey_bytes: int) -> None:
+        self.key = key
+        self.counter = 0
+        self.sealed = 0
+        self._rekey_frames = rekey_frames
+        self._rekey_bytes = rekey_bytes
+
+    def cipher(self, length: bytes) -> Any:
+        cipher = ChaCha20_Poly1305.new(key=self.key, nonce=nonce(self.counter))
+        cipher.update(length)
+        return cipher
+
+    def advance(self, size: int) -> None:
+        """
+        Count one frame of C{size} payload bytes; replace the key past the bounds.
+        """
+        self.counter += 1
+        self.sealed += size
+        if self.counter >= self._rekey_frames or self.sealed >= self._rekey_bytes:
+            self.key = next_key(self.key)
+            self.counter = self.sealed = 0
+
+
+def seal(key: bytes, counter: int, payload: bytes) -> bytes:
+    """
+    One sealed frame: the length of C{payload} (4 bytes, big-endian, in the
+    clear and authenticated), its ciphertext and the tag.
+    """
+    length = len(payload).to_bytes(FRAME_HEADER_BYTES, "big")
+    cipher = ChaCha20_Poly1305.new(key=key, nonce=nonce(counter))
+    cipher.update(length)
+    ciphertext, tag = cipher.encrypt_and_digest(payload)
+    return length + ciphertext + tag
+
+
+class SecureFraming:
+    """
+    The framing of an encrypted connection: the ephemeral key first, then
+    sealed frames.
+
+    @ivar limit: the largest payload accepted now (checked on the length, before anything is buffered).
+    @ivar session: the session id once the peer's ephemeral key arrived, else L{None}.
+    """
+
+    def __init__(self, initiator: bool, limit: int = HANDSHAKE_FRAME_BYTES, private_key: bytes | None = None,
+                 rekey_frames: int = REKEY_FRAMES, rekey_bytes: int = REKEY_BYTES) -> None:
+        """
+        @param initiator: this side dialed.
+        @param private_key: the ephemeral key (tests give a fixed one; else a fresh random one).
+        @param rekey_frames: frames a key seals before it is replaced (tests lower it).
+        @param rekey_bytes: payload bytes a key seals before it is replaced.
+        """
+        self.limit = limit
+        self.initiator = initiator
+        self.session: bytes | None = None
+        self._private_key: bytes | None = private_key or PrivateKey().secret
+        self.preamble = ephemeral_public_key(self._private_key)
+        self._rekey = (rekey_frames, rekey_bytes)
+        self._buffer = bytearray()
+        self._send: _Direction | None = None
+        self._receive: _Direction | None = None
+
+    @property
+    def ready(self) -> bool:
+        """
+        Whether the session keys are known (the peer's ephemeral key arrived).
+        """
+        return self.session is not None
+
+    def feed(self, data: bytes) -> None:
+        """
+        Take bytes received from the peer.
+        """
+        self._buffer += data
+
+    def exchange(self) -> bool:
+        """
+        Derive the session once the peer's ephemeral key is in; forget the ephemeral private key.
+
+        @return: whether the session is ready.
+        @raise KeyExchangeError: the peer's key is not a point of the curve.
+        """
+        if self.session is not None:
+            return True
+        if len(self._buffer) < EPHEMERAL_KEY_BYTES:
+            return False
+        assert self._private_key is not None
+        peer_key = bytes(self._buffer[:EPHEMERAL_KEY_BYTES])
+        secret = shared_secret(self._private_key, peer_key)
+        del self._buffer[:EPHEMERAL_KEY_BYTES]
+        self._private_key = None
+        ours, theirs = (self.preamble, peer_key) if self.initiator else (peer_key, self.preamble)
+        self.session = session_id(ours, theirs)
+        outbound, inbound = session_keys(secret, self.session)
+        if not self.initiator:
+            outbound, inbound = inbound, outbound
+        self._send = _Direction(outbound, *self._rekey)
+        self._receive = _Direction(inbound, *self._rekey)
+        return True
+
+    def next_frame(self) -> bytes | None:
+        """
+        The payload of the next whole frame, opened, or L{None}.
+
+        @raise FrameTooLargeError: the length names more than L{limit} bytes.
+        @raise FrameAuthenticationError: the frame's tag does not check.
+        @raise KeyExchangeError: the peer's ephemeral key is not a point.
+        """
+        if not self.exchange():
+            return None
+        direction = self._receive
+        assert direction is not None
+        buffer = self._buffer
+        if len(buffer) < FRAME_HEADER_BYTES:
+            return None
+        length = int.from_bytes(buffer[:FRAME_HEADER_BYTES], "big")
+        if length > self.limit:
+            raise FrameTooLargeError(length, self.limit)
+        end = FRAME_HEADER_BYTES + length + TAG_BYTES
+        if len(buffer) < end:
+            return None
+        view = memoryview(buffer)
+        cipher = direction.cipher(bytes(view[:FRAME_HEADER_BYTES]))
+        try:
+            payload = cipher.decrypt_and_verify(view[FRAME_HEADER_BYTES : end - TAG_BYTES], view[end - TAG_BYTES : end])
+        except ValueError:
+            raise FrameAuthenticationError(
+                f"frame {direction.counter} of its key fails authentication (tampered, replayed or reordered)"
+            ) from None
+        finally:
+            view.release()
+        del buffer[:end]
+        direction.advance(length)
+        return payload
+
+    def frame(self, payload: bytes) -> bytes:
+        """
+        The sealed frame of C{payload}.
+        """
+        direction = self._send
+        assert direction is not None, "no frame before the key exchange"
+        sealed = seal(direction.key, direction.counter, payload)
+        direction.advance(len(payload))
+        return sealed
+
+    @property
+    def buffered(self) -> int:
+        """
+        Bytes received and not yet opened.
+        """
+        return len(self._buffer)
+
+
+__all__ = [
+    "EPHEMERAL_KEY_BYTES",
+    "REKEY_BYTES",
+    "REKEY_FRAMES",
+    "TAG_BYTES",
+    "FrameAuthenticationError",
+    "KeyExchangeError",
+    "SecureFraming",
+    "ephemeral_public_key",
+    "next_key",
+    "seal",
+    "session_id",
+    "session_keys",
+    "shared_secret",
+]
