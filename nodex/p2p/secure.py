@@ -1,7 +1,7 @@
 """
 The encrypted, authenticated transport of a peer connection (C{docs/p2p.md},
 "Transport"): an ephemeral ECDH key exchange, then frames sealed with
-ChaCha20-Poly1305 under a key per direction, with counter nonces, the key
+ChaCha20-Poly1305 (RFC 8439, through C{cryptography}'s OpenSSL binding) under a key per direction, with counter nonces, the key
 replaced after a fixed amount of traffic.
 
 The key exchange gives both sides the same session keys and the same
@@ -16,12 +16,12 @@ Python, bytes in and frame payloads out.
 """
 
 import hashlib
-from typing import Any
 
 from coincurve import PrivateKey, PublicKey
-from Crypto.Cipher import ChaCha20_Poly1305
 from Crypto.Hash import SHA256
 from Crypto.Protocol.KDF import HKDF
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from nodex.p2p.errors import MessageError
 from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, FrameTooLargeError
@@ -125,15 +125,11 @@ class _Direction:
 
     def __init__(self, key: bytes, rekey_frames: int, rekey_bytes: int) -> None:
         self.key = key
+        self.aead = ChaCha20Poly1305(key)
         self.counter = 0
         self.sealed = 0
         self._rekey_frames = rekey_frames
         self._rekey_bytes = rekey_bytes
-
-    def cipher(self, length: bytes) -> Any:
-        cipher = ChaCha20_Poly1305.new(key=self.key, nonce=nonce(self.counter))
-        cipher.update(length)
-        return cipher
 
     def advance(self, size: int) -> None:
         """
@@ -143,6 +139,7 @@ class _Direction:
         self.sealed += size
         if self.counter >= self._rekey_frames or self.sealed >= self._rekey_bytes:
             self.key = next_key(self.key)
+            self.aead = ChaCha20Poly1305(self.key)
             self.counter = self.sealed = 0
 
 
@@ -151,11 +148,12 @@ def seal(key: bytes, counter: int, payload: bytes) -> bytes:
     One sealed frame: the length of C{payload} (4 bytes, big-endian, in the
     clear and authenticated), its ciphertext and the tag.
     """
+    return _seal(ChaCha20Poly1305(key), counter, payload)
+
+
+def _seal(aead: ChaCha20Poly1305, counter: int, payload: bytes) -> bytes:
     length = len(payload).to_bytes(FRAME_HEADER_BYTES, "big")
-    cipher = ChaCha20_Poly1305.new(key=key, nonce=nonce(counter))
-    cipher.update(length)
-    ciphertext, tag = cipher.encrypt_and_digest(payload)
-    return length + ciphertext + tag
+    return length + aead.encrypt(nonce(counter), payload, length)
 
 
 class SecureFraming:
@@ -244,17 +242,14 @@ class SecureFraming:
         end = FRAME_HEADER_BYTES + length + TAG_BYTES
         if len(buffer) < end:
             return None
-        view = memoryview(buffer)
-        cipher = direction.cipher(bytes(view[:FRAME_HEADER_BYTES]))
+        sealed = bytes(buffer[:end])
+        del buffer[:end]
         try:
-            payload = cipher.decrypt_and_verify(view[FRAME_HEADER_BYTES : end - TAG_BYTES], view[end - TAG_BYTES : end])
-        except ValueError:
+            payload = direction.aead.decrypt(nonce(direction.counter), sealed[FRAME_HEADER_BYTES:], sealed[:FRAME_HEADER_BYTES])
+        except InvalidTag:
             raise FrameAuthenticationError(
                 f"frame {direction.counter} of its key fails authentication (tampered, replayed or reordered)"
             ) from None
-        finally:
-            view.release()
-        del buffer[:end]
         direction.advance(length)
         return payload
 
@@ -264,7 +259,7 @@ class SecureFraming:
         """
         direction = self._send
         assert direction is not None, "no frame before the key exchange"
-        sealed = seal(direction.key, direction.counter, payload)
+        sealed = _seal(direction.aead, direction.counter, payload)
         direction.advance(len(payload))
         return sealed
 

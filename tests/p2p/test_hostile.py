@@ -70,11 +70,12 @@ class HostilePeersTestCase(NodesTestCase):
     Nodes, and hostile clients connecting to them from a chosen address.
     """
 
-    async def setup_nodes(self) -> tuple[NodeService, NodeService]:
+    async def setup_nodes(self, *argv: str) -> tuple[NodeService, NodeService]:
         """
-        A punishing node with RPC and a short chain, and an honest peer synced from it.
+        A punishing node with RPC and a short chain (and the options
+        C{argv}), and an honest peer synced from it.
         """
-        node = await self.start_node("--rpc", "tcp:0:interface=127.0.0.1")
+        node = await self.start_node("--rpc", "tcp:0:interface=127.0.0.1", *argv)
         await self.grow(node, 3)
         honest = await self.start_node("--peer", self.address(node))
         await self.wait_for(lambda: head_number(honest) == 3, what="the honest peer's sync")
@@ -232,7 +233,11 @@ class HostileEndToEndTests(HostilePeersTestCase):
         A peer past its handshake that sends more messages in a second than
         the limit: its node id and its address are punished.
         """
-        node, honest = await self.setup_nodes()
+        config = self.mktemp()
+        with open(config, "w") as handle:
+            # Ten times the rate in one burst: a flood however slowly this machine reads.
+            handle.write("[p2p]\nmessages_per_second = 100\n")
+        node, honest = await self.setup_nodes("--config", config)
         peer = await self.peer(node)
         self.assertTrue(peer.established)
         node_id = peer.own_id  # type: ignore[attr-defined]
