@@ -17,9 +17,18 @@ new block along a line of three nodes.
    block; the per-hop latency is B's arrival after A's answer, and C's after
    B's.
 
+4. With C{--compare} (issue 25), the sync and the propagation run
+   alternately over the encrypted transport (the default) and over the
+   plain framing (C{p2p.encryption = false} on every node), C{--rounds}
+   times each, and the ratios are printed; C{--transport} measures the
+   transport alone, in this process: the key exchange and handshake
+   digest, and sealing and opening frames of several sizes.
+
 Usage::
 
     python benchmarks/p2p.py [--blocks 10000] [--transfers 0] [--hops 50]
+    python benchmarks/p2p.py --compare [--rounds 3] [--blocks 10000] [--transfers 0] [--hops 50]
+    python benchmarks/p2p.py --transport
 
 Every node is a real C{twistd nodex} process with RocksDB under a
 temporary directory; nothing is reused between runs.
@@ -170,14 +179,15 @@ def build(datadir: Path, blocks: int, transfers: int) -> float:
     return time.monotonic() - started
 
 
-def sync(work: Path, source_dir: Path, blocks: int) -> dict[str, float]:
+def sync(work: Path, source_dir: Path, blocks: int, *argv: str) -> dict[str, float]:
     """
-    Sync a fresh node from the source; return the figures.
+    Sync a fresh node from the source (both with the options C{argv}); return the figures.
     """
-    source = Node(source_dir, 0, "--mining", "off")
+    source = Node(source_dir, 0, "--mining", "off", *argv)
     follower = None
+    shutil.rmtree(work / "follower", ignore_errors=True)
     try:
-        follower = Node(work / "follower", 1, "--mining", "off", "--peer", f"127.0.0.1:{source.p2p_port}")
+        follower = Node(work / "follower", 1, "--mining", "off", "--peer", f"127.0.0.1:{source.p2p_port}", *argv)
         latencies, first, number = [], None, 0
         deadline = time.monotonic() + 3600
         while number < blocks and time.monotonic() < deadline:
@@ -202,13 +212,16 @@ def sync(work: Path, source_dir: Path, blocks: int) -> dict[str, float]:
         source.stop()
 
 
-def propagation(work: Path, hops: int) -> dict[str, float]:
+def propagation(work: Path, hops: int, encryption: bool = True) -> dict[str, float]:
     """
     Mine C{hops} blocks on A of a line A - B - C; return the per-hop latencies.
     """
     config, alone = work / "line.toml", work / "alone.toml"
-    config.write_text("[p2p]\nmax_outbound = 1\n")
-    alone.write_text("[p2p]\nmax_outbound = 0\n")
+    switch = "" if encryption else "encryption = false\n"
+    config.write_text("[p2p]\nmax_outbound = 1\n" + switch)
+    alone.write_text("[p2p]\nmax_outbound = 0\n" + switch)
+    for name in ("a", "b", "c"):
+        shutil.rmtree(work / name, ignore_errors=True)
     a = Node(work / "a", 0, "--mining", "manual", "--config", str(alone))
     b = c = None
     try:
@@ -240,6 +253,88 @@ def propagation(work: Path, hops: int) -> dict[str, float]:
                 node.stop()
 
 
+def transport() -> None:
+    """
+    The transport alone: a key exchange and handshake digest, then sealing
+    and opening frames of several sizes (median of repeated runs).
+    """
+    sys.path.insert(0, str(REPOSITORY))
+    from nodex.p2p.identity import NodeKey
+    from nodex.p2p.secure import SecureFraming
+
+    key = NodeKey.generate()
+
+    def exchange() -> None:
+        initiator, responder = SecureFraming(initiator=True), SecureFraming(initiator=False)
+        initiator.feed(responder.preamble)
+        responder.feed(initiator.preamble)
+        initiator.exchange()
+        responder.exchange()
+        assert initiator.session is not None
+        key.sign_challenge(b"\x01" * 32, initiator.session)
+
+    def timed(function: Any, repeat: int) -> float:
+        samples = []
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(repeat):
+                function()
+            samples.append((time.perf_counter() - started) / repeat)
+        return statistics.median(samples)
+
+    print(f"key exchange of both sides and one AUTH signature: {timed(exchange, 200) * 1e6:.0f} us", flush=True)
+    for size in (16, 1024, 64 * 1024, 1024 * 1024):
+        initiator, responder = SecureFraming(initiator=True, limit=1 << 24), SecureFraming(initiator=False, limit=1 << 24)
+        initiator.feed(responder.preamble)
+        responder.feed(initiator.preamble)
+        initiator.exchange()
+        responder.exchange()
+        payload = os.urandom(size)
+        repeat = max(20, 2_000_000 // (size + 200))
+
+        def round_trip() -> None:
+            responder.feed(initiator.frame(payload))
+            responder.next_frame()
+
+        seconds = timed(round_trip, repeat)
+        print(f"seal and open a frame of {size:,} bytes: {seconds * 1e6:.1f} us ({size / seconds / 2**20:.0f} MiB/s)", flush=True)
+
+
+def compare(work: Path, options: argparse.Namespace) -> None:
+    """
+    Sync and propagation over the encrypted transport and the plain framing, alternately.
+    """
+    plain = work / "plain.toml"
+    plain.write_text("[p2p]\nencryption = false\n")
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    hops: dict[bool, list[float]] = {True: [], False: []}
+    if not options.skip_sync:
+        source = work / "source"
+        seconds = build(source, options.blocks, options.transfers)
+        print(f"built {options.blocks} blocks of {options.transfers} transfers in {seconds:.1f} s", flush=True)
+    for round_ in range(options.rounds):
+        for encryption in (round_ % 2 == 0, round_ % 2 != 0):
+            name = "encrypted" if encryption else "plain"
+            if not options.skip_sync:
+                figures = sync(work, work / "source", options.blocks, *(() if encryption else ("--config", str(plain))))
+                rates[encryption].append(figures["blocks_per_second"])
+                print(f"round {round_ + 1} {name}: sync {figures['blocks_per_second']:.0f} blocks/s "
+                      f"({figures['seconds']:.2f} s), eth_blockNumber p99 {figures['rpc_p99_ms']:.2f} ms", flush=True)
+            if options.hops:
+                figures = propagation(work, options.hops, encryption)
+                hops[encryption].append(figures["hop_p50_ms"])
+                print(f"round {round_ + 1} {name}: propagation per hop p50 {figures['hop_p50_ms']:.2f} ms, "
+                      f"p90 {figures['hop_p90_ms']:.2f} ms", flush=True)
+    if rates[True]:
+        ratio = statistics.median(rates[True]) / statistics.median(rates[False])
+        print(f"sync: encrypted {min(rates[True]):.0f}-{max(rates[True]):.0f} blocks/s, plain "
+              f"{min(rates[False]):.0f}-{max(rates[False]):.0f}; median ratio {ratio:.1%}", flush=True)
+    if hops[True]:
+        ratio = statistics.median(hops[True]) / statistics.median(hops[False])
+        print(f"propagation p50 per hop: encrypted {min(hops[True]):.2f}-{max(hops[True]):.2f} ms, plain "
+              f"{min(hops[False]):.2f}-{max(hops[False]):.2f} ms; median ratio {ratio:.2f}x", flush=True)
+
+
 def main() -> None:
     """
     Run the benchmarks and print their figures.
@@ -249,9 +344,18 @@ def main() -> None:
     parser.add_argument("--transfers", type=int, default=0, help="native transfers per block (at most 10)")
     parser.add_argument("--hops", type=int, default=50, help="blocks mined for the propagation figure (0: skip)")
     parser.add_argument("--skip-sync", action="store_true")
+    parser.add_argument("--compare", action="store_true", help="encrypted against plain, alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each with --compare")
+    parser.add_argument("--transport", action="store_true", help="the transport's own costs, in this process")
     options = parser.parse_args()
+    if options.transport:
+        transport()
+        return
     work = Path(tempfile.mkdtemp(prefix="nodex-p2p-bench-"))
     try:
+        if options.compare:
+            compare(work, options)
+            return
         if not options.skip_sync:
             source = work / "source"
             seconds = build(source, options.blocks, options.transfers)

@@ -57,9 +57,14 @@ from nodex.p2p.messages import (
     decode_and_hash,
 )
 from nodex.p2p.host import ChainStatus, NetworkSettings, PeerSettings
+from nodex.p2p.peerstore import PEER_STORE_FILE, PeerStore
 from nodex.p2p.protocol import PeerProtocol
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import Synchroniser
+
+TEND_SECONDS = 30.0
+"""How often the peer store is saved (when changed) and stored peers are dialed while outbound peers are lacking."""
+
 
 class _PeerFactory(Factory):
     """
@@ -146,6 +151,8 @@ class PeerNetwork(Service):
             settings, reputation, clock, lambda: self._connections, lambda: self._peers.values(), self._configured_ids
         )
         self.unfinished_handshakes: Counter[str] = Counter()
+        self.peer_store = PeerStore(datadir / PEER_STORE_FILE, clock)
+        self._tending: IDelayedCall | None = None
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self._decoder: ThreadPool | None = None
@@ -232,6 +239,41 @@ class PeerNetwork(Service):
                 failures[0].raiseException()
         for host, port in self.settings.bootstrap:
             self.dial(host, port, redial=True)
+        self.peer_store.load()
+        self._dial_stored()
+        self._tending = self._clock.callLater(TEND_SECONDS, self._tend)
+
+    def _dial_stored(self) -> None:
+        """
+        Dial stored peers (once each) while outbound peers and dials in
+        flight are fewer than C{max_outbound}: at start, so that a node
+        whose configured peers are down reaches the others it knew, and
+        whenever peers are lacking.
+        """
+        assert self.node_key is not None
+        own = self.node_key.node_id.hex()
+        connected = {node_id.hex() for node_id in self._peers}
+        room = self.settings.max_outbound - len(self._dialing) - sum(1 for peer in self._peers.values() if not peer.inbound)
+        for entry in self.peer_store.candidates():
+            if room <= 0:
+                return
+            target = (entry.host, entry.port)
+            if entry.node_id in (own, *connected) or target in self._dialing or target in self.settings.bootstrap:
+                continue
+            self.dial(entry.host, entry.port)
+            room -= 1
+
+    def _tend(self) -> None:
+        """
+        Save the peer store if it changed; dial stored peers if peers are lacking.
+        """
+        self._tending = None
+        if not self.running:
+            return
+        if self.peer_store.dirty:
+            self.peer_store.save()
+        self._dial_stored()
+        self._tending = self._clock.callLater(TEND_SECONDS, self._tend)
 
     def _listening(self, port: IListeningPort) -> None:
         self._port = port
@@ -251,6 +293,10 @@ class PeerNetwork(Service):
         """
         super().stopService()
         self.sync.stop()
+        if self._tending is not None and self._tending.active():
+            self._tending.cancel()
+        self._tending = None
+        self.peer_store.save()
         for call in self._redials.values():
             if call.active():
                 call.cancel()
@@ -367,6 +413,7 @@ class PeerNetwork(Service):
                 "cannot connect to peer {host}:{port}: {error}", host=target[0], port=target[1], error=result.getErrorMessage()
             )
         self._connections.pop(peer, None)
+        self.peer_store.failed(*target)
         if self._dialing.get(target) is peer:
             del self._dialing[target]
         self._schedule_redial(target)
@@ -459,6 +506,10 @@ class PeerNetwork(Service):
         target = peer.dial_target
         if target is not None and target in self._failures:
             self._failures[target] = 0
+        if target is not None:
+            self.peer_store.succeeded(*target, peer.node_id)
+        elif peer.hello is not None and peer.hello.listen_port:
+            self.peer_store.succeeded(peer.address, peer.hello.listen_port, peer.node_id)
         self.log.info(
             "peer {peer} connected ({direction}, {address}:{port}, block {number})",
             peer=peer.short_id, direction="inbound" if peer.inbound else "outbound",
@@ -501,6 +552,7 @@ class PeerNetwork(Service):
             if peer.received_disconnect is not None:
                 why = f"refused: {DisconnectReason.describe(peer.received_disconnect)}"
             self.unfinished_handshakes[f"{target[0]}:{target[1]}"] += 1
+            self.peer_store.failed(*target)
             self.log.info("connection to peer {host}:{port} ended before its handshake: {why}", host=target[0], port=target[1], why=why)
         if target is not None and self._dialing.get(target) is peer:
             del self._dialing[target]
