@@ -19,7 +19,7 @@ from typing import Any
 from twisted.internet.endpoints import serverFromString
 
 from nodex.errors import NodexError
-from nodex.interfaces import COMPAT_NAMES
+from nodex.interfaces import COMPAT_NAMES, PeerURL
 
 NETWORKS = ("regtest", "devnet", "testnet", "main")
 """The networks that have a preset."""
@@ -239,24 +239,26 @@ def server_endpoint_description(value: str) -> str:
 
 def _peer(value: str) -> str:
     """
-    One C{HOST:PORT} peer address (IPv6 in brackets).
+    One C{HOST:PORT} peer address (IPv6 in brackets), or a peer's URL
+    C{nodex://NODEID@HOST:PORT} (L{PeerURL}).
     """
-    host, _, port = value.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
+    try:
+        url = PeerURL.parse(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    if ":" not in url.host and not re.fullmatch(r"[A-Za-z0-9.-]+", url.host):
+        raise ValueError(f"{value!r}: want HOST:PORT")
+    if ":" in url.host:
         try:
-            ipaddress.IPv6Address(host[1:-1])
+            ipaddress.IPv6Address(url.host)
         except ValueError:
             raise ValueError(f"{value!r}: bad IPv6 address") from None
-    elif not host or not re.fullmatch(r"[A-Za-z0-9.-]+", host):
-        raise ValueError(f"{value!r}: want HOST:PORT")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{value!r}: want a port from 1 to 65535")
     return value
 
 
 def _peers(value: Any) -> list[str]:
     """
-    An array of C{HOST:PORT} peers.
+    An array of C{HOST:PORT} peers or peer URLs.
     """
     return [_peer(item) for item in _strings(value)]
 
@@ -453,6 +455,7 @@ SCHEMA: dict[str, Any] = {
         "endpoint": endpoint,
         "network_id": _integer(0),
         "peers": _peers,
+        "static_peers": _peers,
         "max_inbound": _integer(0, 10000),
         "max_outbound": _integer(0, 10000),
         "max_half_open_per_address": _integer(1, 10000),
@@ -773,7 +776,7 @@ def build(raw: Raw) -> NodeConfig:
             ),
             p2p_endpoint=raw["p2p"]["endpoint"],
             p2p_network_id=raw["p2p"]["network_id"],
-            peers=tuple(raw["p2p"]["peers"]),
+            peers=tuple(dict.fromkeys([*raw["p2p"]["peers"], *raw["p2p"]["static_peers"]])),
             mining_mode=raw["mining"]["mode"],
             manhole_endpoint=raw["manhole"]["endpoint"],
             wallet_enabled=raw["wallet"]["enabled"],

@@ -138,6 +138,139 @@ class PeerInfo:
     port: int
 
 
+PEER_URL_SCHEME = "nodex://"
+"""The scheme of a peer's URL: C{nodex://<node id, 128 hex digits>@<host>:<port>}."""
+
+
+@dataclass(frozen=True)
+class PeerURL:
+    """
+    A peer's address, with its node id when known: what C{--peer},
+    C{p2p.peers}, C{p2p.static_peers} and C{admin_addPeer} accept
+    (C{HOST:PORT}, or the URL C{admin_nodeInfo} shows under C{enode}).
+    """
+
+    host: str
+    port: int
+    node_id: bytes | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "PeerURL":
+        """
+        Read C{HOST:PORT}, C{[IPV6]:PORT} or C{nodex://NODEID@HOST:PORT}.
+
+        @raise ValueError: none of these.
+        """
+        node_id = None
+        rest = text.strip()
+        if rest.lower().startswith(PEER_URL_SCHEME):
+            digits, at, rest = rest[len(PEER_URL_SCHEME) :].partition("@")
+            if not at or len(digits) != 128:
+                raise ValueError(f"{text!r}: want nodex://<node id of 128 hex digits>@HOST:PORT")
+            try:
+                node_id = bytes.fromhex(digits)
+            except ValueError:
+                raise ValueError(f"{text!r}: the node id is not hexadecimal") from None
+        host, colon, port = rest.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+            if ":" not in host:
+                raise ValueError(f"{text!r}: bad IPv6 address")
+        if not colon or not host or not all(c.isalnum() or c in ".-:" for c in host):
+            raise ValueError(f"{text!r}: want HOST:PORT or nodex://NODEID@HOST:PORT")
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{text!r}: want a port from 1 to 65535")
+        return cls(host, int(port), node_id)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.node_id is None:
+            return f"{host}:{self.port}"
+        return f"{PEER_URL_SCHEME}{self.node_id.hex()}@{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """
+    This node on the peer network (C{admin_nodeInfo}).
+
+    @ivar listen_host: the address the P2P server is bound to (empty when it does not listen).
+    @ivar listen_port: its port (0 when it does not listen).
+    """
+
+    node_id: bytes
+    listen_host: str
+    listen_port: int
+    network_id: int
+    genesis_hash: bytes
+    head_hash: bytes
+    head_number: int
+    total_difficulty: int
+    protocol_version: int
+    encryption: bool
+
+
+@dataclass(frozen=True)
+class PeerDetail:
+    """
+    One established peer in detail (C{admin_peers}).
+
+    @ivar host: the name or address this node dialed (outbound), else empty.
+    @ivar ip: its IP address; @ivar port: the TCP port of the connection.
+    @ivar listen_port: the port its hello says it accepts peers on (0: none).
+    @ivar head_number: its head as it claims it; @ivar shown_number: the
+        highest block it has shown (headers linked to this chain).
+    @ivar latency: seconds of its last round trip (handshake, then pings), or L{None}.
+    @ivar connected_seconds: how long the connection has lasted.
+    @ivar static: a static peer (kept connected, redialed with backoff).
+    """
+
+    node_id: bytes
+    host: str
+    ip: str
+    port: int
+    listen_port: int
+    inbound: bool
+    protocol_version: int
+    head_hash: bytes
+    head_number: int
+    total_difficulty: int
+    shown_number: int
+    latency: float | None
+    connected_seconds: float
+    static: bool
+
+
+class IPeerAdmin(Interface):
+    """
+    The operator's hold on the node's peers (the C{admin} RPC module).
+    """
+
+    def node_info() -> "NodeInfo | None":
+        """
+        This node on the peer network, or L{None} when it has no peer network.
+        """
+
+    def peer_details() -> "list[PeerDetail]":
+        """
+        The established peers, in detail.
+        """
+
+    def add_peer(url: PeerURL) -> bool:
+        """
+        Add a static peer: dialed now and redialed with backoff whenever it
+        is not connected, until L{remove_peer}; a URL's node id must be the
+        one the peer proves.  Whether the node has a peer network to add it to.
+        """
+
+    def remove_peer(url: PeerURL) -> bool:
+        """
+        Stop keeping a peer: no more redials, its entry forgotten from the
+        peer store, and its connection (by node id, else by address) closed.
+        Whether there was anything to remove.
+        """
+
+
 class IPeerNetwork(Interface):
     """
     The peer-to-peer side of the node, as the RPC edge sees it.
@@ -767,6 +900,28 @@ class IPeerScoring(Interface):
         with C{prefix} (lower-case hex digits); how many there were.
         """
 
+    def ban_node(node_id: bytes) -> bool:
+        """
+        Ban a node id at run time (C{sco_banNode}); its connections are
+        dropped at once.  Whether it was not banned already.
+        """
+
+    def unban_node(node_id: bytes) -> bool:
+        """
+        Lift a node id's ban; whether there was one.
+        """
+
+    def banned_nodes() -> "list[str]":
+        """
+        The banned node ids (128 hex digits each), sorted.
+        """
+
+    def trust_node(node_id: bytes, trusted: bool) -> bool:
+        """
+        Trust a node id at run time (C{admin_addTrustedPeer}) or stop
+        trusting it; whether that changed anything.
+        """
+
 
 @dataclass(frozen=True)
 class StorageProof:
@@ -1335,6 +1490,11 @@ __all__ = [
     "UnknownAccountError",
     "UnlockRefusedError",
     "UnlockThrottledError",
+    "PEER_URL_SCHEME",
+    "IPeerAdmin",
+    "NodeInfo",
+    "PeerDetail",
+    "PeerURL",
     "WIRE_PROTOCOL_VERSION",
     "IReputation",
     "PeerEvent",

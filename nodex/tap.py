@@ -53,6 +53,7 @@ from nodex.interfaces import (
     CallRequest,
     Conventions,
     IPeerNetwork,
+    PeerURL,
     IReputation,
     ITransactionPool,
     StateOverrides,
@@ -172,7 +173,7 @@ class Options(usage.Options):
 
     def opt_peer(self, address: str) -> None:
         """
-        A peer to connect to, as HOST:PORT (repeatable).
+        A peer to connect to and keep, as HOST:PORT or nodex://NODEID@HOST:PORT (repeatable).
         """
         self["peer"].append(address)
 
@@ -1261,10 +1262,18 @@ def plan_descriptors(config: NodeConfig) -> DescriptorPlan:
 
 def _peer_address(text: str) -> tuple[str, int]:
     """
-    The host and port of a C{HOST:PORT} peer (IPv6 in brackets).
+    The host and port of a C{HOST:PORT} peer (IPv6 in brackets) or of a peer URL.
     """
-    host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
+    url = PeerURL.parse(text)
+    return url.host, url.port
+
+
+def _expected_ids(peers: tuple[str, ...]) -> tuple[tuple[tuple[str, int], bytes], ...]:
+    """
+    The node ids the peer URLs among C{peers} name, by host and port.
+    """
+    urls = [PeerURL.parse(text) for text in peers]
+    return tuple(((url.host, url.port), url.node_id) for url in urls if url.node_id is not None)
 
 
 def compose_p2p(
@@ -1289,6 +1298,7 @@ def compose_p2p(
         network_id=config.p2p_network_id,
         genesis_hash=genesis.hash,
         bootstrap=tuple(_peer_address(peer) for peer in config.peers),
+        expected_ids=_expected_ids(config.peers),
         max_inbound=raw["max_inbound"],
         max_outbound=raw["max_outbound"],
         max_half_open_per_address=raw["max_half_open_per_address"],

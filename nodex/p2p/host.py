@@ -83,6 +83,8 @@ class NetworkSettings:
     @ivar max_handshake_failures: failed handshakes (timeouts, bad proofs,
         messages out of order) an address may have within ten minutes; one
         more is an offence of the address.
+    @ivar expected_ids: the node ids configured peers' URLs name, by
+        C{(host, port)}: a peer there that proves another id is refused.
     @ivar reserved_slots: connection slots, beyond the limits of inbound
         peers and of connections in their handshake, that only trusted,
         configured and known-good peers may take.
@@ -101,6 +103,7 @@ class NetworkSettings:
     max_reconnect_delay: float = 60.0
     progress_interval: float = 10.0
     peer: PeerSettings = field(default_factory=PeerSettings)
+    expected_ids: tuple[tuple[tuple[str, int], bytes], ...] = ()
 
 
 class PeerHost(Protocol):

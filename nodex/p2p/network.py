@@ -32,11 +32,16 @@ from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from nodex.interfaces import (
+    WIRE_PROTOCOL_VERSION,
+    IPeerAdmin,
     IPeerNetwork,
     IReputation,
     ITransactionPool,
+    NodeInfo,
+    PeerDetail,
     PeerEvent,
     PeerInfo,
+    PeerURL,
     SyncStatus,
 )
 from nodex.p2p.admission import Gatekeeper
@@ -85,7 +90,7 @@ class _PeerFactory(Factory):
         return network.new_protocol(inbound=True)
 
 
-@implementer(IPeerNetwork)
+@implementer(IPeerNetwork, IPeerAdmin)
 class PeerNetwork(Service):
     """
     The node's peers.
@@ -152,6 +157,8 @@ class PeerNetwork(Service):
         )
         self.unfinished_handshakes: Counter[str] = Counter()
         self.peer_store = PeerStore(datadir / PEER_STORE_FILE, clock)
+        self._static: set[tuple[str, int]] = set(settings.bootstrap)
+        self._expected_ids: dict[tuple[str, int], bytes] = dict(settings.expected_ids)
         self._tending: IDelayedCall | None = None
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
@@ -213,6 +220,76 @@ class PeerNetwork(Service):
         The sync in course, if any.
         """
         return self.sync.current_status()
+
+    # IPeerAdmin
+
+    def node_info(self) -> NodeInfo | None:
+        """
+        This node on the peer network (L{None} before it started).
+        """
+        if self.node_key is None:
+            return None
+        status = self.chain_status()
+        host = str(getattr(self._port.getHost(), "host", "")) if self._port is not None else ""  # type: ignore[attr-defined]
+        return NodeInfo(
+            self.node_key.node_id, host, self.listening_port, status.network_id, status.genesis_hash,
+            status.head_hash, status.head_number, status.total_difficulty, WIRE_PROTOCOL_VERSION,
+            self.peer_settings.encryption,
+        )
+
+    def peer_details(self) -> list[PeerDetail]:
+        """
+        The established peers, in detail.
+        """
+        now = self._clock.seconds()
+        return [
+            PeerDetail(
+                peer.node_id or b"", peer.dialed_host or "", peer.address, peer.port,
+                peer.hello.listen_port if peer.hello is not None else 0, peer.inbound,
+                peer.hello.protocol_version if peer.hello is not None else 0,
+                peer.head_hash, peer.head_number, peer.total_difficulty, peer.shown_number, peer.latency,
+                now - peer.connected_at, peer.dial_target in self._static,
+            )
+            for peer in self.established_peers()
+        ]
+
+    def add_peer(self, url: PeerURL) -> bool:
+        """
+        Keep a static peer: dial it now, and redial it with backoff.
+        """
+        if not self.running:
+            return False
+        target = (url.host, url.port)
+        self._static.add(target)
+        if url.node_id is not None:
+            self._expected_ids[target] = url.node_id
+        self.log.info("static peer added: {url}", url=str(url))
+        self.dial(url.host, url.port, redial=True)
+        return True
+
+    def remove_peer(self, url: PeerURL) -> bool:
+        """
+        Stop keeping a peer; close its connection; forget it from the peer store.
+        """
+        target = (url.host, url.port)
+        removed = target in self._static or target in self._failures
+        self._static.discard(target)
+        self._failures.pop(target, None)
+        self._expected_ids.pop(target, None)
+        call = self._redials.pop(target, None)
+        if call is not None and call.active():
+            call.cancel()
+        removed |= self.peer_store.remove(*target)
+        node_id = url.node_id or self._target_ids.get(target)
+        for peer in list(self._connections):
+            if peer.closed:
+                continue
+            if (node_id is not None and peer.node_id == node_id and peer.established) or peer.dial_target == target:
+                peer.disconnect(DisconnectReason.REQUESTED)
+                removed = True
+        if removed:
+            self.log.info("peer removed: {url}", url=str(url))
+        return removed
 
     # Service
 
@@ -368,9 +445,9 @@ class PeerNetwork(Service):
 
     def _configured_ids(self) -> set[bytes]:
         """
-        The node ids of the configured peers this node has reached.
+        The node ids of the configured and static peers this node has reached.
         """
-        return {node_id for target, node_id in self._target_ids.items() if target in self.settings.bootstrap}
+        return {node_id for target, node_id in self._target_ids.items() if target in self._static}
 
     @property
     def handshaking(self) -> int:
@@ -485,6 +562,14 @@ class PeerNetwork(Service):
         sides keep the one dialed by the node with the smaller id.
         """
         assert peer.node_id is not None
+        expected = self._expected_ids.get(peer.dial_target) if peer.dial_target is not None else None
+        if expected is not None and expected != peer.node_id:
+            self.log.info(
+                "peer at {host}:{port} proved node id {found}, not the {expected} of its URL",
+                host=peer.dial_target[0], port=peer.dial_target[1],  # type: ignore[index]
+                found=peer.node_id.hex()[:8], expected=expected.hex()[:8],
+            )
+            return DisconnectReason.BAD_HANDSHAKE
         if peer.dial_target is not None:
             self._target_ids[peer.dial_target] = peer.node_id
         self._last_addresses[peer.node_id] = peer.address

@@ -93,6 +93,8 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
     @ivar received_disconnect: the reason code of the peer's disconnect, if it sent one.
     @ivar was_established: whether the handshake had succeeded before the connection ended.
     @ivar lost_reason: why the transport closed, once it has.
+    @ivar latency: seconds of the last round trip: from this node's hello to
+        the peer's auth, then from each ping to its pong (L{None} before).
     """
 
     log = Logger()
@@ -132,7 +134,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         self.lane = WorkLane()
         self.transaction_lane = WorkLane()
         self.framing: Framing = (
-            SecureFraming(initiator=not inbound) if host.peer_settings.encryption
+            SecureFraming(initiator=not inbound, private_key=entropy(32)) if host.peer_settings.encryption
             else LengthPrefixFraming(HANDSHAKE_FRAME_BYTES)
         )
         self._hello_sent = False
@@ -148,6 +150,9 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         self._timer: IDelayedCall | None = None
         self._hello_head = b""
         self._proven = False
+        self._hello_sent_at = 0.0
+        self._ping: tuple[int, float] | None = None
+        self.latency: float | None = None
 
     # Addresses
 
@@ -219,6 +224,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         the encrypted transport, once the session keys are known.
         """
         self._hello_sent = True
+        self._hello_sent_at = self._clock.seconds()
         status = self._host.chain_status()
         self._hello_head = status.head_hash
         self.send(
@@ -346,6 +352,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
             return
         self._cancel_timer()
         self._proven = True
+        self.latency = self._clock.seconds() - self._hello_sent_at
         self.known_blocks.add(self.head_hash)
         self.framing.limit = self._host.peer_settings.max_frame_bytes
         self._host.record_event(self, PeerEvent.SUCCESSFUL_HANDSHAKE)
@@ -369,8 +376,12 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
 
     def _receive_pong(self, message: Pong) -> None:
         """
-        Nothing to do: its arrival counted as a sign of life.
+        Its arrival counted as a sign of life; the answer to this node's
+        last ping gives the latency.
         """
+        if self._ping is not None and self._ping[0] == message.nonce:
+            self.latency = self._clock.seconds() - self._ping[1]
+            self._ping = None
 
     def _second_handshake(self, message: Message) -> None:
         self.offence(PeerEvent.UNEXPECTED_MESSAGE, DisconnectReason.UNEXPECTED_MESSAGE, "a second handshake")
@@ -392,7 +403,9 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
             # without a ping; look again an interval after that message.
             self._timer = self._clock.callLater(interval - silent, self._keep_alive)
             return
-        self.send(Ping(int.from_bytes(self._entropy(4), "big")))
+        nonce = int.from_bytes(self._entropy(4), "big")
+        self._ping = (nonce, self._clock.seconds())
+        self.send(Ping(nonce))
         self._timer = self._clock.callLater(interval, self._keep_alive)
 
     def _cancel_timer(self) -> None:

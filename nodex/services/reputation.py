@@ -169,6 +169,8 @@ class ReputationService(Service):
             assert not isinstance(target, HostName)
             self.bans.add(target)
         self.trusted = tuple(trusted_network(text) for text in settings.trusted_addresses)
+        self.banned_ids: set[bytes] = set(settings.banned_node_ids)
+        self.trusted_ids: set[bytes] = set(settings.trusted_node_ids)
         self._punished_ids: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
         self._observers: list[Callable[[], None]] = []
         self._pending: IDelayedCall | None = None
@@ -252,7 +254,7 @@ class ReputationService(Service):
         ip = parse_peer_address(address)
         if ip is not None and self.bans.is_banned(ip):
             return False
-        if node_id is not None and node_id in self.settings.banned_node_ids:
+        if node_id is not None and node_id in self.banned_ids:
             return False
         if self.is_trusted(node_id, address):
             return True
@@ -267,7 +269,7 @@ class ReputationService(Service):
         Whether the operator trusts the node id or the address
         (C{scoring.trusted_peer_ids}, C{scoring.trusted_peer_ips}).
         """
-        if node_id is not None and node_id in self.settings.trusted_node_ids:
+        if node_id is not None and node_id in self.trusted_ids:
             return True
         return self._trusted_address(address)
 
@@ -372,6 +374,48 @@ class ReputationService(Service):
                 raise InvalidBanError(name) from None
             addresses.append(check_bannable(address, name))
         return addresses
+
+    def ban_node(self, node_id: bytes) -> bool:
+        """
+        Ban a node id until L{unban_node} (or a restart: the configured
+        bans are C{scoring.banned_peer_ids}); its connections are dropped at
+        once.  Whether it was not banned already.
+        """
+        if node_id in self.banned_ids:
+            return False
+        self.banned_ids.add(node_id)
+        log.info("banned node {node_id}", node_id=node_id.hex())
+        self._notify()
+        return True
+
+    def unban_node(self, node_id: bytes) -> bool:
+        """
+        Lift a node id's ban (run-time or configured); whether there was one.
+        """
+        if node_id not in self.banned_ids:
+            return False
+        self.banned_ids.discard(node_id)
+        log.info("unbanned node {node_id}", node_id=node_id.hex())
+        return True
+
+    def banned_nodes(self) -> list[str]:
+        """
+        The banned node ids, in hex, sorted.
+        """
+        return sorted(node_id.hex() for node_id in self.banned_ids)
+
+    def trust_node(self, node_id: bytes, trusted: bool) -> bool:
+        """
+        Trust a node id (scored, never punished, reserved slots) or stop
+        trusting it, until a restart; whether that changed anything.
+        """
+        if (node_id in self.trusted_ids) == trusted:
+            return False
+        if trusted:
+            self.trusted_ids.add(node_id)
+        else:
+            self.trusted_ids.discard(node_id)
+        return True
 
     def banned_addresses(self) -> list[str]:
         """
