@@ -28,7 +28,7 @@ DEFAULT_NETWORK = "regtest"
 
 LOG_LEVELS = ("info", "debug")
 
-MODULES = ("eth", "net", "web3", "rpc", "evm", "mnr", "personal", "nodex", "debug", "trace", "txpool", "sco")
+MODULES = ("eth", "net", "web3", "rpc", "evm", "mnr", "personal", "nodex", "debug", "trace", "txpool", "sco", "admin")
 """The RPC modules (reference §9); the same list as L{nodex.rpc.registry.MODULES}."""
 
 Raw = dict[str, Any]
@@ -446,6 +446,7 @@ SCHEMA: dict[str, Any] = {
         "max_filters_per_client": _integer(1, 10_000),
         "revert_error_code": _revert_error_code,
         "client_version": _client_version,
+        "admin_allow_remote": _boolean,
         "trace_max_steps": _integer(1),
         "trace_filter_max_blocks": _integer(1),
         "trace_filter_max_traces": _integer(1),

@@ -72,6 +72,7 @@ from nodex.rpc.net import NetMethods
 from nodex.rpc.nodex_methods import NodexMethods, RawDebugMethods
 from nodex.rpc.fee_methods import FeeMethods
 from nodex.rpc.filter_methods import FilterMethods
+from nodex.rpc.admin import AdminMethods
 from nodex.rpc.sco import ScoMethods
 from nodex.rpc.registry import IMethodProvider, MethodRegistry, ModuleSettings
 from nodex.rpc.server import ConnectionLimits, HTTPPolicy, RPCServer
@@ -954,6 +955,19 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
     reputation.setServiceParent(node)
     return reputation, [ScoMethods(reputation)]
 
+def compose_admin(config: NodeConfig, peers: Any, reputation: ReputationService) -> AdminMethods:
+    """
+    The C{admin} module (and C{sco}'s node bans): its methods answer only
+    while the RPC servers (HTTP and WebSocket) listen on loopback alone,
+    unless C{rpc.admin_allow_remote}.
+    """
+    allowed = config.raw["rpc"]["admin_allow_remote"] or (
+        endpoint_on_loopback(config.rpc.endpoint) and endpoint_on_loopback(config.rpc.ws)
+    )
+    default_version = ethereum_client_version() if conventions(config).ethereum else client_version()
+    return AdminMethods(peers, reputation, config.rpc.client_version or default_version, allowed)
+
+
 def compose_raw_chain(
     node: NodeService, chain: ChainService, pool: ITransactionPool | None = None
 ) -> list[IMethodProvider]:
@@ -1200,6 +1214,7 @@ def compose(config: NodeConfig, reactor: Any, platform: Platform = PLATFORM) -> 
     providers += core.reputation_providers
     core.attach_peers()
     providers.append(PeerMethods(peers))
+    providers.append(compose_admin(config, peers, reputation))
     subscriptions = compose_subscriptions(chain, pool, peers, reactor, deliveries)
     providers.append(subscriptions)
     providers += compose_dev_chain(config, chain, making, impersonation, evm.reset)

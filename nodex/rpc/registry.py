@@ -17,7 +17,7 @@ from nodex.rpc.encoders import Encoder, identity
 from nodex.rpc.errors import InvalidParamsError, MethodNotFoundError
 
 MODULES = (
-    "eth", "net", "web3", "rpc", "evm", "mnr", "personal", "nodex", "debug", "trace", "txpool", "sco",
+    "eth", "net", "web3", "rpc", "evm", "mnr", "personal", "nodex", "debug", "trace", "txpool", "sco", "admin",
 )
 """The modules of the specification that nodex implements (reference §9)."""
 

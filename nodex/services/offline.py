@@ -6,10 +6,10 @@ service is composed, or when it is disabled (C{--p2p none}).
 from twisted.internet.defer import Deferred, succeed
 from zope.interface import implementer
 
-from nodex.interfaces import IPeerNetwork, PeerInfo, SyncStatus
+from nodex.interfaces import IPeerAdmin, IPeerNetwork, NodeInfo, PeerDetail, PeerInfo, PeerURL, SyncStatus
 
 
-@implementer(IPeerNetwork)
+@implementer(IPeerNetwork, IPeerAdmin)
 class OfflinePeerNetwork:
     """
     A peer network that never listens and has no peers.
@@ -40,6 +40,30 @@ class OfflinePeerNetwork:
         A node without peers is never syncing.
         """
         return None
+
+    def node_info(self) -> NodeInfo | None:
+        """
+        No peer network to describe.
+        """
+        return None
+
+    def peer_details(self) -> list[PeerDetail]:
+        """
+        No peers.
+        """
+        return []
+
+    def add_peer(self, url: PeerURL) -> bool:
+        """
+        Nowhere to add it: start the node with C{--p2p} or C{--peer}.
+        """
+        return False
+
+    def remove_peer(self, url: PeerURL) -> bool:
+        """
+        Nothing to remove.
+        """
+        return False
 
 
 __all__ = ["OfflinePeerNetwork"]
