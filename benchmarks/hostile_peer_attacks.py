@@ -38,6 +38,7 @@ from nodex.p2p.messages import (
 )
 from nodex.primitives import Address, Hash32
 from nodex.structures.blocks import Block
+from tests.p2p.wire import SecureSocket
 from nodex.structures.headers import Header
 from nodex.structures.rlpcodec import encode_rlp, encode_uint
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
@@ -67,7 +68,7 @@ class Wire:
     """
 
     def __init__(self, port: int, source: str = "127.0.0.1", timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+        self.sock = SecureSocket(socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)))
         self.buffer = b""
         self.closed = False
         self.disconnect: int | None = None
@@ -151,7 +152,7 @@ def handshake(wire: Wire, genesis: bytes, key: NodeKey | None = None, head_numbe
         for message in wire.read(deadline):
             if isinstance(message, Hello):
                 theirs = message
-                wire.send(Auth(key.sign_challenge(message.challenge)))
+                wire.send(Auth(key.sign_challenge(message.challenge, wire.sock.session)))
             elif isinstance(message, Auth):
                 authed = True
     return theirs if authed and not wire.closed else None

@@ -56,6 +56,7 @@ from nodex.interfaces import WIRE_PROTOCOL_VERSION  # noqa: E402
 from nodex.p2p.errors import DisconnectReason  # noqa: E402
 from nodex.p2p.identity import NodeKey  # noqa: E402
 from nodex.p2p.messages import Auth, Disconnect, Hello, Ping, decode_message, encode_frame  # noqa: E402
+from tests.p2p.wire import SecureSocket  # noqa: E402
 
 KINDS = ("garbage", "oversize", "half-open", "flood")
 HOLD_SECONDS = 12.0
@@ -75,7 +76,7 @@ def status(pid: int) -> dict[str, int]:
     return found
 
 
-def read_frames(sock: socket.socket, until: float) -> tuple[list[object], bytes]:
+def read_frames(sock: SecureSocket, until: float) -> tuple[list[object], bytes]:
     """
     Read frames until the node closes the connection or C{until} (monotonic) passes.
     """
@@ -144,7 +145,7 @@ class Attack:
         Open one connection and attack with C{kind}.
         """
         try:
-            sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            sock = SecureSocket(socket.create_connection(("127.0.0.1", self.port), timeout=5))
         except OSError as exc:
             self.record(kind, f"connect failed: {exc.__class__.__name__}")
             return
@@ -155,21 +156,21 @@ class Attack:
         finally:
             sock.close()
 
-    def _garbage(self, sock: socket.socket) -> None:
+    def _garbage(self, sock: SecureSocket) -> None:
         sock.sendall(b"\x00\x00\x00\x10" + b"\xff" * 16)
         frames, _ = read_frames(sock, time.monotonic() + 5)
         self.record("garbage", ending(frames))
 
-    def _oversize(self, sock: socket.socket) -> None:
+    def _oversize(self, sock: SecureSocket) -> None:
         sock.sendall((2**32 - 1).to_bytes(4, "big") + b"\x00" * 1024)
         frames, _ = read_frames(sock, time.monotonic() + 5)
         self.record("oversize", ending(frames))
 
-    def _half_open(self, sock: socket.socket) -> None:
+    def _half_open(self, sock: SecureSocket) -> None:
         frames, _ = read_frames(sock, time.monotonic() + HOLD_SECONDS)
         self.record("half-open", ending(frames))
 
-    def _flood(self, sock: socket.socket) -> None:
+    def _flood(self, sock: SecureSocket) -> None:
         key = NodeKey.generate()
         challenge = os.urandom(32)
         sock.sendall(encode_frame(Hello(WIRE_PROTOCOL_VERSION, REGTEST_NETWORK_ID, self.genesis, self.genesis, 0, 0,
@@ -191,7 +192,7 @@ class Attack:
         if hello is None:
             self.record("flood", "no hello")
             return
-        sock.sendall(encode_frame(Auth(key.sign_challenge(hello.challenge))))
+        sock.sendall(encode_frame(Auth(key.sign_challenge(hello.challenge, sock.session))))
         sock.sendall(encode_frame(Ping(1)) * 2000)
         frames, rest = read_frames(sock, time.monotonic() + 5)
         self.record("flood", ending(split_frames(data + rest)))

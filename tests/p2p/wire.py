@@ -7,12 +7,14 @@ plaintext frames, so that a test reads and writes the messages as if the
 transport were plain.
 """
 
+import socket
+
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Protocol
 
 from nodex.p2p.framing import FrameTooLargeError
 from nodex.p2p.messages import FRAME_HEADER_BYTES
-from nodex.p2p.secure import SecureFraming
+from nodex.p2p.secure import EPHEMERAL_KEY_BYTES, SecureFraming
 
 
 def seal_stream(framing: SecureFraming, data: bytes) -> bytes:
@@ -80,4 +82,48 @@ class SecureRaw(Protocol):
         self.closed.callback(None)
 
 
-__all__ = ["SecureRaw", "seal_stream"]
+class SecureSocket:
+    """
+    A blocking socket of the encrypted transport, for the benchmarks'
+    hostile clients: the key exchange done at once (as the dialer), then
+    C{sendall} seals a stream of plaintext frames and C{recv} answers the
+    node's frames opened, as a plaintext stream (C{b""} once it closed).
+
+    @ivar session: the session id (what an AUTH signs).
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.framing = SecureFraming(initiator=True, limit=2**32 - 1)
+        sock.sendall(self.framing.preamble)
+        while not self.framing.exchange():
+            chunk = sock.recv(EPHEMERAL_KEY_BYTES)
+            if not chunk:
+                raise ConnectionError("closed before the key exchange")
+            self.framing.feed(chunk)
+        assert self.framing.session is not None
+        self.session: bytes = self.framing.session
+        self._plain = b""
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(seal_stream(self.framing, data))
+
+    def settimeout(self, seconds: float | None) -> None:
+        self.sock.settimeout(seconds)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def recv(self, size: int) -> bytes:
+        while not self._plain:
+            chunk = self.sock.recv(size)
+            if not chunk:
+                return b""
+            self.framing.feed(chunk)
+            while (payload := self.framing.next_frame()) is not None:
+                self._plain += len(payload).to_bytes(FRAME_HEADER_BYTES, "big") + payload
+        plain, self._plain = self._plain, b""
+        return plain
+
+
+__all__ = ["SecureRaw", "SecureSocket", "seal_stream"]
