@@ -83,6 +83,24 @@ class Framing(Protocol):
         """
 
 
+def whole_frame(buffer: bytearray, limit: int, overhead: int = 0) -> int | None:
+    """
+    Where the first frame of C{buffer} ends (its length prefix, the
+    payload it names and C{overhead} bytes more), or L{None} until it is
+    all there.
+
+    @raise FrameTooLargeError: the prefix names more than C{limit} bytes
+        (checked as soon as the prefix is in, before the frame is).
+    """
+    if len(buffer) < FRAME_HEADER_BYTES:
+        return None
+    length = int.from_bytes(buffer[:FRAME_HEADER_BYTES], "big")
+    if length > limit:
+        raise FrameTooLargeError(length, limit)
+    end = FRAME_HEADER_BYTES + length + overhead
+    return end if len(buffer) >= end else None
+
+
 class LengthPrefixFraming:
     """
     Frames of a 4-byte big-endian length followed by that many bytes.
@@ -120,13 +138,8 @@ class LengthPrefixFraming:
         @raise FrameTooLargeError: the length prefix names more than L{limit} bytes.
         """
         buffer = self._buffer
-        if len(buffer) < FRAME_HEADER_BYTES:
-            return None
-        length = int.from_bytes(buffer[:FRAME_HEADER_BYTES], "big")
-        if length > self.limit:
-            raise FrameTooLargeError(length, self.limit)
-        end = FRAME_HEADER_BYTES + length
-        if len(buffer) < end:
+        end = whole_frame(buffer, self.limit)
+        if end is None:
             return None
         payload = bytes(buffer[FRAME_HEADER_BYTES:end])
         del buffer[:end]
@@ -146,4 +159,4 @@ class LengthPrefixFraming:
         return len(self._buffer)
 
 
-__all__ = ["HANDSHAKE_FRAME_BYTES", "FrameTooLargeError", "Framing", "LengthPrefixFraming"]
+__all__ = ["HANDSHAKE_FRAME_BYTES", "FrameTooLargeError", "Framing", "LengthPrefixFraming", "whole_frame"]

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from nodex.p2p.errors import MessageError
-from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, FrameTooLargeError
+from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, whole_frame
 from nodex.p2p.messages import FRAME_HEADER_BYTES
 
 EPHEMERAL_KEY_BYTES = 64
@@ -234,14 +234,10 @@ class SecureFraming:
         direction = self._receive
         assert direction is not None
         buffer = self._buffer
-        if len(buffer) < FRAME_HEADER_BYTES:
+        end = whole_frame(buffer, self.limit, TAG_BYTES)
+        if end is None:
             return None
-        length = int.from_bytes(buffer[:FRAME_HEADER_BYTES], "big")
-        if length > self.limit:
-            raise FrameTooLargeError(length, self.limit)
-        end = FRAME_HEADER_BYTES + length + TAG_BYTES
-        if len(buffer) < end:
-            return None
+        length = end - FRAME_HEADER_BYTES - TAG_BYTES
         sealed = bytes(buffer[:end])
         del buffer[:end]
         try:
