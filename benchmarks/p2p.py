@@ -148,6 +148,15 @@ class Node:
             raise RuntimeError(f"{method}: {answer['error']}")
         return answer["result"]
 
+    def cpu_seconds(self) -> float:
+        """
+        The CPU time (user and system) the process has used: on a loaded
+        machine a steadier measure of the work than the wall clock.
+        """
+        with open(f"/proc/{self.process.pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         """
         Stop the process and wait for it.
@@ -179,18 +188,23 @@ def build(datadir: Path, blocks: int, transfers: int) -> float:
     return time.monotonic() - started
 
 
-def sync(work: Path, source_dir: Path, blocks: int, *argv: str) -> dict[str, float]:
+def sync(work: Path, source_dir: Path, blocks: int, *argv: str, poll: float = 0.0) -> dict[str, float]:
     """
     Sync a fresh node from the source (both with the options C{argv}); return the figures.
+
+    @param poll: seconds between the client's calls (0: as fast as the node answers).
     """
     source = Node(source_dir, 0, "--mining", "off", *argv)
     follower = None
     shutil.rmtree(work / "follower", ignore_errors=True)
     try:
         follower = Node(work / "follower", 1, "--mining", "off", "--peer", f"127.0.0.1:{source.p2p_port}", *argv)
+        cpu_before = source.cpu_seconds() + follower.cpu_seconds()
         latencies, first, number = [], None, 0
         deadline = time.monotonic() + 3600
         while number < blocks and time.monotonic() < deadline:
+            if poll:
+                time.sleep(poll)
             asked = time.perf_counter()
             number = int(follower.call("eth_blockNumber"), 16)
             now = time.perf_counter()
@@ -199,7 +213,9 @@ def sync(work: Path, source_dir: Path, blocks: int, *argv: str) -> dict[str, flo
                 first = (now, number)
         assert first is not None
         seconds = time.perf_counter() - first[0]
+        cpu = source.cpu_seconds() + follower.cpu_seconds() - cpu_before
         return {
+            "cpu_seconds": cpu,
             "blocks_per_second": (blocks - first[1]) / seconds if seconds else float("inf"),
             "seconds": seconds,
             "rpc_p50_ms": percentile(latencies, 0.5) * 1000,
@@ -308,6 +324,7 @@ def compare(work: Path, options: argparse.Namespace) -> None:
     plain.write_text("[p2p]\nencryption = false\n")
     rates: dict[bool, list[float]] = {True: [], False: []}
     hops: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
     if not options.skip_sync:
         source = work / "source"
         seconds = build(source, options.blocks, options.transfers)
@@ -316,10 +333,13 @@ def compare(work: Path, options: argparse.Namespace) -> None:
         for encryption in (round_ % 2 == 0, round_ % 2 != 0):
             name = "encrypted" if encryption else "plain"
             if not options.skip_sync:
-                figures = sync(work, work / "source", options.blocks, *(() if encryption else ("--config", str(plain))))
+                figures = sync(work, work / "source", options.blocks, *(() if encryption else ("--config", str(plain))),
+                               poll=options.poll)
                 rates[encryption].append(figures["blocks_per_second"])
+                cpu[encryption].append(figures["cpu_seconds"])
                 print(f"round {round_ + 1} {name}: sync {figures['blocks_per_second']:.0f} blocks/s "
-                      f"({figures['seconds']:.2f} s), eth_blockNumber p99 {figures['rpc_p99_ms']:.2f} ms", flush=True)
+                      f"({figures['seconds']:.2f} s, {figures['cpu_seconds']:.2f} CPU s in both nodes), "
+                      f"eth_blockNumber p99 {figures['rpc_p99_ms']:.2f} ms", flush=True)
             if options.hops:
                 figures = propagation(work, options.hops, encryption)
                 hops[encryption].append(figures["hop_p50_ms"])
@@ -329,6 +349,9 @@ def compare(work: Path, options: argparse.Namespace) -> None:
         ratio = statistics.median(rates[True]) / statistics.median(rates[False])
         print(f"sync: encrypted {min(rates[True]):.0f}-{max(rates[True]):.0f} blocks/s, plain "
               f"{min(rates[False]):.0f}-{max(rates[False]):.0f}; median ratio {ratio:.1%}", flush=True)
+        ratio = statistics.median(cpu[True]) / statistics.median(cpu[False])
+        print(f"sync CPU seconds (both nodes): encrypted {min(cpu[True]):.2f}-{max(cpu[True]):.2f}, plain "
+              f"{min(cpu[False]):.2f}-{max(cpu[False]):.2f}; median ratio {ratio:.1%}", flush=True)
     if hops[True]:
         ratio = statistics.median(hops[True]) / statistics.median(hops[False])
         print(f"propagation p50 per hop: encrypted {min(hops[True]):.2f}-{max(hops[True]):.2f} ms, plain "
@@ -346,6 +369,9 @@ def main() -> None:
     parser.add_argument("--skip-sync", action="store_true")
     parser.add_argument("--compare", action="store_true", help="encrypted against plain, alternately")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each with --compare")
+    parser.add_argument("--poll", type=float, default=0.0,
+                        help="seconds between eth_blockNumber calls during a --compare sync (0: without pause); "
+                             "a pause keeps the answers' CPU out of the sync's")
     parser.add_argument("--transport", action="store_true", help="the transport's own costs, in this process")
     options = parser.parse_args()
     if options.transport:
