@@ -141,6 +141,10 @@ class LayerTests(SynchronousTestCase):
             ({"p2p": {"peers": ["example.com"]}}, '"p2p.peers"'),
             ({"p2p": {"peers": ["example.com:70000"]}}, '"p2p.peers"'),
             ({"p2p": {"peers": ["[::zz]:5050"]}}, '"p2p.peers"'),
+            ({"p2p": {"peers": ["nodex://abcd@192.0.2.1:5050"]}}, '"p2p.peers"'),
+            ({"p2p": {"static_peers": ["nodex://" + "zz" * 64 + "@192.0.2.1:5050"]}}, '"p2p.static_peers"'),
+            ({"p2p": {"encryption": "yes"}}, '"p2p.encryption"'),
+            ({"rpc": {"admin_allow_remote": 1}}, '"rpc.admin_allow_remote"'),
             ({"mining": {"mode": "interval:0"}}, '"mining.mode"'),
             ({"mining": {"mode": "sometimes"}}, '"mining.mode"'),
             ({"log_level": "verbose"}, '"log_level"'),
@@ -163,7 +167,8 @@ class LayerTests(SynchronousTestCase):
         """
         layer = {
             "rpc": {"endpoint": "unix:/tmp/nodex.sock"},
-            "p2p": {"endpoint": "none", "peers": ["192.0.2.1:5050", "[::1]:5050", "node.example:50501"]},
+            "p2p": {"endpoint": "none", "peers": ["192.0.2.1:5050", "[::1]:5050", "node.example:50501"],
+                    "static_peers": ["nodex://" + "ab" * 64 + "@192.0.2.2:5050"], "encryption": False},
             "mining": {"mode": "interval:2.5"},
             "manhole": {"endpoint": "tcp:2222:interface=127.0.0.1"},
         }
