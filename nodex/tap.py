@@ -1214,7 +1214,7 @@ def compose(config: NodeConfig, reactor: Any, platform: Platform = PLATFORM) -> 
     providers += core.reputation_providers
     core.attach_peers()
     providers.append(PeerMethods(peers))
-    providers.append(compose_admin(config, peers, reputation))
+    providers.append(compose_admin(config, peers, core.reputation))
     subscriptions = compose_subscriptions(chain, pool, peers, reactor, deliveries)
     providers.append(subscriptions)
     providers += compose_dev_chain(config, chain, making, impersonation, evm.reset)

@@ -29,6 +29,7 @@ from twisted.python.failure import Failure
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import NewBlock, Ping, Status, Transactions
 from nodex.p2p.protocol import PeerProtocol
+from nodex.p2p.secure import ephemeral_public_key
 from nodex.primitives import Address, Hash32
 from nodex.simulation.clock import NodeClock
 from nodex.simulation.node import P2P_PORT, SimulatedNode, node_key_of
@@ -134,7 +135,9 @@ REPEATED_ATTACKS = ("liar",)
 """The attacks made again on every connection at each look, not once."""
 
 RAW_ATTACKS: dict[str, bytes | None] = {
-    "large-frame": b"\xff\xff\xff\xff",
+    # An ephemeral key (the encrypted transport's opening, docs/p2p.md), then
+    # a length of 4 GiB: refused on the length, before anything is buffered.
+    "large-frame": ephemeral_public_key(b"\x01" * 32) + b"\xff\xff\xff\xff",
     "silent": None,
 }
 """The attacks before any handshake: the bytes written at once (L{None}: nothing, the connection held)."""
