@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import (

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hostile_peer_attacks import ATTACKS, NEEDS_HEAD, NEEDS_SIBLINGS, Outcome, make_siblings  # noqa: E402
 from p2p import REPOSITORY, Node, build, free_port, percentile  # noqa: E402
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION  # noqa: E402
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION  # noqa: E402
 from nodex.p2p.errors import DisconnectReason  # noqa: E402
 from nodex.p2p.identity import NodeKey  # noqa: E402
 from nodex.p2p.messages import Auth, Disconnect, Hello, Ping, decode_message, encode_frame  # noqa: E402

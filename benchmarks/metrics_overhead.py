@@ -20,7 +20,7 @@ from typing import Any
 from twisted.internet.task import Clock
 
 from nodex.config import load_config
-from nodex.interfaces import ChainHead
+from nodex.api.chain import ChainHead
 from nodex.metrics import NodeMetrics
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.eth import EthIdentityMethods

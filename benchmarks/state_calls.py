@@ -325,7 +325,7 @@ def log_benchmarks(big: bool) -> None:
     from twisted.internet.defer import maybeDeferred
     from twisted.internet.task import Clock
 
-    from nodex.interfaces import ChainHead
+    from nodex.api.chain import ChainHead
     from nodex.rpc.dispatch import Dispatcher
     from nodex.rpc.filter_methods import FilterMethods
     from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings

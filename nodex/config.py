@@ -19,7 +19,8 @@ from typing import Any
 from twisted.internet.endpoints import serverFromString
 
 from nodex.errors import NodexError
-from nodex.interfaces import COMPAT_NAMES, PeerURL
+from nodex.api.conventions import COMPAT_NAMES
+from nodex.api.peers import PeerURL
 
 NETWORKS = ("regtest", "devnet", "testnet", "main")
 """The networks that have a preset."""
@@ -367,7 +368,8 @@ def _banned_addresses(value: Any) -> list[str]:
     An array of IPv4 or IPv6 addresses and CIDR blocks that may be banned
     (not loopback, not the wildcard address; no host names).
     """
-    from nodex.services.bans import InvalidBanError, parse_ban_target
+    from nodex.reputation.bans import parse_ban_target
+    from nodex.reputation.errors import InvalidBanError
 
     texts = _strings(value)
     for text in texts:
@@ -692,7 +694,7 @@ class NodeConfig:
     @ivar worker_niceness: how much nicer than the reactor thread the
         worker threads run (L{nodex.services.threads.set_worker_niceness}).
     @ivar compat: whose conventions the RPC answers follow, C{"reference"}
-        or C{"ethereum"} (L{nodex.interfaces.Conventions}).
+        or C{"ethereum"} (L{nodex.api.conventions.Conventions}).
     """
 
     network: str

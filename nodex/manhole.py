@@ -38,7 +38,8 @@ from twisted.internet.interfaces import IStreamServerEndpoint
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from nodex.interfaces import IChainService, ITransactionPool
+from nodex.api.chain import IChainService
+from nodex.api.pool import ITransactionPool
 
 HOST_KEY_FILE = "manhole_host_key"
 """The manhole's SSH host key, under the data directory (made on the first start)."""
@@ -156,7 +157,7 @@ def helpers(chain: IChainService, pool: ITransactionPool, peer_network: Any) -> 
 
     def peers() -> list[Any]:
         """
-        The connected peers (L{nodex.interfaces.PeerInfo}: node id, host, IP, port).
+        The connected peers (L{nodex.api.peers.PeerInfo}: node id, host, IP, port).
         """
         return list(peer_network.peers())
 

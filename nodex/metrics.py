@@ -29,7 +29,8 @@ from twisted.web.iweb import IRequest
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Site
 
-from nodex.interfaces import ChainEvent, IChainService, ITransactionPool
+from nodex.api.chain import ChainEvent, IChainService
+from nodex.api.pool import ITransactionPool
 
 LAG_INTERVAL = 1.0
 """Seconds between two probes of the reactor's lag."""

@@ -47,17 +47,11 @@ from nodex.descriptors import plan as descriptors_plan
 from nodex.descriptors import raise_limit as raise_descriptor_limit
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.errors import NodexError
-from nodex.interfaces import (
-    REFERENCE_CONVENTIONS,
-    WIRE_PROTOCOL_VERSION,
-    CallRequest,
-    Conventions,
-    IPeerNetwork,
-    PeerURL,
-    IReputation,
-    ITransactionPool,
-    StateOverrides,
-)
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.peers import IPeerNetwork, PeerURL, IReputation
+from nodex.api.pool import ITransactionPool
+from nodex.api.state import CallRequest, StateOverrides
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.primitives import Address
 from nodex.processfiles import PidFile, check_writable, use_bounded_daemon_log
 from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
@@ -102,7 +96,7 @@ from nodex.rpc.peer_methods import PeerMethods
 from nodex.services.pool import TransactionPool
 from nodex.services.slices import SliceRunner
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
-from nodex.services.scoring import PunishmentParameters
+from nodex.reputation.scoring import PunishmentParameters
 from nodex.services.rawchain import RawChainData
 from nodex.services.devchain import DevChain, Impersonation
 from nodex.services.state import StateService

@@ -10,7 +10,7 @@ from twisted.conch.ssh import keys
 from twisted.internet.defer import succeed
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ChainHead
+from nodex.api.chain import ChainHead
 from nodex.manhole import AuthorizedKeysFile, helpers, load_or_make_host_key
 from tests.test_metrics import header
 

@@ -11,7 +11,7 @@ from twisted.internet.defer import maybeDeferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ChainEvent, ChainHead
+from nodex.api.chain import ChainEvent, ChainHead
 from nodex.metrics import HealthLimits, MetricsService, NodeMetrics, directory_size, health
 from nodex.structures.headers import Header
 

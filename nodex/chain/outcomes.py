@@ -1,7 +1,7 @@
 """
 What the importer tells of each block (L4): the outcome of an import, the
 change of the canonical chain to publish, and the head.  Shared by the
-importer, the services above it and, through C{nodex.interfaces}, the edges.
+importer, the services above it and, through C{nodex.api}, the edges.
 """
 
 from collections.abc import Sequence

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from nodex.interfaces import IReputation, PeerEvent
+from nodex.api.peers import IReputation, PeerEvent
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.host import NetworkSettings
 from nodex.p2p.inbound import KnownSet

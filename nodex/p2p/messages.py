@@ -35,6 +35,13 @@ from nodex.structures.rlpcodec import (
 )
 from nodex.structures.transactions import Transaction, decode_transaction_in_block
 
+WIRE_PROTOCOL_VERSION = 63
+"""
+The version of nodex's own peer-to-peer wire protocol (DESIGN §5), which
+C{eth_protocolVersion} reports.  The composition root hands it to the RPC edge,
+which imports no P2P code.
+"""
+
 FRAME_HEADER_BYTES = 4
 """The length prefix of a frame: an unsigned 32-bit big-endian integer."""
 

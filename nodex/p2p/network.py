@@ -3,7 +3,7 @@ The peer network service: the listener, the dialed peers and their
 reconnection, the limits, peer exchange, serving peers' requests, and the
 messages of established peers, handed to the L{ChainRelay} (C{docs/p2p.md}).
 
-It sees the node only through L{nodex.interfaces}: the chain (which also
+It sees the node only through L{nodex.api}: the chain (which also
 provides L{IBlockSource}), the transaction pool and the reputation record.
 """
 
@@ -31,12 +31,10 @@ from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
-from nodex.interfaces import (
-    WIRE_PROTOCOL_VERSION,
+from nodex.api.peers import (
     IPeerAdmin,
     IPeerNetwork,
     IReputation,
-    ITransactionPool,
     NodeInfo,
     PeerDetail,
     PeerEvent,
@@ -44,6 +42,8 @@ from nodex.interfaces import (
     PeerURL,
     SyncStatus,
 )
+from nodex.api.pool import ITransactionPool
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.p2p.admission import Gatekeeper
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.identity import NodeKey, load_or_create_node_key
@@ -118,7 +118,7 @@ class PeerNetwork(Service):
         entropy: Callable[[int], bytes] = os.urandom,
     ) -> None:
         """
-        @param chain: provides L{nodex.interfaces.IChainService} and L{nodex.interfaces.IBlockSource}.
+        @param chain: provides L{nodex.api.chain.IChainService} and L{nodex.api.chain.IBlockSource}.
         @param datadir: where the node key lives.
         @param listen: where to accept peers (L{None}: only dial).
         @param connect: the client endpoint to a peer's host and port (TCP or TLS).

@@ -20,7 +20,8 @@ from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, PeerEvent
+from nodex.api.peers import PeerEvent
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, Framing, LengthPrefixFraming
 from nodex.p2p.host import PeerHost

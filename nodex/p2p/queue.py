@@ -17,7 +17,7 @@ from twisted.internet.interfaces import IReactorTime, ITransport
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from nodex.interfaces import PeerEvent
+from nodex.api.peers import PeerEvent
 from nodex.p2p.errors import DisconnectReason, MessageError
 from nodex.p2p.framing import FrameTooLargeError, Framing
 from nodex.p2p.host import PeerHost

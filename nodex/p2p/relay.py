@@ -20,18 +20,10 @@ from typing import Any
 from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.logger import Logger
 
-from nodex.interfaces import (
-    ChainEvent,
-    ChainHead,
-    ImportResult,
-    from_peer,
-    InvalidTransactionRejectedError,
-    ITransactionPool,
-    PeerEvent,
-    SourceKind,
-    TransactionRejectedError,
-    Unused,
-)
+from nodex.api.chain import ChainEvent, ChainHead, ImportResult, from_peer, SourceKind, Unused
+from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.api.peers import PeerEvent
+from nodex.api.pool import ITransactionPool
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.messages import (
     MAX_HEADERS_PER_MESSAGE,
@@ -126,7 +118,7 @@ class ChainRelay:
         record: Callable[[str, bytes], None] = lambda event, node_id: None,
     ) -> None:
         """
-        @param chain: provides L{nodex.interfaces.IChainService} and L{nodex.interfaces.IBlockSource}.
+        @param chain: provides L{nodex.api.chain.IChainService} and L{nodex.api.chain.IBlockSource}.
         @param sync: the synchroniser that orphans and far blocks hand over to.
         @param peers: the established peers now.
         @param running: whether the peer network runs (nothing is spread otherwise).

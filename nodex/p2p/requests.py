@@ -13,7 +13,7 @@ from typing import Any
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
-from nodex.interfaces import PeerEvent
+from nodex.api.peers import PeerEvent
 from nodex.p2p.errors import DisconnectReason, MessageError, PeerGoneError, RequestTimeoutError
 from nodex.p2p.host import PeerHost
 from nodex.p2p.messages import (

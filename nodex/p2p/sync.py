@@ -22,7 +22,8 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
-from nodex.interfaces import ChainHead, IBlockSource, IChainService, ImportResult, PeerEvent, SyncStatus, from_peer
+from nodex.api.chain import ChainHead, IBlockSource, IChainService, ImportResult, from_peer
+from nodex.api.peers import PeerEvent, SyncStatus
 from nodex.crypto import keccak256
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.protocol import PeerProtocol

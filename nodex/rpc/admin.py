@@ -13,7 +13,7 @@ to).
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import IPeerAdmin, IPeerScoring, PeerDetail, PeerURL  # noqa: F401
+from nodex.api.peers import IPeerAdmin, IPeerScoring, PeerDetail, PeerURL  # noqa: F401
 from nodex.rpc import decoders
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.errors import MethodNotFoundError
@@ -75,7 +75,7 @@ class AdminMethods:
     def __init__(self, peers: IPeerAdmin, scoring: Any, client_version: str, allowed: bool = True) -> None:
         """
         @param peers: the node's peer network.
-        @param scoring: the node's reputation service (L{IPeerScoring} and L{nodex.interfaces.IReputation}).
+        @param scoring: the node's reputation service (L{IPeerScoring} and L{nodex.api.peers.IReputation}).
         @param client_version: the node's name (C{web3_clientVersion}).
         @param allowed: whether the admin methods may answer (the RPC server
             listens on loopback alone, or the operator allowed them beyond it).

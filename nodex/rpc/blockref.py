@@ -6,7 +6,9 @@ through L{resolve_block}, so that tags, unknown blocks and the C{pending}
 policy of DESIGN §1 behave the same everywhere.
 """
 
-from nodex.interfaces import BlockNotFoundError, IChainService, IPendingBlock
+from nodex.api.chain import IChainService
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.mining import IPendingBlock
 from nodex.rpc.decoders import BlockHashSelector, BlockSelector, BlockTag
 from nodex.rpc.errors import RPCError
 from nodex.structures.blocks import Block

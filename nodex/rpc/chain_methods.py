@@ -13,14 +13,11 @@ answer the pending block under the Ethereum ones.
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import (
-    REFERENCE_CONVENTIONS,
-    Conventions,
-    IChainService,
-    IPeerNetwork,
-    IPendingBlock,
-    ITransactionPool,
-)
+from nodex.api.chain import IChainService
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.mining import IPendingBlock
+from nodex.api.peers import IPeerNetwork
+from nodex.api.pool import ITransactionPool
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import resolve_block
 from nodex.rpc.decoders import BlockParameter, BlockSelector, BlockTag, DecodeError

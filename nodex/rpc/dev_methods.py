@@ -12,7 +12,7 @@ how each differs from Hardhat and Anvil.
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from nodex.interfaces import IDevChain
+from nodex.api.devchain import IDevChain
 from nodex.rpc import encoders
 from nodex.rpc.decoders import DecodeError, address, any_json, boolean, data, fixed_data, hash32, quantity, uint64
 from nodex.rpc.evm_methods import seconds

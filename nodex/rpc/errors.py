@@ -23,7 +23,7 @@ from txjsonrpc_ng.jsonrpclib import (
 )
 
 from nodex.errors import NodexError
-from nodex.interfaces import (
+from nodex.api.errors import (
     AccountExistsError,
     BlockNotFoundError,
     CallError,

@@ -19,7 +19,7 @@ class EthIdentityMethods:
         """
         @param chain_id: the EIP-155 chain id of the network.
         @param protocol_version: the version of the peer-to-peer wire
-            protocol (L{nodex.interfaces.WIRE_PROTOCOL_VERSION}).
+            protocol (L{nodex.p2p.messages.WIRE_PROTOCOL_VERSION}).
         """
         self._chain_id = chain_id
         self._protocol_version = protocol_version

@@ -16,7 +16,10 @@ from typing import Any
 
 from dataclasses import dataclass
 
-from nodex.interfaces import REFERENCE_CONVENTIONS, Conventions, IChainService, IMiner, ITransactionPool
+from nodex.api.chain import IChainService
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.mining import IMiner
+from nodex.api.pool import ITransactionPool
 from nodex.rpc import encoders
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.registry import Method, Param

@@ -13,7 +13,7 @@ what C{eth_gasPrice} suggests.
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import IChainService, ReceiptView
+from nodex.api.chain import IChainService, ReceiptView
 from nodex.rpc import decoders
 from nodex.rpc.blockref import require_block
 from nodex.rpc.decoders import BlockParameter, DecodeError

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nodex.interfaces import IChainService, IFilterService, LogEntry, LogFilter
+from nodex.api.chain import IChainService
+from nodex.api.filters import IFilterService, LogEntry, LogFilter
 from nodex.primitives import Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import tag_number

@@ -7,14 +7,14 @@ reference §3.3, §17).  C{docs/mining.md} says how a miner uses them.
 The C{mnr_submit*} methods take I{bare} hex (no C{0x}), as the reference
 does; a malformed argument answers -32603 as the reference's does, with a
 message that says which argument and why.  Refused submissions answer
--33000 (L{nodex.interfaces.WorkSubmissionError}); an import outcome, even
+-33000 (L{nodex.api.errors.WorkSubmissionError}); an import outcome, even
 C{INVALID_BLOCK}, is a successful answer.
 """
 
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import IWorkService, MiningWork, SubmittedBlock
+from nodex.api.mining import IWorkService, MiningWork, SubmittedBlock
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.errors import INTERNAL_ERROR, RPCError

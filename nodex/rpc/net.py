@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from twisted.internet.defer import Deferred
 
-from nodex.interfaces import IPeerNetwork
+from nodex.api.peers import IPeerNetwork
 from nodex.rpc import encoders
 from nodex.rpc.registry import Method
 

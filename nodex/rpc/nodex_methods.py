@@ -12,7 +12,8 @@ header is the RLP whose Keccak-256 is the block hash (docs/compatibility.md).
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import BadBlock, BridgeState, IChainService, IRawChainData, ITransactionPool
+from nodex.api.chain import BadBlock, BridgeState, IChainService, IRawChainData
+from nodex.api.pool import ITransactionPool
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import require_block, resolve_block
 from nodex.rpc.chain_methods import block_or_hash
@@ -46,7 +47,7 @@ class NodexMethods:
         @param chain: resolves block numbers and tags.
         @param raw: the encodings, trie nodes and bridge state.
         @param protocol_version: the P2P wire protocol version
-            (L{nodex.interfaces.WIRE_PROTOCOL_VERSION}).
+            (L{nodex.p2p.messages.WIRE_PROTOCOL_VERSION}).
         """
         self._chain = chain
         self._raw = raw

@@ -12,7 +12,7 @@ service.
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.interfaces import ReceiptView, TransactionLocation
+from nodex.api.chain import ReceiptView, TransactionLocation
 from nodex.primitives import ZERO_HASH32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header

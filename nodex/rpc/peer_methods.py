@@ -5,7 +5,7 @@ and C{debug_wireProtocolQueueSize} (reference §3.2, §3.8).
 
 from collections.abc import Iterable
 
-from nodex.interfaces import IPeerNetwork, PeerInfo
+from nodex.api.peers import IPeerNetwork, PeerInfo
 from nodex.rpc import encoders
 from nodex.rpc.registry import Method
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from nodex.interfaces import IPeerScoring, PeerEvent, ScoringRecord
+from nodex.api.peers import IPeerScoring, PeerEvent, ScoringRecord
 from nodex.rpc import decoders
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.registry import Method, Param

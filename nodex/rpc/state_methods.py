@@ -17,19 +17,12 @@ from typing import Any, NoReturn, TypeVar
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from nodex.interfaces import (
-    REFERENCE_CONVENTIONS,
-    AccountOverride,
-    AccountProof,
-    CallRequest,
-    Conventions,
-    ExecutionRevertedError,
-    IChainService,
-    IPendingBlock,
-    IStateService,
-    ITransactionPool,
-    StateOverrides,
-)
+from nodex.api.chain import IChainService
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.errors import ExecutionRevertedError
+from nodex.api.mining import IPendingBlock
+from nodex.api.pool import ITransactionPool
+from nodex.api.state import AccountOverride, AccountProof, CallRequest, IStateService, StateOverrides
 from nodex.primitives import Address
 from nodex.rpc import decoders, encoders
 from nodex.rpc.blockref import header_at, require_block
@@ -221,7 +214,7 @@ class StateMethods:
         The header a block parameter names; C{latest} is the head, known
         without a read, and C{pending} the block the miner would build now.
 
-        @raise nodex.interfaces.BlockNotFoundError: an unknown block.
+        @raise nodex.api.errors.BlockNotFoundError: an unknown block.
         """
         return await header_at(self._chain, selector, self._pending)
 

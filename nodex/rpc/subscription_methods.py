@@ -23,7 +23,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nodex.interfaces import ISubscriptionService, LogEntry, NewHead, SubscriptionKind, SyncStatus
+from nodex.api.filters import LogEntry
+from nodex.api.peers import SyncStatus
+from nodex.api.subscriptions import ISubscriptionService, NewHead, SubscriptionKind
 from nodex.rpc import decoders
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.errors import InvalidParamsError, LimitExceededError, MethodNotFoundError

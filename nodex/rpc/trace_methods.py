@@ -15,18 +15,17 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from nodex.interfaces import (
+from nodex.api.chain import IChainService
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.mining import IPendingBlock
+from nodex.api.tracing import (
     CALL_TRACER,
-    BlockNotFoundError,
     GETH_STRUCT_LOGGER,
     PRESTATE_TRACER,
-    REFERENCE_CONVENTIONS,
     STRUCT_LOGGER,
     STRUCT_LOGGERS,
     TRACER_NAMES,
-    Conventions,
-    IChainService,
-    IPendingBlock,
     ITracingService,
     TraceConfig,
     TraceFilter,

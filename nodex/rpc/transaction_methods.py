@@ -15,17 +15,13 @@ from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredLock
 
-from nodex.interfaces import (
-    CallRequest,
-    ExecutionRevertedError,
-    IAccounts,
-    IChainService,
-    IImpersonation,
-    IMiner,
-    ITransactionPool,
-    IWorkService,
-    TransactionRejectedError,
-)
+from nodex.api.accounts import IAccounts
+from nodex.api.chain import IChainService
+from nodex.api.devchain import IImpersonation
+from nodex.api.errors import ExecutionRevertedError, TransactionRejectedError
+from nodex.api.mining import IMiner, IWorkService
+from nodex.api.pool import ITransactionPool
+from nodex.api.state import CallRequest
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError, Field

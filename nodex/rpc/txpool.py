@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from nodex.crypto import keccak256
-from nodex.interfaces import REFERENCE_CONVENTIONS, Conventions, ITransactionPool
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address
 from nodex.rpc import decoders
 from nodex.rpc.objects import transaction_object

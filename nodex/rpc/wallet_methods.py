@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from nodex.crypto import SignatureError
-from nodex.interfaces import IAccounts, ITransactionPool
+from nodex.api.accounts import IAccounts
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address, Hash32
 from nodex.rpc import decoders, encoders
 from nodex.rpc.decoders import DecodeError

@@ -1,3 +1,3 @@
 """
-Deferred-returning services behind nodex.interfaces (L5).
+Deferred-returning services behind nodex.api (L5).
 """

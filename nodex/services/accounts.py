@@ -37,9 +37,9 @@ from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
 from nodex.crypto import SignatureError, keccak256, new_private_key, private_key_to_address, recover_address, sign
-from nodex.interfaces import IAccounts
+from nodex.api.accounts import IAccounts
 from nodex.primitives import Address
-from nodex.services.errors import (
+from nodex.api.errors import (
     AccountExistsError,
     AccountLockedError,
     KeyExportRefusedError,

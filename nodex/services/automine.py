@@ -19,7 +19,8 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from nodex.chain.making import LoneAdmission
-from nodex.interfaces import IAutoMining, IMiner, ITransactionPool
+from nodex.api.mining import IAutoMining, IMiner
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Hash32
 from nodex.structures.transactions import Transaction
 

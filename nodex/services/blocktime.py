@@ -17,7 +17,7 @@ from twisted.internet.interfaces import IReactorTime
 from nodex.chain.making import BlockTime, NotDueError
 from nodex.chain.rules import ChainRules
 from nodex.primitives import UINT64_CEILING
-from nodex.services.errors import DevChainInputError
+from nodex.api.errors import DevChainInputError
 
 
 class BlockClock:

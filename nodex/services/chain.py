@@ -42,7 +42,15 @@ from nodex.chain.processing import BlockOutcome
 from nodex.chain.rules import ChainRules
 from nodex.db.errors import StoreError
 from nodex.db.kv import KeyValueStore
-from nodex.interfaces import BadBlock, ChainEvent, ChainHead, IBlockSource, IChainService, IChainWriter, ImportResult
+from nodex.api.chain import (
+    BadBlock,
+    ChainEvent,
+    ChainHead,
+    IBlockSource,
+    IChainService,
+    IChainWriter,
+    ImportResult,
+)
 from nodex.services.chainreader import RECENT_BLOCKS, ChainReader, receipt_views
 from nodex.services.clockcheck import ClockCheck
 from nodex.services.threads import ChainThreads, yield_interpreter

@@ -27,7 +27,7 @@ from nodex.db.schema import (
     read_tx_lookup,
 )
 from nodex.evm.instructions.system import compute_contract_address
-from nodex.interfaces import ChainHead, ReceiptView, TransactionLocation
+from nodex.api.chain import ChainHead, ReceiptView, TransactionLocation
 from nodex.primitives import Address, Hash32
 from nodex.state.state import State
 from nodex.structures.accounts import Account
@@ -320,7 +320,7 @@ class ChainReader:
         """
         Several canonical headers in one reader job (in the order asked),
         L{None} above the head; for peers' header requests
-        (L{nodex.interfaces.IBlockSource}).
+        (L{nodex.api.chain.IBlockSource}).
         """
         wanted = list(numbers)
 

@@ -21,7 +21,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from nodex.chain.pow import search
-from nodex.interfaces import IChainService
+from nodex.api.chain import IChainService
 from nodex.services.threads import RunInThread
 from nodex.services.work import WorkService, random_nonce_start
 

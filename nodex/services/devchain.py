@@ -24,10 +24,13 @@ from nodex.chain.devblocks import SetBalance, SetCode, SetNonce, SetStorage, Sta
 from nodex.chain.devstate import SnapshotError, dump_state
 from nodex.chain.making import EditsBlock, EmptyRun, SnapshotBlock
 from nodex.chain.rules import MIN_GAS_LIMIT
-from nodex.interfaces import IChainService, IChainWriter, IDevChain, IImpersonation, IMiner, ITransactionPool
+from nodex.api.chain import IChainService, IChainWriter
+from nodex.api.devchain import IDevChain, IImpersonation
+from nodex.api.mining import IMiner
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address
 from nodex.services.blocktime import BlockClock
-from nodex.services.errors import DevChainInputError
+from nodex.api.errors import DevChainInputError
 from nodex.services.miner import CHEAP_SEAL_DIFFICULTY
 from nodex.state.state import State
 from nodex.structures.blocks import Block

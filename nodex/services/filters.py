@@ -47,7 +47,10 @@ from nodex.chain.logsearch import (
 from nodex.chain.logmatch import LogFilterIndex
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_header_rlp
-from nodex.interfaces import BlockNotFoundError, ChainEvent, IChainService, IFilterService, ITransactionPool
+from nodex.api.chain import ChainEvent, IChainService
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.filters import IFilterService
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Hash32
 from nodex.services.slices import SliceRunner
 from nodex.services.threads import RunInThread

@@ -6,7 +6,7 @@ transactions, sealed with the built-in merged-mining solver
 The path is one way, top to bottom: the miner reads the pool and makes a
 request (L{nodex.chain.making.TransactionsBlock}: the candidates, the
 coinbase, the time, the uncle candidates); the writer
-(L{nodex.interfaces.IChainWriter}) has the importer build it on the tip,
+(L{nodex.api.chain.IChainWriter}) has the importer build it on the tip,
 seal it and store it; nothing below calls back up.
 
 Modes (C{mining.mode}): C{auto} (L{nodex.services.automine}: the miner
@@ -40,11 +40,13 @@ from nodex.chain.importer import MAX_NONCES
 from nodex.chain.making import LoneAdmission, NotDueError, TransactionsBlock
 from nodex.chain.pow import Seal, solve
 from nodex.chain.processing import effective_gas_price
-from nodex.interfaces import IChainWriter, IMiner, ImportResult, ITransactionPool
+from nodex.api.chain import IChainWriter, ImportResult
+from nodex.api.mining import IMiner
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address
 from nodex.services.automine import AutoMining
 from nodex.services.blocktime import BlockClock
-from nodex.services.errors import ServiceError
+from nodex.api.errors import ServiceError
 from nodex.services.sideblocks import SideBlocks
 from nodex.services.threads import RunInThread, SerialThread
 from nodex.structures.blocks import Block

@@ -6,7 +6,7 @@ service is composed, or when it is disabled (C{--p2p none}).
 from twisted.internet.defer import Deferred, succeed
 from zope.interface import implementer
 
-from nodex.interfaces import IPeerAdmin, IPeerNetwork, NodeInfo, PeerDetail, PeerInfo, PeerURL, SyncStatus
+from nodex.api.peers import IPeerAdmin, IPeerNetwork, NodeInfo, PeerDetail, PeerInfo, PeerURL, SyncStatus
 
 
 @implementer(IPeerNetwork, IPeerAdmin)

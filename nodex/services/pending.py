@@ -27,7 +27,9 @@ from zope.interface import implementer
 from nodex.chain.builder import BuiltBlock
 from nodex.chain.devblocks import empty_header_fields
 from nodex.chain.uncles import still_useful
-from nodex.interfaces import IChainWriter, IMiner, IPendingBlock, ITransactionPool
+from nodex.api.chain import IChainWriter
+from nodex.api.mining import IMiner, IPendingBlock
+from nodex.api.pool import ITransactionPool
 from nodex.services.blocktime import BlockClock
 from nodex.services.miner import order_candidates
 from nodex.services.sideblocks import SideBlocks

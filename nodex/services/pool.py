@@ -36,10 +36,12 @@ from nodex.chain.admission import ACCOUNT_SLOTS, PRICE_BUMP_PERCENT, AdmissionRu
 from nodex.chain.making import LoneAdmission
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import METADATA, trie_node_reader
-from nodex.interfaces import ChainEvent, IAutoMining, IChainService, ITransactionPool
+from nodex.api.chain import ChainEvent, IChainService
+from nodex.api.mining import IAutoMining
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address, Hash32
 from nodex.services.threads import SerialThread
-from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.structures.accounts import Account
 from nodex.structures.errors import InvalidSignatureError, InvalidTransactionError, RLPError
 from nodex.structures.headers import Header

@@ -16,7 +16,8 @@ from zope.interface import implementer
 
 from nodex.chain.bridge import BRIDGE_ADDRESS, BridgeState, read_bridge_state
 from nodex.chain.receiptnodes import receipt_trie_nodes
-from nodex.interfaces import BlockNotFoundError, IRawChainData
+from nodex.api.chain import IRawChainData
+from nodex.api.errors import BlockNotFoundError
 from nodex.services.chain import ChainService
 from nodex.state.state import State
 

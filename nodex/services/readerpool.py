@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from twisted.internet.defer import Deferred, fail
 from twisted.python.failure import Failure
 
-from nodex.services.errors import ServerBusyError
+from nodex.api.errors import ServerBusyError
 from nodex.services.threads import WorkerThread
 
 T = TypeVar("T")

@@ -36,18 +36,18 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.interfaces import IPeerScoring, IReputation, PeerEvent
-from nodex.services.bans import (
+from nodex.api.peers import IPeerScoring, IReputation, PeerEvent
+from nodex.reputation.bans import (
     AddressBlock,
     BanList,
     HostName,
     IPAddress,
-    InvalidBanError,
     check_bannable,
     parse_ban_target,
     parse_peer_address,
 )
-from nodex.services.scoring import PunishmentParameters, ScoringRecord, ScoringTable
+from nodex.reputation.errors import InvalidBanError
+from nodex.reputation.scoring import PunishmentParameters, ScoringRecord, ScoringTable
 
 log = Logger()
 
@@ -200,7 +200,7 @@ class ReputationService(Service):
         address is punished when L{ReputationSettings.churn_limit} of its
         node ids were punished within the churn window.
 
-        @raise ValueError: C{event} is not a L{nodex.interfaces.PeerEvent}.
+        @raise ValueError: C{event} is not a L{nodex.api.peers.PeerEvent}.
         """
         now = self._now()
         key = self._address_key(address)

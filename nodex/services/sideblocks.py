@@ -11,7 +11,7 @@ block maker chooses those the rules allow on the parent it builds on.
 
 from collections import OrderedDict
 
-from nodex.interfaces import ChainEvent, IChainService
+from nodex.api.chain import ChainEvent, IChainService
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 

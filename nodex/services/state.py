@@ -37,7 +37,8 @@ from nodex.chain.tracing.accesslist import AccessListResult, create_access_list
 from nodex.db.kv import KeyValueStore
 from nodex.evm.cancellation import Cancellation, ExecutionCancelledError, cancellable
 from nodex.db.schema import CODE, TRIE_NODES, read_canonical_hash, read_header_rlp, trie_node_reader
-from nodex.interfaces import AccountProof, BlockNotFoundError, IStateService, StorageProof
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.state import AccountProof, IStateService, StorageProof
 from nodex.primitives import Address, Hash32
 from nodex.services.readerpool import ReaderPool
 from nodex.services.threads import RunInThread
@@ -378,7 +379,7 @@ class StateService(Service):
         up), and a job still queued then does not start.
 
         @return: a Deferred failing with L{CallTimeoutError} at the time
-            limit, or with L{nodex.interfaces.ServerBusyError} at once when
+            limit, or with L{nodex.api.errors.ServerBusyError} at once when
             too many jobs wait for the pool.
         """
         cancellation = self._cancellation()
@@ -442,9 +443,9 @@ class StateService(Service):
         (balances, allowances, reserves) over and over.
 
         @return: a Deferred firing with the return data, or failing with
-            L{nodex.interfaces.ExecutionRevertedError},
-            L{nodex.interfaces.CallError},
-            L{nodex.interfaces.StateOverrideError} or L{CallTimeoutError}.
+            L{nodex.api.errors.ExecutionRevertedError},
+            L{nodex.api.errors.CallError},
+            L{nodex.api.errors.StateOverrideError} or L{CallTimeoutError}.
         """
         key = None if overrides else _call_key(header, request)
         calls = self._calls

@@ -40,16 +40,11 @@ from zope.interface import implementer
 from nodex.chain.logmatch import LogFilterIndex
 from nodex.chain.logsearch import LogFilter
 from nodex.chain.processing import cumulative_difficulty
-from nodex.interfaces import (
-    ChainEvent,
-    IChainService,
-    ISubscriptionService,
-    ITransactionPool,
-    NewHead,
-    SubscriptionKind,
-    SubscriptionLimitError,
-    SyncStatus,
-)
+from nodex.api.chain import ChainEvent, IChainService
+from nodex.api.errors import SubscriptionLimitError
+from nodex.api.peers import SyncStatus
+from nodex.api.pool import ITransactionPool
+from nodex.api.subscriptions import ISubscriptionService, NewHead, SubscriptionKind
 from nodex.primitives import Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.receipts import Receipt

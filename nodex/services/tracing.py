@@ -30,7 +30,9 @@ from nodex.chain.tracing.limits import (
 )
 from nodex.chain.tracing.replay import TracedTransaction, make_tracer, trace_block, trace_call
 from nodex.evm.cancellation import Cancellation, ExecutionCancelledError, cancellable
-from nodex.interfaces import BlockNotFoundError, IChainService, ITracingService, TraceFilter
+from nodex.api.chain import IChainService
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.tracing import ITracingService, TraceFilter
 from nodex.services.state import StateService
 from nodex.state.errors import StateError
 from nodex.state.overrides import StateOverrideError
@@ -127,8 +129,8 @@ class TracingService(Service):
         context, with the config's state overrides (C{debug_traceCall}).
 
         @return: a Deferred firing with the tracer's JSON value, or failing
-            with L{nodex.interfaces.InsufficientFundsError},
-            L{nodex.interfaces.StateOverrideError}, L{TraceError} or L{TraceLimitError}.
+            with L{nodex.api.errors.InsufficientFundsError},
+            L{nodex.api.errors.StateOverrideError}, L{TraceError} or L{TraceLimitError}.
         """
         budget = self._budget(config.timeout)
         return self._state.run_in_thread(self._thd_trace_call, header, request, config, budget)

@@ -49,20 +49,12 @@ from nodex.chain.pow import Seal, check_seal, seal_target, template_seal
 from nodex.chain.rules import ChainRules
 from nodex.chain.uncles import still_useful
 from nodex.db.kv import KeyValueStore
-from nodex.interfaces import (
-    ChainEvent,
-    IChainService,
-    IChainWriter,
-    ImportOutcome,
-    ImportResult,
-    ITransactionPool,
-    IWorkService,
-    MiningWork,
-    SubmittedBlock,
-)
+from nodex.api.chain import ChainEvent, IChainService, IChainWriter, ImportOutcome, ImportResult
+from nodex.api.mining import IWorkService, MiningWork, SubmittedBlock
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address, Hash32
 from nodex.services.blocktime import BlockClock
-from nodex.services.errors import WorkSubmissionError
+from nodex.api.errors import WorkSubmissionError
 from nodex.services.miner import order_candidates
 from nodex.services.sideblocks import SideBlocks
 from nodex.services.templates import HASHRATE_SECONDS, ChainReads

@@ -12,7 +12,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, maybeDeferred
 
 from nodex.config import NodeConfig, load_config, merge
-from nodex.interfaces import ChainEvent
+from nodex.api.chain import ChainEvent
 from nodex.p2p.identity import NODE_KEY_FILE
 from nodex.p2p.network import PeerNetwork
 from nodex.simulation.clock import NodeClock, SimulatedTime

@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 
 from nodex.crypto import keccak256
 from nodex.db.schema import read_body_rlp, read_canonical_hash
-from nodex.interfaces import ChainEvent
+from nodex.api.chain import ChainEvent
 from nodex.p2p.identity import NodeKey
 from nodex.simulation.clock import SimulatedTime
 from nodex.simulation.network import SimulatedNetwork

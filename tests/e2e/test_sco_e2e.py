@@ -16,7 +16,7 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
 from zope.interface import implementer
 
-from nodex.interfaces import IReputation, PeerEvent
+from nodex.api.peers import IReputation, PeerEvent
 from nodex.tap import NodeService, Options, makeService
 
 NODE_ID = "ab" * 64

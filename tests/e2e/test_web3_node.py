@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - the test extra is missing
 
 from nodex.crypto import keccak256
 from nodex.tap import NodeService, Options, makeService
-from nodex.interfaces import ImportResult
+from nodex.api.chain import ImportResult
 from tests.chain.chainmaker import import_one
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from typing import Any
 
 import treq
 
-from nodex.interfaces import PeerURL
+from nodex.api.peers import PeerURL
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import Ping

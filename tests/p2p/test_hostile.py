@@ -18,7 +18,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.task import deferLater
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import Disconnect, Hello, NewBlock, Ping, decode_message, encode_frame, encode_message

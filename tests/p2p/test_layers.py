@@ -1,6 +1,6 @@
 """
 The P2P edge keeps to its layer (DESIGN §4): it reaches the node only
-through L{nodex.interfaces} and imports no service, chain, EVM, state,
+through L{nodex.api} and imports no service, chain, EVM, state,
 storage or RPC code.
 """
 
@@ -11,7 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 import nodex.p2p
 from tests.rpc.test_layers import nodex_imports
 
-ALLOWED = ("nodex.p2p", "nodex.interfaces", "nodex.structures", "nodex.primitives", "nodex.errors", "nodex.crypto")
+ALLOWED = ("nodex.p2p", "nodex.api", "nodex.structures", "nodex.primitives", "nodex.errors", "nodex.crypto")
 
 
 class LayerTests(SynchronousTestCase):

@@ -11,7 +11,8 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.task import deferLater
 
 from nodex.crypto import keccak256
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, ChainEvent
+from nodex.api.chain import ChainEvent
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 import nodex.p2p.messages as messages_module
 from nodex.p2p.errors import DisconnectReason, MessageError
 from nodex.p2p.host import PeerSettings

@@ -10,7 +10,8 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, PeerEvent
+from nodex.api.peers import PeerEvent
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.p2p.errors import DisconnectReason, PeerGoneError, RequestTimeoutError
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES

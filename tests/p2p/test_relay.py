@@ -10,13 +10,8 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.aside import FILE
-from nodex.interfaces import (
-    ChainHead,
-    InvalidTransactionRejectedError,
-    TransactionRejectedError,
-    Unused,
-    from_peer,
-)
+from nodex.api.chain import ChainHead, Unused, from_peer
+from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.inbound import KnownSet
 from nodex.p2p.messages import (

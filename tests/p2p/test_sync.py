@@ -12,7 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import directlyProvides
 
 from nodex.crypto import keccak256
-from nodex.interfaces import ChainHead, IBlockSource, IChainService, ImportOutcome, ImportResult
+from nodex.api.chain import ChainHead, IBlockSource, IChainService, ImportOutcome, ImportResult
 from nodex.p2p.sync import MAX_CLAIM_FAILURES, Synchroniser
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header

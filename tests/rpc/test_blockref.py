@@ -7,7 +7,8 @@ from dataclasses import replace
 from twisted.internet.defer import Deferred, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import BlockNotFoundError, ChainHead
+from nodex.api.chain import ChainHead
+from nodex.api.errors import BlockNotFoundError
 from nodex.chain.networks import FINALIZED_CONFIRMATIONS, SAFE_CONFIRMATIONS, chain_rules
 from nodex.rpc.blockref import PendingNotSupportedError, require_block, resolve_block, tag_number
 from nodex.rpc.decoders import BlockHashSelector, BlockTag

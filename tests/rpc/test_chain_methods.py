@@ -12,7 +12,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
-from nodex.interfaces import REFERENCE_CONVENTIONS, Conventions, IMiner
+from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
+from nodex.api.mining import IMiner
 from nodex.primitives import Address
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.dispatch import Dispatcher
@@ -513,7 +514,7 @@ class EstimatedGasTests(RPCFixture, SynchronousTestCase):
         """
         A reverting estimate is geth's code 3 with the reason and the payload.
         """
-        from nodex.interfaces import ExecutionRevertedError
+        from nodex.api.errors import ExecutionRevertedError
 
         payload = bytes.fromhex("08c379a0") + (32).to_bytes(32, "big") + (4).to_bytes(32, "big") + b"nope".ljust(32, b"\0")
         self.answer = ExecutionRevertedError(payload)
@@ -575,7 +576,7 @@ class PendingBlockTests(RPCFixture, SynchronousTestCase):
         """
         The pending block: the next number, its transactions, its uncles.
         """
-        from nodex.interfaces import ETHEREUM_CONVENTIONS
+        from nodex.api.conventions import ETHEREUM_CONVENTIONS
 
         self.serve(ETHEREUM_CONVENTIONS)
         block = self.call("eth_getBlockByNumber", "pending", False)

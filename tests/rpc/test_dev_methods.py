@@ -10,11 +10,11 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 
-from nodex.interfaces import IDevChain
+from nodex.api.devchain import IDevChain
 from nodex.rpc.dev_methods import DevMethods
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
-from nodex.services.errors import DevChainInputError
+from nodex.api.errors import DevChainInputError
 from tests.rpc.test_state_methods import DispatchFixture
 
 ADDRESS = "0x" + "42" * 20

@@ -5,7 +5,7 @@ controls and time (reference §3.4).
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ETHEREUM_CONVENTIONS
+from nodex.api.conventions import ETHEREUM_CONVENTIONS
 from nodex.rpc.decoders import DecodeError
 from nodex.rpc.evm_methods import seconds, snapshot_id
 from tests.rpc.test_chain_methods import RPCFixture, hexed

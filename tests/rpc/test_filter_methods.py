@@ -8,7 +8,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.db.memory import MemoryStore
-from nodex.interfaces import ChainEvent
+from nodex.api.chain import ChainEvent
 from nodex.primitives import Address, Hash32
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.filter_methods import FilterMethods

@@ -1,6 +1,6 @@
 """
 The RPC edge keeps to its layer (DESIGN §4): it reaches the node only through
-L{nodex.interfaces} and imports no service, chain, EVM, state, storage or P2P code.
+L{nodex.api} and imports no service, chain, EVM, state, storage or P2P code.
 """
 
 import ast
@@ -10,7 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 import nodex.rpc
 
-ALLOWED_NODEX = ("nodex.rpc", "nodex.interfaces", "nodex.structures", "nodex.primitives", "nodex.errors", "nodex.crypto")
+ALLOWED_NODEX = ("nodex.rpc", "nodex.api", "nodex.structures", "nodex.primitives", "nodex.errors", "nodex.crypto")
 
 
 def nodex_imports(path: Path) -> set[str]:

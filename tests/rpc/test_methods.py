@@ -7,7 +7,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
-from nodex.interfaces import WIRE_PROTOCOL_VERSION, IPeerNetwork
+from nodex.api.peers import IPeerNetwork
+from nodex.p2p.messages import WIRE_PROTOCOL_VERSION
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.introspection import RPCModulesMethods
 from nodex.rpc.net import NetMethods

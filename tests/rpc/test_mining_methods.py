@@ -12,7 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.pow import search
 from nodex.config import MODULES
-from nodex.interfaces import ImportResult
+from nodex.api.chain import ImportResult
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.mining_methods import MiningMethods
 from nodex.rpc.registry import MethodRegistry, ModuleSettings
@@ -26,7 +26,7 @@ from tests.services.test_work import COINBASE, work_service
 
 class ModeMiner:
     """
-    The little of L{nodex.interfaces.IMiner} that C{eth_coinbase} and C{eth_mining} read.
+    The little of L{nodex.api.mining.IMiner} that C{eth_coinbase} and C{eth_mining} read.
     """
 
     coinbase = COINBASE

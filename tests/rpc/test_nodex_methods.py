@@ -9,7 +9,7 @@ from dataclasses import replace
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import BadBlock
+from nodex.api.chain import BadBlock
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.nodex_methods import RawDebugMethods
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings

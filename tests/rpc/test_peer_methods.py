@@ -7,7 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
-from nodex.interfaces import IPeerNetwork, PeerInfo, SyncStatus
+from nodex.api.peers import IPeerNetwork, PeerInfo, SyncStatus
 from nodex.rpc.chain_methods import ChainMethods
 from nodex.rpc.peer_methods import PeerMethods, peer_line
 from nodex.services.offline import OfflinePeerNetwork

@@ -9,7 +9,7 @@ from typing import Any
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import PeerEvent
+from nodex.api.peers import PeerEvent
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
 from nodex.rpc.sco import ScoMethods

@@ -13,7 +13,8 @@ from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ETHEREUM_CONVENTIONS, ChainEvent, ChainHead, ReceiptView, TransactionLocation
+from nodex.api.chain import ChainEvent, ChainHead, ReceiptView, TransactionLocation
+from nodex.api.conventions import ETHEREUM_CONVENTIONS
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.fee_methods import FeeMethods, rewards
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
@@ -36,7 +37,7 @@ def hexed(value: bytes) -> str:
 
 class FakeChain:
     """
-    The reads of L{nodex.interfaces.IChainService} the state, fee and filter
+    The reads of L{nodex.api.chain.IChainService} the state, fee and filter
     methods use, over a list of canonical blocks and their receipts.
     """
 

@@ -8,7 +8,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import TraceConfig, TraceFilter
+from nodex.api.tracing import TraceConfig, TraceFilter
 from nodex.rpc.decoders import BlockTag, DecodeError
 from nodex.rpc.trace_methods import TraceMethods, call_trace_options, duration, trace_filter, trace_options
 

@@ -5,7 +5,7 @@ Tests for L{nodex.rpc.txpool}: the shapes of reference §3.10, and geth's.
 from eth_utils import to_checksum_address
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import ETHEREUM_CONVENTIONS
+from nodex.api.conventions import ETHEREUM_CONVENTIONS
 from nodex.rpc.txpool import signed_bytes_hex
 from tests.rpc.test_chain_methods import RPCFixture, hexed
 from tests.services.test_pool import ADDRESSES, RECIPIENT, legacy

@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 from twisted.test.proto_helpers import StringTransport
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
-from nodex.interfaces import ChainEvent
+from nodex.api.chain import ChainEvent
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings
 from nodex.rpc.server import HTTPPolicy

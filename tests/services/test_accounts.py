@@ -17,7 +17,7 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from nodex.crypto import keccak256, private_key_to_address
-from nodex.interfaces import IAccounts
+from nodex.api.accounts import IAccounts
 from nodex.services.accounts import (
     DEFAULT_UNLOCK_SECONDS,
     FIRST_FAILURE_DELAY,
@@ -26,7 +26,7 @@ from nodex.services.accounts import (
     key_from_seed,
     regtest_keys,
 )
-from nodex.services.errors import (
+from nodex.api.errors import (
     AccountExistsError,
     AccountLockedError,
     KeyExportRefusedError,

@@ -28,7 +28,7 @@ from nodex.db.schema import (
     read_header_rlp,
     read_tx_lookup,
 )
-from nodex.interfaces import ChainEvent, IChainService, ImportResult
+from nodex.api.chain import ChainEvent, IChainService, ImportResult
 from nodex.primitives import Address, Hash32
 import nodex.chain.tip as tip_module
 from nodex.chain.importer import BlockImporter

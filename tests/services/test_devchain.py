@@ -16,16 +16,16 @@ from nodex.chain.making import BlockTime, EmptyRun, NotDueError
 from nodex.chain.devstate import SNAPSHOT_FORMAT, SnapshotError, dump_state, load_state
 from nodex.chain.importer import BlockImporter
 from nodex.db.schema import trie_node_reader
-from nodex.interfaces import IDevChain
+from nodex.api.devchain import IDevChain
 from nodex.primitives import Address
 from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
 from nodex.services.devchain import DevChain, Impersonation
-from nodex.services.errors import DevChainInputError
+from nodex.api.errors import DevChainInputError
 from nodex.services.miner import Miner
 from nodex.state.state import State
 from tests.chain.test_processing import COINBASE, sample_rules, sample_store, transfer
-from nodex.interfaces import ImportResult
+from nodex.api.chain import ImportResult
 from tests.services.test_miner import FakePool, make_miner
 
 TARGET = Address(b"\x42" * 20)

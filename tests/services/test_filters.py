@@ -21,7 +21,9 @@ from nodex.chain.logsearch import (
     warm_block_log_cache,
 )
 from nodex.db.memory import MemoryStore
-from nodex.interfaces import BlockNotFoundError, ChainEvent, ChainHead, IFilterService
+from nodex.api.chain import ChainEvent, ChainHead
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.filters import IFilterService
 from nodex.primitives import Address, Hash32
 from nodex.services.chain import ChainService
 from nodex.services.filters import FILTER_EXPIRY, FilterOverflowError, FilterService
@@ -33,7 +35,7 @@ from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from tests.chain.test_calls import runtime, selector, word
 from tests.chain.test_logsearch import make_block, store_block
 from tests.chain.test_processing import KEYS, build_on, sample_genesis, sample_rules
-from nodex.interfaces import ImportResult
+from nodex.api.chain import ImportResult
 from tests.chain.chainmaker import import_one
 
 TOPIC = Hash32(b"\x0a" * 32)
@@ -43,7 +45,7 @@ EMITTER = Address(b"\x01" * 20)
 
 class FakeChain:
     """
-    The parts of L{nodex.interfaces.IChainService} the filter service uses:
+    The parts of L{nodex.api.chain.IChainService} the filter service uses:
     the head and the observers.
     """
 
@@ -72,7 +74,7 @@ class FakeChain:
 
 class FakePool:
     """
-    The observer registration of L{nodex.interfaces.ITransactionPool}.
+    The observer registration of L{nodex.api.pool.ITransactionPool}.
     """
 
     def __init__(self) -> None:

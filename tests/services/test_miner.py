@@ -20,14 +20,16 @@ from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.networks import REGTEST_MINER_ADDRESS
 from nodex.chain.processing import validate_header
 from nodex.crypto import keccak256
-from nodex.interfaces import IMiner, ImportResult, ITransactionPool
+from nodex.api.chain import ImportResult
+from nodex.api.mining import IMiner
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Hash32
 from nodex.chain.admission import AdmissionRules
 from nodex.chain.errors import TransactionRejectedError
 from nodex.chain.making import LoneAdmission
 from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
-from nodex.services.errors import DevChainInputError
+from nodex.api.errors import DevChainInputError
 from nodex.services.miner import (
     CHEAP_SEAL_DIFFICULTY,
     MINED_LOG_INTERVAL,

@@ -18,9 +18,10 @@ from zope.interface.verify import verifyObject
 from nodex.crypto import SECP256K1_N, keccak256, private_key_to_address
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import METADATA
-from nodex.interfaces import ChainEvent, ChainHead, IChainService, ITransactionPool, ReceiptView, TransactionLocation
+from nodex.api.chain import ChainEvent, ChainHead, IChainService, ReceiptView, TransactionLocation
+from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address, Hash32
-from nodex.services.errors import InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.chain.admission import check_admission, check_transaction
 from nodex.services.automine import RELAYED_GRACE_SECONDS, AutoMining
 from nodex.services.pool import (

@@ -9,7 +9,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
-from nodex.services.errors import ServerBusyError
+from nodex.api.errors import ServerBusyError
 from nodex.services.readerpool import ReaderPool
 
 

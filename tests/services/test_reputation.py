@@ -12,10 +12,11 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from nodex.interfaces import InvalidBanError, IPeerScoring, IReputation, PeerEvent
-from nodex.services.bans import parse_ban_target
+from nodex.api.errors import InvalidBanError
+from nodex.api.peers import IPeerScoring, IReputation, PeerEvent
+from nodex.reputation.bans import parse_ban_target
 from nodex.services.reputation import ReputationService, ReputationSettings, configured_node_ids, host_resolver
-from nodex.services.scoring import PunishmentParameters
+from nodex.reputation.scoring import PunishmentParameters
 
 NODE = bytes.fromhex("3fd44f66") + b"\x01" * 60
 OTHER_NODE = bytes.fromhex("3fd44f67") + b"\x02" * 60

@@ -17,7 +17,8 @@ from nodex.chain.calls import CallRequest, CallTimeoutError, ExecutionRevertedEr
 from nodex.crypto import keccak256
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import CODE, TRIE_NODES, write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
-from nodex.interfaces import BlockNotFoundError, IStateService
+from nodex.api.errors import BlockNotFoundError
+from nodex.api.state import IStateService
 from nodex.primitives import Address, Hash32
 from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, INLINE_WINDOW_BUDGET, StateService
 from nodex.state.overrides import AccountOverride, StateOverrides

@@ -9,7 +9,10 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from nodex.chain.logsearch import LogEntry, LogFilter
-from nodex.interfaces import ChainEvent, ImportResult, ISubscriptionService, NewHead, SubscriptionLimitError, SyncStatus
+from nodex.api.chain import ChainEvent, ImportResult
+from nodex.api.errors import SubscriptionLimitError
+from nodex.api.peers import SyncStatus
+from nodex.api.subscriptions import ISubscriptionService, NewHead
 from nodex.services.chain import ChainService
 from nodex.services.subscriptions import (
     LOGS,

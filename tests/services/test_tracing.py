@@ -15,7 +15,9 @@ from zope.interface.verify import verifyObject
 from nodex.chain.aside import FILE
 from nodex.chain.calls import CallRequest
 from nodex.chain.tracing.limits import CALL_TRACER, TraceConfig, TraceError, TraceLimitError, TraceLimits, TraceQueryError
-from nodex.interfaces import ITracingService, ImportResult, InsufficientFundsError, TraceFilter
+from nodex.api.chain import ImportResult
+from nodex.api.errors import InsufficientFundsError
+from nodex.api.tracing import ITracingService, TraceFilter
 from nodex.services.chain import ChainService
 from nodex.services.state import StateService
 from nodex.services.tracing import TracingService

@@ -15,7 +15,9 @@ from zope.interface.verify import verifyObject
 
 from nodex.chain.pow import search
 from nodex.chain.rules import MAX_UNCLE_DEPTH, MAX_UNCLES
-from nodex.interfaces import ImportResult, IWorkService, MiningWork, WorkSubmissionError
+from nodex.api.chain import ImportResult
+from nodex.api.errors import WorkSubmissionError
+from nodex.api.mining import IWorkService, MiningWork
 from nodex.primitives import Address
 from nodex.services.chain import ChainService
 from nodex.services.cpuminer import CPUMiner

@@ -1,19 +1,13 @@
 """
-Tests for L{nodex.services.bans}: what may be banned, and the ban list.
+Tests for L{nodex.reputation.bans}: what may be banned, and the ban list.
 """
 
 from ipaddress import IPv4Address, IPv6Address
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.services.bans import (
-    AddressBlock,
-    BanList,
-    HostName,
-    InvalidBanError,
-    parse_ban_target,
-    parse_peer_address,
-)
+from nodex.reputation.bans import AddressBlock, BanList, HostName, parse_ban_target, parse_peer_address
+from nodex.reputation.errors import InvalidBanError
 
 REFUSED = [
     "",

@@ -1,12 +1,62 @@
 """
-Errors of the services (L5); the RPC edge maps each class to a code in one table.
+The errors the edges map: the services' own (L5), and those of the layers below that
+reach the edges, re-exported here so that the edges find every one in one place
+(the RPC edge maps each class to a code in one table, L{nodex.rpc.errors}).
 """
 
-# The pool's refusals are raised by the admission rules of L4
-# (nodex.chain.admission) and named here too, beside the other errors the
-# RPC edge maps.
-from nodex.chain.errors import InvalidTransactionRejectedError, TransactionRejectedError  # noqa: F401
+# Those of L4 and below are raised there (the pool's refusals by the admission rules
+# of nodex.chain.admission) and named here too, beside the services' own.
+from nodex.chain.bridge import BridgeStateError
+from nodex.chain.calls import CallError, CallTimeoutError, ExecutionRevertedError, InsufficientFundsError
+from nodex.chain.errors import InvalidTransactionRejectedError, TransactionRejectedError
+from nodex.chain.logsearch import FilterNotFoundError, LogLimitError, LogQueryError
+from nodex.chain.tracing.limits import TraceError, TraceLimitError, TraceQueryError
 from nodex.errors import NodexError
+from nodex.reputation.errors import InvalidBanError
+from nodex.state.overrides import StateOverrideError
+from nodex.wallet.errors import (
+    InvalidPrivateKeyError,
+    KeyfileError,
+    TypedDataError,
+    WalletError,
+    WrongPassphraseError,
+)
+
+__all__ = [
+    "AccountExistsError",
+    "AccountLockedError",
+    "BlockNotFoundError",
+    "BridgeStateError",
+    "CallError",
+    "CallTimeoutError",
+    "DevChainInputError",
+    "ExecutionRevertedError",
+    "FilterNotFoundError",
+    "InsufficientFundsError",
+    "InvalidBanError",
+    "InvalidPrivateKeyError",
+    "InvalidTransactionRejectedError",
+    "KeyExportRefusedError",
+    "KeyfileError",
+    "LocalWalletOffError",
+    "LogLimitError",
+    "LogQueryError",
+    "ServerBusyError",
+    "ServiceError",
+    "StateOverrideError",
+    "SubscriptionLimitError",
+    "TraceError",
+    "TraceLimitError",
+    "TraceQueryError",
+    "TransactionRejectedError",
+    "TypedDataError",
+    "UnknownAccountError",
+    "UnlockRefusedError",
+    "UnlockThrottledError",
+    "WalletError",
+    "WorkSubmissionError",
+    "WrongPassphraseError",
+]
 
 
 class ServiceError(NodexError):

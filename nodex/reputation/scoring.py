@@ -37,7 +37,7 @@ class PeerEvent:
 
 
 EVENTS = tuple(value for name, value in vars(PeerEvent).items() if name.isupper())
-"""The fifteen events, in the reference's enum order (C{nodex.interfaces} re-exports L{PeerEvent})."""
+"""The fifteen events, in the reference's enum order (C{nodex.api} re-exports L{PeerEvent})."""
 
 _LOWERING = frozenset(
     {

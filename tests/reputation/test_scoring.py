@@ -1,13 +1,13 @@
 """
-Tests for L{nodex.services.scoring}: the scoring model of reference §15
+Tests for L{nodex.reputation.scoring}: the scoring model of reference §15
 against hand-computed tables.
 """
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.interfaces import PeerEvent
-from nodex.services import scoring
-from nodex.services.scoring import (
+from nodex.api.peers import PeerEvent
+from nodex.reputation import scoring
+from nodex.reputation.scoring import (
     EVENTS,
     PeerScore,
     PunishmentParameters,

@@ -14,29 +14,12 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from nodex.services.errors import ServiceError
+from nodex.reputation.errors import InvalidBanError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 _LOOPBACK_V4 = ipaddress.IPv4Network("127.0.0.0/8")
-_SHOWN = 64
-
-
-class InvalidBanError(ServiceError):
-    """
-    A ban or unban names something that cannot be banned: loopback, the
-    wildcard address, a malformed address, block or host name, or a host
-    name that does not resolve.  The RPC code is -32602.
-    """
-
-    def __init__(self, address: str) -> None:
-        """
-        @param address: the text as given (shortened in the message when long).
-        """
-        shown = address if len(address) <= _SHOWN else address[:_SHOWN] + "..."
-        super().__init__(f"invalid banned address {shown}")
-        self.address = address
 
 
 @dataclass(frozen=True)
