@@ -25,7 +25,7 @@ from nodex.evm.tracing import Tracer
 from nodex.primitives import ZERO_ADDRESS, Address, Hash32
 from nodex.state.overrides import StateOverrides, apply_overrides
 from nodex.state.state import State
-from nodex.structures.errors import InvalidTransactionError
+from nodex.structures.errors import InsufficientBalanceError, InvalidTransactionError
 from nodex.structures.headers import Header
 from nodex.structures.transaction_rules import intrinsic_gas
 from nodex.structures.transactions import AccessListEntry
@@ -220,10 +220,8 @@ def run_request(
             state, block, request.sender, request.to, request.data, request.value, gas,
             request.gas_price, request.access_list, tracer,
         )
-    except InvalidTransactionError as exc:
-        if "insufficient funds" in str(exc):
-            raise InsufficientFundsError() from exc
-        raise
+    except InsufficientBalanceError as exc:
+        raise InsufficientFundsError() from exc
 
 
 def call_gas(
@@ -282,7 +280,7 @@ def _outcome(result: CallResult, failures_are_errors: bool) -> CallResult:
     @raise ExecutionRevertedError: the call reverted.
     @raise CallFailedError: it failed otherwise, with C{failures_are_errors}.
     """
-    if result.error == "execution reverted":
+    if result.reverted:
         raise ExecutionRevertedError(result.output)
     if failures_are_errors and result.error is not None:
         raise CallFailedError(result.error)
@@ -405,7 +403,7 @@ def estimate_gas(
     run = _runs_on_one_state(open_state, block, request, overrides)
     result = run(high)
     if not result.success:
-        if result.error == "execution reverted":
+        if result.reverted:
             raise ExecutionRevertedError(result.output)
         raise CallError(f"gas required exceeds allowance ({high}): {result.error}")
     low = max(low, result.gas_used - 1)
@@ -465,7 +463,7 @@ def estimate_within(
     if result.limit_dependent:
         return None
     if not result.success:
-        if result.error == "execution reverted":
+        if result.reverted:
             raise ExecutionRevertedError(result.output)
         return None
     low = max(low, result.gas_used - 1)

@@ -22,7 +22,7 @@ from nodex.evm.interpreter import ensure_recursion_limit, process_create_message
 from nodex.evm.tracing import Tracer
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
 from nodex.state.state import State
-from nodex.structures.errors import IntrinsicGasTooLowError, InvalidTransactionError
+from nodex.structures.errors import InsufficientBalanceError, IntrinsicGasTooLowError, InvalidTransactionError
 from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt
 from nodex.structures.transaction_rules import intrinsic_gas
@@ -56,8 +56,8 @@ class TransactionResult:
     @ivar receipt: the receipt (status, cumulative gas, bloom, logs).
     @ivar gas_used: the gas the transaction consumed after its refund.
     @ivar output: the return data, or the revert data of a reverted call.
-    @ivar error: why the top frame failed (C{"revert"}, C{"out of gas"},
-        ...), or L{None}.
+    @ivar error: why the top frame failed (C{"execution reverted"},
+        C{"out of gas"}, ...), or L{None}.
     @ivar contract_address: the created contract's address for a creation.
     @ivar effective_gas_price: the price paid per gas.
     @ivar fee: the priority fee credited to the coinbase.
@@ -70,6 +70,8 @@ class TransactionResult:
     contract_address: Address | None
     effective_gas_price: int
     fee: int
+    reverted: bool = False
+    """Whether the top frame ended in REVERT (its C{output} is the revert data)."""
 
     @property
     def logs(self) -> tuple[Log, ...]:
@@ -101,6 +103,8 @@ class CallResult:
     error: str | None
     limit_dependent: bool = False
     refund: int = 0
+    reverted: bool = False
+    """Whether the message ended in REVERT (its C{output} is the revert data)."""
 
 
 def error_description(error: Exception | None) -> str | None:
@@ -158,7 +162,7 @@ def check_transaction(
     balance = 0 if account is None else account.balance
     nonce = 0 if account is None else account.nonce
     if balance < max_cost:
-        raise InvalidTransactionError(f"insufficient funds for gas * price + value: have {balance} want {max_cost}")
+        raise InsufficientBalanceError(f"insufficient funds for gas * price + value: have {balance} want {max_cost}")
     if nonce != tx.nonce:
         raise InvalidTransactionError(f"nonce {tx.nonce} does not match the sender's nonce {nonce}")
     if state.has_code_or_nonce(sender) and state.get_code(sender):
@@ -283,6 +287,7 @@ def apply_transaction(
         contract_address=contract_address if success else None,
         effective_gas_price=price,
         fee=fee,
+        reverted=isinstance(evm.error, Revert),
     )
 
 
@@ -315,14 +320,15 @@ def run_call(
     if intrinsic > gas:
         raise IntrinsicGasTooLowError(f"intrinsic gas too low: have {gas}, want {intrinsic}")
     if state.get_balance(sender) < value:
-        raise InvalidTransactionError("insufficient funds for transfer")
+        raise InsufficientBalanceError("insufficient funds for transfer")
     state.increment_nonce(sender)
     context = ExecutionContext(state, block, TransactionEnvironment(sender, gas_price), tracer)
     evm, _ = _run_message(state, context, sender, tx, gas - intrinsic)
     gas_used = gas - evm.gas_left
     refund = min(gas_used // 5, evm.refund_counter) if evm.error is None else 0
     return CallResult(
-        evm.error is None, evm.output, gas_used - refund, error_description(evm.error), context.limit_dependent, refund
+        evm.error is None, evm.output, gas_used - refund, error_description(evm.error), context.limit_dependent, refund,
+        isinstance(evm.error, Revert),
     )
 
 

@@ -50,7 +50,15 @@ class IntrinsicGasTooLowError(InvalidTransactionError):
     """
 
 
+class InsufficientBalanceError(InvalidTransactionError):
+    """
+    The sender's balance does not cover what the transaction may cost (its
+    value, or its gas at its price plus its value).
+    """
+
+
 __all__ = [
+    "InsufficientBalanceError",
     "IntrinsicGasTooLowError",
     "InvalidSignatureError",
     "InvalidTransactionError",

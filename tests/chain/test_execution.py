@@ -12,7 +12,7 @@ from nodex.evm.environment import BlockEnvironment
 from nodex.evm.instructions.system import compute_contract_address
 from nodex.primitives import Address
 from nodex.state.state import State
-from nodex.structures.errors import IntrinsicGasTooLowError, InvalidTransactionError
+from nodex.structures.errors import InsufficientBalanceError, IntrinsicGasTooLowError, InvalidTransactionError
 from nodex.structures.transactions import AccessListEntry, FeeMarketTransaction, LegacyTransaction
 
 SENDER = Address(b"\xaa" * 20)
@@ -122,6 +122,27 @@ class ApplyTransactionTests(SynchronousTestCase):
         self.assertEqual(state.get_storage(TARGET, 0), 0)
         self.assertEqual(state.get_balance(TARGET), 0)
         self.assertEqual(result.logs, ())
+        self.assertFalse(result.reverted)
+
+    def test_revert_is_told_by_type(self) -> None:
+        """
+        A transaction whose top frame ends in REVERT says so in C{reverted}, whatever its error's text.
+        """
+        state = make_state()
+        state.set_code(TARGET, bytes.fromhex("60aa6000526001601ffd"))
+        result = apply_transaction(state, BLOCK, legacy(gas=100_000), SENDER)
+        self.assertTrue(result.reverted)
+        self.assertEqual(result.output, b"\xaa")
+
+    def test_balance_short_of_the_cost(self) -> None:
+        """
+        A sender whose balance does not cover gas times price plus value is refused with
+        L{InsufficientBalanceError}, an L{InvalidTransactionError}.
+        """
+        state = make_state()
+        state.set_balance(SENDER, 21_000)
+        with self.assertRaises(InsufficientBalanceError):
+            apply_transaction(state, BLOCK, legacy(value=1), SENDER)
 
     def test_refund_capped(self) -> None:
         """
@@ -230,12 +251,13 @@ class RunCallTests(SynchronousTestCase):
         self.assertFalse(result.success)
         self.assertEqual(result.output, b"\xaa")
         self.assertEqual(result.error, "execution reverted")
+        self.assertTrue(result.reverted)
 
     def test_call_value_needs_balance(self) -> None:
         """
         A call that moves more than the sender's balance is refused.
         """
-        self.assertRaises(InvalidTransactionError, run_call, make_state(), BLOCK, Address(b"\x99" * 20), TARGET, value=1)
+        self.assertRaises(InsufficientBalanceError, run_call, make_state(), BLOCK, Address(b"\x99" * 20), TARGET, value=1)
 
     def test_gas_cap(self) -> None:
         """
@@ -243,4 +265,5 @@ class RunCallTests(SynchronousTestCase):
         """
         result = run_call(make_state(), BLOCK, SENDER, TARGET, gas=21_100)
         self.assertFalse(result.success)
+        self.assertFalse(result.reverted)
         self.assertEqual(result.gas_used, 21_100)

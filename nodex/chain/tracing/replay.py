@@ -169,6 +169,7 @@ def trace_block(
             block_number=header.number,
             tx_hash=transaction.hash,
             position=index,
+            reverted=result.reverted,
         )
         traced.append(TracedTransaction(transaction, index, tracer.result(run), run))
     return traced
@@ -225,6 +226,7 @@ def trace_call(
         block_number=environment.number,
         tx_hash=None,
         position=None,
+        reverted=result.reverted,
     )
     return tracer.result(run)
 

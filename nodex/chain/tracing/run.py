@@ -21,6 +21,7 @@ class TracedRun:
     @ivar gas_used: the gas the receipt records (the call's, for a call).
     @ivar output: the return data, or the revert payload.
     @ivar error: why the transaction failed, or L{None}.
+    @ivar reverted: whether it failed by REVERT (C{output} is the revert data).
     @ivar contract_address: the created contract's address for a creation.
     @ivar state: the state after the transaction.
     @ivar coinbase: the block's coinbase.
@@ -45,6 +46,7 @@ class TracedRun:
     block_number: int
     tx_hash: bytes | None
     position: int | None
+    reverted: bool = False
 
 
 __all__ = ["TracedRun"]

@@ -207,7 +207,7 @@ class StructLogTracer:
             "structLogs": self.struct_logs,
             "result": output.hex(),
             "error": error or "",
-            "reverted": error == "execution reverted",
+            "reverted": run.reverted,
             "storageSize": sum(1 for value in current.values() if int(value, 16)),
             "currentStorage": current,
         }
