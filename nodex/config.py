@@ -144,13 +144,35 @@ class _NoReactor:
     """
 
 
+DISABLED = "none"
+"""The endpoint value that turns a server off."""
+
+_UNESCAPED_COLON = re.compile(r"(?<!\\):")
+
+
+def split_endpoint(description: str) -> tuple[str, list[tuple[str | None, str]]]:
+    """
+    The one reader of the server endpoint grammar (C{kind:arg:name=value},
+    a backslash escaping a colon): the kind, in lower case (Twisted matches
+    kinds given by plugins, such as C{tcp6}, whatever their case), and each
+    argument as C{(name, value)} with its escapes removed (C{name} is
+    L{None} for a positional argument).
+    """
+    kind, *arguments = _UNESCAPED_COLON.split(description)
+    parsed: list[tuple[str | None, str]] = []
+    for argument in arguments:
+        name, equals, value = argument.partition("=")
+        parsed.append((name, value.replace("\\", "")) if equals else (None, argument.replace("\\", "")))
+    return kind.lower(), parsed
+
+
 def endpoint(value: Any) -> str:
     """
     A Twisted server endpoint description, or C{none} to disable the server.
     """
     if not isinstance(value, str) or not value:
         raise ValueError('want a Twisted server endpoint description (e.g. "tcp:4444") or "none"')
-    if value == "none":
+    if value == DISABLED:
         return value
     repeated = _repeated_parameter(value)
     if repeated is not None:
@@ -169,32 +191,30 @@ def _repeated_parameter(description: str) -> str | None:
     gives more than once, or L{None}.
     """
     seen = set()
-    for argument in re.split(r"(?<!\\):", description)[1:]:
-        name, equals, _ = argument.partition("=")
-        if equals:
+    for name, _ in split_endpoint(description)[1]:
+        if name is not None:
             if name in seen:
                 return name
             seen.add(name)
     return None
 
 
-_INTERFACE = re.compile(r"(?:^|(?<!\\):)interface=((?:\\.|[^:\\])*)")
-
-
 def listens_on_loopback_only(description: str) -> bool:
     """
-    Whether a server endpoint description reaches only this machine: a UNIX
-    socket, or TCP/SSL bound to a loopback address (C{interface=127.0.0.1},
-    C{interface=\\:\\:1}, C{interface=localhost}); no interface means every
-    interface.
+    Whether a server endpoint description reaches only this machine: C{none}
+    (it listens nowhere), a UNIX socket, or TCP/SSL bound to a loopback
+    address (C{interface=127.0.0.1}, C{interface=\\:\\:1},
+    C{interface=localhost}); no interface means every interface.  Kinds are
+    told apart whatever their case, as Twisted's plugins are.
     """
-    kind = description.split(":", 1)[0].lower()
+    if description == DISABLED:
+        return True
+    kind, arguments = split_endpoint(description)
     if kind == "unix":
         return True
-    found = _INTERFACE.search(description)
-    if found is None:
+    interface = next((value for name, value in arguments if name == "interface"), None)
+    if interface is None:
         return False
-    interface = found.group(1).replace("\\", "")
     if interface == "localhost":
         return True
     try:
@@ -211,8 +231,8 @@ def _check_loopback(raw: Raw, section: str) -> None:
     @raise ConfigError: it would listen beyond loopback.
     """
     table = raw.get(section, {})
-    description = table.get("endpoint", "none")
-    if description != "none" and not table.get("allow_remote", False) and not listens_on_loopback_only(description):
+    description = table.get("endpoint", DISABLED)
+    if not table.get("allow_remote", False) and not listens_on_loopback_only(description):
         raise ConfigError(
             f'configuration key "{section}.endpoint": {description!r} listens beyond the loopback interface;'
             f" bind it to 127.0.0.1 (interface=127.0.0.1) or set {section}.allow_remote = true"
@@ -953,6 +973,7 @@ __all__ = [
     "endpoint",
     "load_config",
     "listens_on_loopback_only",
+    "split_endpoint",
     "load_preset",
     "manhole_endpoint",
     "merge",

@@ -34,6 +34,7 @@ from nodex.config import (
     ConfigError,
     NodeConfig,
     dump_toml,
+    listens_on_loopback_only,
     load_config,
     scoring_config,
     server_endpoint_description,
@@ -737,33 +738,6 @@ def compose_block_making(
     return BlockMaking(pool, miner, work, block_clock, side_blocks, [MiningMethods(work)])
 
 
-_UNESCAPED_COLON = re.compile(r"(?<!\\):")
-
-
-def endpoint_on_loopback(description: str) -> bool:
-    """
-    Whether a server endpoint description listens only where the local
-    machine alone can reach it: C{none}, a UNIX socket, or TCP/SSL on a
-    loopback C{interface}.  No C{interface} means every interface.
-    """
-    if description == "none":
-        return True
-    kind, *arguments = _UNESCAPED_COLON.split(description)
-    if kind == "unix":
-        return True
-    for argument in arguments:
-        name, _, value = argument.partition("=")
-        if name == "interface":
-            value = value.replace("\\", "")
-            if value == "localhost":
-                return True
-            try:
-                return ipaddress.ip_address(value).is_loopback
-            except ValueError:
-                return False
-    return False
-
-
 def compose_wallet(config: NodeConfig, reactor: Any) -> Wallet:
     """
     The local wallet of a configuration: off unless C{wallet.enabled}; on
@@ -783,7 +757,7 @@ def compose_wallet(config: NodeConfig, reactor: Any) -> Wallet:
         "unlock_new_accounts": config.wallet_unlock_new_accounts,
         "allow_key_export": config.wallet_allow_key_export,
         "allow_unlock": config.wallet_allow_insecure_unlock
-        or (endpoint_on_loopback(config.rpc.endpoint) and endpoint_on_loopback(config.rpc.ws)),
+        or (listens_on_loopback_only(config.rpc.endpoint) and listens_on_loopback_only(config.rpc.ws)),
     }
     if config.network == "regtest":
         return Wallet.regtest(config.chain_id, reactor, **options)
@@ -1389,7 +1363,6 @@ __all__ = [
     "pending_estimator",
     "compose_subscriptions",
     "compose_wallet",
-    "endpoint_on_loopback",
     "compose_tracing",
     "makeService",
     "mining_coinbase",

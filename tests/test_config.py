@@ -14,9 +14,11 @@ from nodex.config import (
     check_layer,
     dump_toml,
     effective,
+    listens_on_loopback_only,
     load_config,
     load_preset,
     merge,
+    split_endpoint,
 )
 from nodex.crypto import keccak256, private_key_to_address
 
@@ -407,3 +409,50 @@ class DevChainRPCConfigTests(SynchronousTestCase):
             with self.assertRaises(ConfigError) as caught:
                 check_layer({"rpc": {"client_version": bad}}, "node.toml")
             self.assertIn('"rpc.client_version"', str(caught.exception))
+
+
+class EndpointGrammarTests(SynchronousTestCase):
+    """
+    Tests for L{split_endpoint} and L{listens_on_loopback_only}, the one reader of the endpoint
+    grammar that the configuration's checks and the composition root's wallet rule share.
+    """
+
+    def test_split(self) -> None:
+        """
+        The kind comes in lower case; each argument with its name, or L{None} for a positional one,
+        and its escaped colons unescaped.
+        """
+        self.assertEqual(
+            split_endpoint("TCP6:8545:interface=\\:\\:1"), ("tcp6", [(None, "8545"), ("interface", "::1")]))
+        self.assertEqual(split_endpoint("unix:/run/nodex.sock"), ("unix", [(None, "/run/nodex.sock")]))
+
+    def test_loopback(self) -> None:
+        """
+        Loopback addresses, localhost, UNIX sockets and C{none} (it listens nowhere) are local; no
+        interface, or a public one, is not.
+        """
+        local = ["none", "tcp:4444:interface=127.0.0.1", "tcp:port=1:interface=\\:\\:1", "unix:/tmp/s",
+                 "tcp:1:interface=localhost", "tcp6:9100:interface=\\:\\:1"]
+        remote = ["tcp:4444", "tcp:4444:interface=0.0.0.0", "tcp:1:interface=192.0.2.1", "ssl:1:interface=\\:\\:",
+                  "tcp:1:interface=example.com", "tcp:1:backlog=5"]
+        for description in local:
+            self.assertTrue(listens_on_loopback_only(description), description)
+        for description in remote:
+            self.assertFalse(listens_on_loopback_only(description), description)
+
+    def test_kind_in_any_case(self) -> None:
+        """
+        Upper-case kinds are read as their lower-case names (the composition root once read
+        C{UNIX:} as a TCP port without an interface, and the configuration as a UNIX socket).
+        """
+        self.assertTrue(listens_on_loopback_only("UNIX:/tmp/s"))
+        self.assertTrue(listens_on_loopback_only("TCP6:1:interface=\\:\\:1"))
+        self.assertFalse(listens_on_loopback_only("TCP:1"))
+
+    def test_none_in_an_operator_section(self) -> None:
+        """
+        C{none} passes the operator ports' loopback check without C{allow_remote}, as it passes the
+        wallet's.
+        """
+        config = load_config(None, {"network": "regtest", "metrics": {"endpoint": "none", "allow_remote": False}})
+        self.assertEqual(config.metrics.endpoint, "none")

@@ -14,7 +14,7 @@ from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.config import NodeConfig
-from nodex.tap import CHAIN_DIRECTORY, SWITCH_INTERVAL, NodeService, Options, compose, compose_wallet, endpoint_on_loopback, makeService
+from nodex.tap import CHAIN_DIRECTORY, SWITCH_INTERVAL, NodeService, Options, compose, compose_wallet, makeService
 
 
 
@@ -483,7 +483,7 @@ class WebSocketCompositionTests(SynchronousTestCase):
 
 class WalletCompositionTests(SynchronousTestCase):
     """
-    Tests for L{endpoint_on_loopback} and L{compose_wallet}.
+    Tests for L{compose_wallet}.
     """
 
     def config(self, *argv: str, text: str = "") -> NodeConfig:
@@ -499,17 +499,6 @@ class WalletCompositionTests(SynchronousTestCase):
         options.parseOptions(arguments)
         assert options.config is not None
         return options.config
-
-    def test_endpoint_on_loopback(self) -> None:
-        """
-        Loopback addresses, localhost, UNIX sockets and none are local; no interface or a public one is not.
-        """
-        local = ["none", "tcp:4444:interface=127.0.0.1", "tcp:port=1:interface=\\:\\:1", "unix:/tmp/s", "tcp:1:interface=localhost"]
-        remote = ["tcp:4444", "tcp:4444:interface=0.0.0.0", "tcp:1:interface=192.0.2.1", "ssl:1:interface=\\:\\:", "tcp:1:interface=example.com"]
-        for description in local:
-            self.assertTrue(endpoint_on_loopback(description), description)
-        for description in remote:
-            self.assertFalse(endpoint_on_loopback(description), description)
 
     def test_regtest_wallet(self) -> None:
         """
