@@ -33,6 +33,7 @@ __all__ = [
     "IChainService",
     "IChainWriter",
     "Imported",
+    "IPeerChain",
     "ImportOutcome",
     "ImportResult",
     "IRawChainData",
@@ -245,6 +246,14 @@ class IBlockSource(Interface):
         """
         Stored blocks by hash, in the order asked (L{None} for the unknown).
         """
+
+
+class IPeerChain(IChainService, IBlockSource):
+    """
+    The chain as the peer network uses it: its head and observers, reads,
+    the import path of peers' blocks (L{IChainService}), and the batch reads
+    that serve peers' requests (L{IBlockSource}).
+    """
 
 
 class IRawChainData(Interface):

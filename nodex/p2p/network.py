@@ -3,8 +3,8 @@ The peer network service: the listener, the dialed peers and their
 reconnection, the limits, peer exchange, serving peers' requests, and the
 messages of established peers, handed to the L{ChainRelay} (C{docs/p2p.md}).
 
-It sees the node only through L{nodex.api}: the chain (which also
-provides L{IBlockSource}), the transaction pool and the reputation record.
+It sees the node only through L{nodex.api}: the chain (an L{IPeerChain}),
+the transaction pool and the reputation record.
 """
 
 import ipaddress
@@ -31,6 +31,7 @@ from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 from zope.interface import implementer
 
+from nodex.api.chain import IPeerChain
 from nodex.api.peers import (
     IPeerAdmin,
     IPeerNetwork,
@@ -106,7 +107,7 @@ class PeerNetwork(Service):
 
     def __init__(
         self,
-        chain: Any,
+        chain: IPeerChain,
         reputation: IReputation,
         clock: IReactorTime,
         datadir: Path,
@@ -118,7 +119,6 @@ class PeerNetwork(Service):
         entropy: Callable[[int], bytes] = os.urandom,
     ) -> None:
         """
-        @param chain: provides L{nodex.api.chain.IChainService} and L{nodex.api.chain.IBlockSource}.
         @param datadir: where the node key lives.
         @param listen: where to accept peers (L{None}: only dial).
         @param connect: the client endpoint to a peer's host and port (TCP or TLS).

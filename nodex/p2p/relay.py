@@ -20,7 +20,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.logger import Logger
 
-from nodex.api.chain import ChainEvent, ChainHead, ImportResult, from_peer, SourceKind, Unused
+from nodex.api.chain import ChainEvent, ChainHead, ImportResult, IPeerChain, from_peer, SourceKind, Unused
 from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.api.peers import PeerEvent
 from nodex.api.pool import ITransactionPool
@@ -111,14 +111,13 @@ class ChainRelay:
 
     def __init__(
         self,
-        chain: Any,
+        chain: IPeerChain,
         sync: Synchroniser,
         peers: Callable[[], list[PeerProtocol]],
         running: Callable[[], bool],
         record: Callable[[str, bytes], None] = lambda event, node_id: None,
     ) -> None:
         """
-        @param chain: provides L{nodex.api.chain.IChainService} and L{nodex.api.chain.IBlockSource}.
         @param sync: the synchroniser that orphans and far blocks hand over to.
         @param peers: the established peers now.
         @param running: whether the peer network runs (nothing is spread otherwise).

@@ -22,7 +22,7 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
-from nodex.api.chain import ChainHead, IBlockSource, IChainService, ImportResult, from_peer
+from nodex.api.chain import ChainHead, ImportResult, IPeerChain, from_peer
 from nodex.api.peers import PeerEvent, SyncStatus
 from nodex.crypto import keccak256
 from nodex.p2p.errors import DisconnectReason, P2PError
@@ -108,19 +108,18 @@ class Synchroniser:
 
     def __init__(
         self,
-        chain: Any,
+        chain: IPeerChain,
         peers: Callable[[], list[PeerProtocol]],
         clock: IReactorTime,
         progress_interval: float = 10.0,
         finished: Callable[[], None] = lambda: None,
     ) -> None:
         """
-        @param chain: provides L{IChainService} and L{IBlockSource}.
         @param peers: the established peers now.
         @param progress_interval: seconds between progress lines.
         @param finished: called after each run.
         """
-        assert IChainService.providedBy(chain) and IBlockSource.providedBy(chain)
+        assert IPeerChain.providedBy(chain)
         self._chain = chain
         self._peers = peers
         self._finished_run = finished

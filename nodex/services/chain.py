@@ -49,6 +49,7 @@ from nodex.api.chain import (
     IBlockSource,
     IChainService,
     IChainWriter,
+    IPeerChain,
     ImportResult,
 )
 from nodex.services.chainreader import RECENT_BLOCKS, ChainReader, receipt_views
@@ -71,7 +72,7 @@ job's blocks are told in one turn of the reactor, so a long run is cut into
 jobs whose publishing stays short (L{ChainService.import_blocks})."""
 
 
-@implementer(IChainService, IChainWriter, IBlockSource)
+@implementer(IChainService, IChainWriter, IBlockSource, IPeerChain)
 class ChainService(ChainReader, Service):
     """
     The chain of one store.

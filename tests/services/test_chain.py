@@ -28,7 +28,7 @@ from nodex.db.schema import (
     read_header_rlp,
     read_tx_lookup,
 )
-from nodex.api.chain import ChainEvent, IChainService, ImportResult
+from nodex.api.chain import ChainEvent, IChainService, IChainWriter, ImportResult, IPeerChain
 from nodex.primitives import Address, Hash32
 import nodex.chain.tip as tip_module
 from nodex.chain.importer import BlockImporter
@@ -110,9 +110,11 @@ class ChainServiceMixin:
 
     def test_interface(self) -> None:
         """
-        The service provides L{IChainService}.
+        The service provides L{IChainService}, L{IChainWriter} and L{IPeerChain} (the reads and
+        batch reads the peer network uses).
         """
-        self.assertTrue(verifyObject(IChainService, self.chain))  # type: ignore[attr-defined]
+        for interface in (IChainService, IChainWriter, IPeerChain):
+            self.assertTrue(verifyObject(interface, self.chain))  # type: ignore[attr-defined]
         self.assertEqual(self.chain.chain_id, 33)  # type: ignore[attr-defined]
 
     def test_head_from_store(self) -> None:
