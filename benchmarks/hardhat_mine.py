@@ -30,10 +30,10 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 NODE_SCRIPT = """
 import sys
 from twisted.internet import reactor
-import nodex.tap as tap
+import nodex.node as node_composition
 from nodex.config import load_config
 config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1", "ws": "none"}})
-node = tap.compose(config, reactor)
+node = node_composition.compose(config, reactor)
 node.startService()
 node.getServiceNamed("rpc").when_listening().addCallback(
     lambda port: print("PORT", port.getHost().port, flush=True))

@@ -2,7 +2,7 @@
 Starting a nodex node in its own process for the benchmarks: the script the
 process runs (from any checkout), a free port, and waiting for its answers.
 
-The node is C{nodex.tap.compose} of the given checkout (its folder first on
+The node is C{nodex.node.compose} of the given checkout (its folder first on
 C{sys.path}), regtest with automining, its log in C{DATADIR/node.log};
 the script's arguments are C{PORT DATADIR PROFILE CHECKOUT METRICS_PORT
 CONFIG}: an empty C{PROFILE} runs it without cProfile, C{METRICS_PORT} 0

@@ -42,7 +42,7 @@ from tests.test_chaintool import make_datadir  # noqa: E402
 NODE = r"""
 import json, sys, time
 from twisted.internet import reactor
-import nodex.tap as tap
+import nodex.node as node_composition
 from nodex.config import load_config
 from nodex.chain.aside import FILE
 from nodex.chain.chainfile import read_blocks
@@ -51,7 +51,7 @@ layer["datadir"] = sys.argv[1]
 layer.setdefault("rpc", {})["endpoint"] = "tcp:0:interface=127.0.0.1"
 layer["rpc"].setdefault("ws", "none")
 config = load_config(None, layer)
-node = tap.compose(config, reactor)
+node = node_composition.compose(config, reactor)
 node.startService()
 
 blocks = []

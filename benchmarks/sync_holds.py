@@ -53,7 +53,8 @@ def follow(port: int, blocks: int, datadir: str, profile: bool) -> None:
     """
     from twisted.internet import reactor
 
-    from nodex.tap import Options, compose
+    from nodex.node import compose
+    from nodex.tap import Options
 
     durations: dict[str, list[float]] = collections.defaultdict(list)
     profilers: dict[str, cProfile.Profile] = collections.defaultdict(cProfile.Profile)

@@ -11,7 +11,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.cli import COMMANDS, Command, NODEX_SERVICE_MAKER, main, twistd_options_class
 from nodex.processfiles import daemon_log_observer
-from nodex.tap import NodeService, Options, place_process_files
+from nodex.node import NodeService
+from nodex.tap import Options, place_process_files
 
 
 class MainTests(SynchronousTestCase):
@@ -172,7 +173,7 @@ class StartErrorTests(SynchronousTestCase):
         A daemon's start error is a L{NodeStartError} (not a L{SystemExit},
         which twistd would not hand to the waiting parent) with the reason.
         """
-        from nodex.tap import NodeStartError
+        from nodex.node import NodeStartError
 
         node = self.node()
         node.start_errors = "raise"

@@ -14,7 +14,9 @@ from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.config import NodeConfig
-from nodex.tap import CHAIN_DIRECTORY, SWITCH_INTERVAL, NodeService, Options, compose, compose_wallet, makeService
+from nodex.db.schema import CHAIN_DIRECTORY
+from nodex.node import SWITCH_INTERVAL, NodeService, compose, compose_wallet
+from nodex.tap import Options, makeService
 
 
 
@@ -198,7 +200,7 @@ class MakeServiceTests(SynchronousTestCase):
         from twisted.internet.task import Clock
 
         from nodex.rpc.web3 import client_version
-        from nodex.tap import build_rpc_server
+        from nodex.node import build_rpc_server
 
         options = Options(stdout=io.StringIO())
         options.parseOptions(["--datadir", self.mktemp(), "--rpc", "none"])
@@ -224,7 +226,7 @@ class MakeServiceTests(SynchronousTestCase):
         """
         from dataclasses import replace
 
-        from nodex.tap import conventions_line
+        from nodex.node import conventions_line
 
         config = self.parse_config()
         self.assertIn("start with --compat ethereum", conventions_line(config))

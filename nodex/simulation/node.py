@@ -1,7 +1,7 @@
 """
 One simulated node: a machine on the simulated network (its address, its
 clock, its disk) and, while it runs, the node the composition root makes
-for it (L{nodex.tap.compose_core}: the chain, the pool, the miner, the
+for it (L{nodex.node.compose_core}: the chain, the pool, the miner, the
 reputation service and the peer network, the same services a node runs).
 """
 
@@ -19,7 +19,7 @@ from nodex.simulation.clock import NodeClock, SimulatedTime
 from nodex.simulation.network import SimulatedHost, SimulatedNetwork
 from nodex.simulation.platform import SimulatedPlatform
 from nodex.structures.blocks import Block
-from nodex.tap import NodeCore, compose_core
+from nodex.node import NodeCore, compose_core
 
 P2P_PORT = 50501
 """The port every simulated node listens on (the reference's regtest port)."""

@@ -18,7 +18,7 @@ from nodex.db.kv import KeyValueStore, WriteBatch
 from nodex.db.memory import MemoryStore
 from nodex.simulation.network import SimulatedHost
 from nodex.simulation.threads import SimulatedSerialThread, SimulatedThreadPool
-from nodex.tap import Platform
+from nodex.node import Platform
 
 WRITER = "chain-writer"
 """The name the composition root gives the chain's writer thread."""

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 from tests.e2e.test_forks_e2e import CLZ_RUNTIME
 from tests.e2e.test_web3_node import COW, COW1, Web3NodeTestCase, artifact, checksummed
 

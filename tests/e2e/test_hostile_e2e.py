@@ -24,7 +24,8 @@ from twisted.web.client import HTTPConnectionPool
 from nodex.crypto import keccak256
 from nodex.services.pool import FREE_SHARE, GLOBAL_BYTES
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 from tests.e2e.test_operating import NodexProcess
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent

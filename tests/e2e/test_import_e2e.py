@@ -24,12 +24,12 @@ REPOSITORY = Path(__file__).resolve().parent.parent.parent
 IMPORTING_NODE = """
 import json, sys
 from twisted.internet import reactor
-import nodex.tap as tap
+import nodex.node as node_composition
 from nodex.config import load_config
 from nodex.chain.aside import FILE
 from nodex.chain.chainfile import read_blocks
 config = load_config(None, {"datadir": sys.argv[1], "rpc": {"endpoint": "tcp:0:interface=127.0.0.1", "ws": "none"}})
-node = tap.compose(config, reactor)
+node = node_composition.compose(config, reactor)
 node.startService()
 with open(sys.argv[2], "rb") as source:
     blocks = [block for block, _ in read_blocks(source) if block.number > 0]

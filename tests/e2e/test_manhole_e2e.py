@@ -16,7 +16,8 @@ from twisted.internet.protocol import ProcessProtocol
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, TestCase
 
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 
 SSH = shutil.which("ssh")
 SSH_KEYGEN = shutil.which("ssh-keygen")

@@ -20,7 +20,8 @@ from twisted.web.client import HTTPConnectionPool
 from txjsonrpc_ng.jsonrpclib import VERSION_2, Fault
 from txjsonrpc_ng.web.jsonrpc import Proxy
 
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 

@@ -16,7 +16,8 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
 
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 
 ALICE = "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826"
 BOB = "0x7986b3df570230288501eea3d890bd66948c9b79"

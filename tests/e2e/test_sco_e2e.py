@@ -17,7 +17,8 @@ from twisted.web.client import HTTPConnectionPool
 from zope.interface import implementer
 
 from nodex.api.peers import IReputation, PeerEvent
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 
 NODE_ID = "ab" * 64
 

@@ -34,14 +34,14 @@ COW = "0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826"
 NODE_SCRIPT = """
 import json, sys
 from twisted.internet import reactor
-import nodex.tap as tap
+import nodex.node as node_composition
 from nodex.config import load_config
 layer = json.loads(sys.argv[2])
 layer["datadir"] = sys.argv[1]
 layer.setdefault("rpc", {})["endpoint"] = "tcp:0:interface=127.0.0.1"
 layer["rpc"].setdefault("ws", "none")
 config = load_config(None, layer)
-node = tap.compose(config, reactor)
+node = node_composition.compose(config, reactor)
 node.startService()
 node.getServiceNamed("rpc").when_listening().addCallback(
     lambda port: print("PORT", port.getHost().port, flush=True))

@@ -27,7 +27,8 @@ except ImportError:  # pragma: no cover - the test extra is missing
     Web3 = None
 
 from nodex.crypto import keccak256
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 from nodex.api.chain import ImportResult
 from tests.chain.chainmaker import import_one
 

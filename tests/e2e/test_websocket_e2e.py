@@ -28,7 +28,8 @@ try:
 except ImportError:  # pragma: no cover - the test extra is missing
     AsyncWeb3 = None
 
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 from tests.e2e.ethers import node_with_ethers
 from tests.e2e.test_web3_node import COW, COW1, TRANSFER_TOPIC, artifact
 from tests.rpc.wsclient import RawWebSocket, connect_raw

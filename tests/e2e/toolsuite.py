@@ -18,7 +18,8 @@ from typing import Any
 from twisted.internet.threads import deferToThread
 from twisted.trial.unittest import TestCase
 
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 
 CONTRACTS = Path(__file__).resolve().parent.parent / "data" / "contracts"
 

@@ -1,5 +1,5 @@
 """
-Real nodes in one process for the P2P tests: each from L{nodex.tap.compose}
+Real nodes in one process for the P2P tests: each from L{nodex.node.compose}
 with RocksDB under a temporary directory and its P2P server on 127.0.0.1
 port 0, plus helpers to grow a chain quickly and to wait for a condition.
 """
@@ -16,7 +16,8 @@ from nodex.p2p.network import PeerNetwork
 from nodex.primitives import Address
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import Transaction
-from nodex.tap import NodeService, Options, compose
+from nodex.node import NodeService, compose
+from nodex.tap import Options
 
 COINBASE = Address(b"\x42" * 20)
 

@@ -13,7 +13,7 @@ from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import Ping
 from nodex.rpc.admin import REMOTE_REFUSED
-from nodex.tap import NodeService
+from nodex.node import NodeService
 from tests.p2p.nodes import head_number, rpc, rpc_port
 from tests.p2p.test_hostile import HostilePeersTestCase
 

@@ -38,7 +38,7 @@ from nodex.p2p.protocol import SIDE_BLOCK_QUOTA, PeerProtocol
 from nodex.p2p.relay import MAX_UNUSED_ORPHANS
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction
-from nodex.tap import NodeService
+from nodex.node import NodeService
 from tests.p2p.nodes import event_counts, head_number, next_block, rpc
 from tests.p2p.test_hostile import HostilePeersTestCase, Raw, messages
 from tests.p2p.test_network import cow_transaction

@@ -24,7 +24,7 @@ from nodex.p2p.identity import NodeKey
 from nodex.p2p.messages import Disconnect, Hello, NewBlock, Ping, decode_message, encode_frame, encode_message
 from nodex.p2p.host import ChainStatus, PeerSettings
 from nodex.p2p.protocol import PeerProtocol
-from nodex.tap import NodeService
+from nodex.node import NodeService
 from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
 from tests.p2p.test_protocol import FakeHost
 from tests.p2p.wire import SecureRaw

@@ -23,7 +23,7 @@ from nodex.services.automine import RELAYED_GRACE_SECONDS
 from nodex.services.threads import WorkerThread
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
-from nodex.tap import NodeService
+from nodex.node import NodeService
 from tests.p2p.nodes import NodesTestCase, event_counts, head_number, rpc
 from tests.p2p.test_messages import sample_header
 from tests.p2p.wire import SecureRaw

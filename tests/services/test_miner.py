@@ -43,7 +43,8 @@ from nodex.services.miner import (
     parse_mining_mode,
 )
 from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
-from nodex.tap import NodeService, Options, makeService
+from nodex.node import NodeService
+from nodex.tap import Options, makeService
 from tests.chain.test_processing import COINBASE, KEYS, fee_market_transfer, sample_rules, sample_store, transfer
 from tests.chain.chainmaker import import_one
 

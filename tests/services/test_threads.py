@@ -111,7 +111,8 @@ class LowerWorkerPriorityTests(SynchronousTestCase):
         import io
         from dataclasses import replace
 
-        from nodex.tap import NodeService, Options
+        from nodex.node import NodeService
+        from nodex.tap import Options
 
         self.addCleanup(set_worker_niceness, WORKER_NICENESS)
         options = Options(stdout=io.StringIO())
