@@ -24,7 +24,7 @@ class Options(usage.Options):
 
     @ivar config: the effective configuration, once parsed.
     @ivar start_errors: how the node will report a start error (one of
-        L{START_ERRORS}): C{"stderr"} under twistd in the foreground,
+        L{nodex.node.START_ERRORS}): C{"stderr"} under twistd in the foreground,
         C{"raise"} in a daemon, C{"exit"} when parsed on its own.
     @ivar pid_path: the pid file the node holds while it runs (L{None}: none).
     @ivar node: the node made from these options (L{makeService}).

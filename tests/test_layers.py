@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "nodex": 7,
     "nodex.config": 7,
     "nodex.tap": 7,
+    "nodex.node": 7,
     "nodex.chaintool": 7,
     "nodex.cli": 7,
     "nodex.processfiles": 7,
