@@ -62,8 +62,8 @@ class FakeChain:
     def get_headers_by_number(self, numbers: list[int]) -> Deferred[list[Header | None]]:
         return succeed([self.headers[n] if n < len(self.headers) else None for n in numbers])
 
-    def get_blocks_by_hash(self, hashes: Any) -> Deferred[list[Block | None]]:
-        return succeed([Block(self.by_hash[h]) if h in self.by_hash else None for h in hashes])
+    def get_blocks_by_hash(self, block_hashes: Any) -> Deferred[list[Block | None]]:
+        return succeed([Block(self.by_hash[h]) if h in self.by_hash else None for h in block_hashes])
 
 
 class FakePeer:
