@@ -6,15 +6,11 @@ with treq and with txjsonrpc-ng's client, and C{twistd nodex} as a process.
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import treq
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
-from twisted.internet.protocol import ProcessProtocol
-from twisted.python.failure import Failure
 from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
 from txjsonrpc_ng.jsonrpclib import VERSION_2, Fault
@@ -22,8 +18,8 @@ from txjsonrpc_ng.web.jsonrpc import Proxy
 
 from nodex.node import NodeService
 from nodex.tap import Options, makeService
+from tests.e2e.processes import TWISTD, NodexProcess, spawn
 
-REPOSITORY = Path(__file__).resolve().parent.parent.parent
 
 
 class RunningNodeTests(TestCase):
@@ -137,69 +133,16 @@ class RunningNodeTests(TestCase):
         self.assertEqual(json.loads(content)["result"], "0x21")
 
 
-class _Collector(ProcessProtocol):
-    """
-    Collects a process's output; fires C{ended} with its exit code, and C{listening} with the
-    RPC port once the log names it.
-    """
-
-    def __init__(self) -> None:
-        """
-        Nothing received yet.
-        """
-        self.output = b""
-        self.ended: Deferred[int | None] = Deferred()
-        self.signal: int | None = None
-        self.listening: Deferred[int] = Deferred()
-
-    def outReceived(self, data: bytes) -> None:
-        """
-        Keep the output; look for the listening line.
-        """
-        self.output += data
-        marker = b"RPC server listening on 127.0.0.1:"
-        if not self.listening.called and marker in self.output:
-            rest = self.output.split(marker, 1)[1]
-            digits = rest[: len(rest) - len(rest.lstrip(b"0123456789"))]
-            if digits and rest[len(digits) :][:1] in (b"\n", b"\r", b" "):
-                self.listening.callback(int(digits))
-
-    errReceived = outReceived
-
-    def processEnded(self, reason: Failure) -> None:
-        """
-        Fire C{ended} with the exit code (L{None} when a signal ended it; see C{signal}).
-        """
-        if not self.listening.called:
-            self.listening.errback(Exception(self.output.decode(errors="replace")))
-        self.signal = getattr(reason.value, "signal", None)
-        self.ended.callback(reason.value.exitCode)
-
-
 class TwistdTests(TestCase):
     """
     C{twistd nodex} as an operator runs it.
     """
 
-    def spawn(self, *argv: str) -> _Collector:
+    def spawn(self, *argv: str) -> NodexProcess:
         """
         Run twistd with C{argv} from the repository root (where the plugin is found).
         """
-        collector = _Collector()
-        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-        command = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", *argv]
-        reactor.spawnProcess(collector, sys.executable, command, env=env, path=str(REPOSITORY))
-        self.addCleanup(self.reap, collector)
-        return collector
-
-    async def reap(self, collector: _Collector) -> None:
-        """
-        Kill the process if a failed test left it running, and wait for its end.
-        """
-        if not collector.ended.called:
-            collector.transport.signalProcess("KILL")  # type: ignore[attr-defined]
-            collector.listening.addErrback(lambda failure: None)
-            await collector.ended
+        return spawn(self, TWISTD, argv)
 
     async def test_runs_and_stops_on_sigterm(self) -> None:
         """

@@ -8,62 +8,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import treq
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
-from twisted.internet.protocol import Factory, ProcessProtocol
+from twisted.internet.protocol import Factory
 from twisted.internet.task import deferLater
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, TestCase
 from twisted.web.client import HTTPConnectionPool
 
-REPOSITORY = Path(__file__).resolve().parent.parent.parent
-
-
-class NodexProcess(ProcessProtocol):
-    """
-    A C{nodex} process: its standard output and error apart, its exit code,
-    and the RPC port once the log names it.
-    """
-
-    def __init__(self) -> None:
-        """
-        Nothing received yet.
-        """
-        self.stdout = b""
-        self.stderr = b""
-        self.ended: Deferred[int | None] = Deferred()
-        self.listening: Deferred[int] = Deferred()
-
-    def outReceived(self, data: bytes) -> None:
-        """
-        Keep the output; fire C{listening} with the RPC port once logged.
-        """
-        self.stdout += data
-        marker = b"RPC server listening on 127.0.0.1:"
-        if not self.listening.called and marker in self.stdout:
-            rest = self.stdout.split(marker, 1)[1]
-            digits = rest[: len(rest) - len(rest.lstrip(b"0123456789"))]
-            if digits and rest[len(digits) :][:1] in (b"\n", b"\r", b" "):
-                self.listening.callback(int(digits))
-
-    def errReceived(self, data: bytes) -> None:
-        """
-        Keep the error output.
-        """
-        self.stderr += data
-
-    def processEnded(self, reason: Failure) -> None:
-        """
-        Fire C{ended} with the exit code (L{None} when a signal ended it).
-        """
-        if not self.listening.called:
-            self.listening.errback(Exception((self.stdout + self.stderr).decode(errors="replace")))
-        self.ended.callback(reason.value.exitCode)
+from tests.e2e.processes import NODEX, TWISTD, NodexProcess, spawn
 
 
 def read_only_folder(case: TestCase) -> Path:
@@ -94,24 +49,10 @@ class NodexRunTests(TestCase):
         """
         Run C{nodex ARGV} (the console script's function) in a fresh folder.
         """
-        process = NodexProcess()
         folder = Path(self.mktemp())
         folder.mkdir()
         self.folder = folder
-        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-        command = [sys.executable, "-c", "from nodex.cli import console_main; console_main()", *argv]
-        reactor.spawnProcess(process, sys.executable, command, env=env, path=str(folder))
-        self.addCleanup(self.reap, process)
-        return process
-
-    async def reap(self, process: NodexProcess) -> None:
-        """
-        Kill the process if a failed test left it running, and wait for its end.
-        """
-        if not process.ended.called:
-            process.transport.signalProcess("KILL")  # type: ignore[attr-defined]
-            process.listening.addErrback(lambda failure: None)
-            await process.ended
+        return spawn(self, NODEX, argv, folder)
 
     async def test_runs_and_exits_zero_on_sigterm(self) -> None:
         """
@@ -224,14 +165,9 @@ class DaemonTests(TestCase):
         Run C{twistd ARGV} from a fresh folder; the process is twistd's
         parent, which ends once the daemon has started or failed.
         """
-        process = NodexProcess()
         folder = Path(self.mktemp())
         folder.mkdir()
-        env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-        command = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", *argv]
-        reactor.spawnProcess(process, sys.executable, command, env=env, path=str(folder))
-        process.listening.addErrback(lambda failure: None)
-        return process
+        return spawn(self, TWISTD, argv, folder, reap=False)
 
     async def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
         """
