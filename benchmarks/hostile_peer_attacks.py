@@ -476,9 +476,9 @@ from twisted.internet import reactor
 from twisted.internet.defer import ensureDeferred
 from nodex.config import load_config
 from nodex.tap import compose
-from nodex.chain.builder import seal_block
-from nodex.chain.making import BlockTime, TransactionsBlock
-from nodex.chain.pow import solve
+from nodex.chain.building.builder import seal_block
+from nodex.chain.building.making import BlockTime, TransactionsBlock
+from nodex.chain.seal.pow import solve
 from nodex.primitives import Address
 
 datadir, count, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]

@@ -2,7 +2,7 @@
 Mining speed (issue 16), two figures:
 
 1. Hashes per second of the built-in CPU miner's batch
-   (L{nodex.chain.pow.search}: double SHA-256 of the canonical template's
+   (L{nodex.chain.seal.pow.search}: double SHA-256 of the canonical template's
    80-byte header, one core), against the ceiling of a plain C{hashlib} loop
    that double-hashes an 80-byte header per nonce.  Target: within 1.5x.
 2. The time from C{mnr_submitBitcoinBlock} to the new head over JSON-RPC:
@@ -33,7 +33,7 @@ from typing import Any
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY))
 
-from nodex.chain.pow import search  # noqa: E402
+from nodex.chain.seal.pow import search  # noqa: E402
 from nodex.crypto import keccak256  # noqa: E402
 from tests.chain import bitcoin_blocks as bb  # noqa: E402
 from tests.e2e.test_state_e2e import NODE_SCRIPT  # noqa: E402

@@ -56,7 +56,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import ensureDeferred
 from nodex.config import load_config
 from nodex.tap import compose
-from nodex.chain.making import BlockTime, TransactionsBlock
+from nodex.chain.building.making import BlockTime, TransactionsBlock
 from nodex.crypto import keccak256
 from nodex.primitives import Address
 from nodex.structures.transactions import LegacyTransaction, sign_transaction

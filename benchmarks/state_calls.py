@@ -235,7 +235,7 @@ def build_log_chain(path: str, blocks: int, holder: bytes, matches: set[int]) ->
     their worst lag: the newest C{INDEX_LAG - 1} blocks are left to be read
     bloom by bloom.
     """
-    from nodex.chain.logindex import INDEX_LAG, LogIndexer, index_block
+    from nodex.chain.logs.index import INDEX_LAG, LogIndexer, index_block
     from nodex.db.rocks import RocksStore
     from nodex.db.schema import write_body_rlp, write_canonical_hash, write_header_rlp, write_receipts_rlp
     from nodex.primitives import Address, Hash32
@@ -305,11 +305,11 @@ def time_get_logs(dispatcher: Any, query: dict[str, Any], runs: int = 20) -> tup
 def time_empty_cache_search(store: Any, query: dict[str, Any]) -> float:
     """
     Milliseconds of the search of C{query} (bounds and topics as the RPC
-    has them) through L{nodex.chain.logsearch.search_logs} with a new,
+    has them) through L{nodex.chain.logs.search.search_logs} with a new,
     empty cache of walked blocks: what a search of blocks that no earlier
     search or start-up walk touched costs, without the RPC around it.
     """
-    from nodex.chain.logsearch import BlockLogCache, LogFilter, search_logs
+    from nodex.chain.logs.search import BlockLogCache, LogFilter, search_logs
     from nodex.primitives import Hash32
 
     topics = tuple(None if topic is None else (Hash32(bytes.fromhex(topic[2:])),) for topic in query["topics"])

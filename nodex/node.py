@@ -100,7 +100,7 @@ from nodex.services.slices import SliceRunner
 from nodex.services.state import StateService
 from nodex.services.store import StoreService
 from nodex.services.subscriptions import SubscriptionService
-from nodex.services.templates import ChainReads
+from nodex.chain.building.templates import ChainReads
 from nodex.services.threads import ChainThreads, SerialThread, set_worker_niceness, worker_pool
 from nodex.services.tracing import TracingService
 from nodex.services.work import WorkService

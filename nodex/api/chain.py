@@ -14,7 +14,7 @@ from zope.interface import Attribute, Interface
 from nodex.chain.aside import BlockSource, SourceKind, from_peer
 from nodex.chain.bridge import BridgeState
 from nodex.chain.importer import ChainEvent, ChainHead, Imported, ImportOutcome, ImportResult, Unused
-from nodex.chain.making import BlockRequest, LoneAdmission
+from nodex.chain.building.making import BlockRequest, LoneAdmission
 from nodex.primitives import Address, Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -207,7 +207,7 @@ class IChainWriter(Interface):
         Build the unsealed block C{request} asks for on the tip without
         storing it (the first half of a block sealed elsewhere).
 
-        @return: a Deferred firing with the built block (or the L{nodex.chain.making.Declined}
+        @return: a Deferred firing with the built block (or the L{nodex.chain.building.making.Declined}
             answer) and the state it was built on.
         """
 

@@ -105,7 +105,7 @@ class IDevChain(Interface):
 
     def dump_state() -> "Deferred[dict[str, Any]]":
         """
-        A snapshot of every account of the head's state (C{nodex.chain.devstate}).
+        A snapshot of every account of the head's state (C{nodex.chain.dev.state}).
         """
 
     def load_state(snapshot: Any) -> "Deferred[Block]":

@@ -9,7 +9,7 @@ reach the edges, re-exported here so that the edges find every one in one place
 from nodex.chain.bridge import BridgeStateError
 from nodex.chain.calls import CallError, CallTimeoutError, ExecutionRevertedError, InsufficientFundsError
 from nodex.chain.errors import InvalidTransactionRejectedError, TransactionRejectedError
-from nodex.chain.logsearch import FilterNotFoundError, LogLimitError, LogQueryError
+from nodex.chain.logs.search import FilterNotFoundError, LogLimitError, LogQueryError
 from nodex.chain.tracing.limits import TraceError, TraceLimitError, TraceQueryError
 from nodex.errors import NodexError
 from nodex.reputation.errors import InvalidBanError

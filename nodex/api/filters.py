@@ -7,7 +7,7 @@ from collections.abc import Hashable
 from twisted.internet.defer import Deferred
 from zope.interface import Interface
 
-from nodex.chain.logsearch import LogEntry, LogFilter
+from nodex.chain.logs.search import LogEntry, LogFilter
 from nodex.primitives import Hash32
 
 __all__ = [

@@ -10,7 +10,7 @@ from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
 from nodex.chain.importer import ImportResult
-from nodex.chain.making import LoneAdmission
+from nodex.chain.building.making import LoneAdmission
 from nodex.primitives import Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header

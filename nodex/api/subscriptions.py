@@ -8,7 +8,7 @@ from typing import Any
 
 from zope.interface import Interface
 
-from nodex.chain.logsearch import LogFilter
+from nodex.chain.logs.search import LogFilter
 from nodex.structures.blocks import Block
 
 __all__ = [

@@ -6,7 +6,7 @@ must satisfy to wait for a block, with the reference node's refusals
 One set of rules, used in two places: by the pool, for every transaction
 it is offered, and by the block maker, for a transaction that an
 automining node includes in a block of its own before it ever enters the
-pool (L{nodex.chain.making.TransactionsBlock.admit}).  The rules come in
+pool (L{nodex.chain.building.making.TransactionsBlock.admit}).  The rules come in
 two parts:
 
   - L{check_transaction}: what the transaction must satisfy whatever the

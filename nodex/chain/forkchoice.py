@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from nodex.chain.errors import ChainError
 from nodex.db.kv import WriteBatch
-from nodex.chain.logindex import index_block, unindex_block
+from nodex.chain.logs.index import index_block, unindex_block
 from nodex.db.schema import (
     delete_canonical_hash,
     delete_tx_lookup,

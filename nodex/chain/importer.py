@@ -8,7 +8,7 @@ L{BlockImporter} is plain synchronous Python over a key-value store.  Blocks
 from outside (L{BlockImporter.import_blocks}) are validated — header, seal,
 uncles, transactions, roots — and executed on their parent's state; the
 blocks this node makes (L{BlockImporter.make}, from a request of
-L{nodex.chain.making}) are built on the tip; either way a block ends in one
+L{nodex.chain.building.making}) are built on the tip; either way a block ends in one
 write routine (L{BlockImporter._commit}): one atomic batch of the store
 that holds the block, its receipts, state and code, and, when fork choice
 adopts it, the canonical index, the transaction lookup and the log index.
@@ -28,11 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from nodex.chain.aside import FUTURE_BOUNDS, LOCAL, ORPHAN_BOUNDS, BlockSource, Bounds, Held, HeldBlocks
-from nodex.chain.builder import BuiltBlock, seal_block
-from nodex.chain.devblocks import SealSearchError, empty_blocks
+from nodex.chain.building.builder import BuiltBlock, seal_block
+from nodex.chain.dev.blocks import SealSearchError, empty_blocks
 from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.forkchoice import find_reorganisation, is_heavier, write_canonical_changes
-from nodex.chain.making import BlockRequest, Declined, EmptyRun, SnapshotBlock, build_requested
+from nodex.chain.building.making import BlockRequest, Declined, EmptyRun, SnapshotBlock, build_requested
 from nodex.chain.outcomes import (
     HOLD_SECONDS,
     ChainEvent,
@@ -43,7 +43,7 @@ from nodex.chain.outcomes import (
     Unused,
     outcomes,
 )
-from nodex.chain.pow import solve
+from nodex.chain.seal.pow import solve
 from nodex.chain.processing import (
     BlockOutcome,
     apply_block,
@@ -322,7 +322,7 @@ class BlockImporter(ChainTip):
         @return: the step; its C{built} holds the builder's account of the
             block (the candidates it left out), or the L{Declined} answer
             when no block was made.
-        @raise nodex.chain.making.NotDueError: the block cannot be stamped
+        @raise nodex.chain.building.making.NotDueError: the block cannot be stamped
             yet (the network's drift limit).
         @raise SealSearchError: no seal within C{max_nonces}.
         @raise TransactionRejectedError: a lone candidate breaks an admission rule.

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from nodex.chain.aside import LOCAL, BlockSource
-from nodex.chain.builder import BuiltBlock
-from nodex.chain.making import Declined
+from nodex.chain.building.builder import BuiltBlock
+from nodex.chain.building.making import Declined
 from nodex.primitives import Hash32
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header

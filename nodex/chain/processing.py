@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from nodex.chain.difficulty import next_difficulty
 from nodex.chain.errors import FutureBlockError, InvalidBlockError, InvalidSealError
 from nodex.chain.execution import apply_transaction
-from nodex.chain.pow import Seal, check_seal
+from nodex.chain.seal.pow import Seal, check_seal
 from nodex.chain.rules import (
     DEFAULT_FORK_SCHEDULE,
     MAX_EXTRA_DATA_SIZE,

@@ -8,7 +8,7 @@ Plain synchronous Python over a key-value store, touched by one thread.
 from collections.abc import Callable
 
 from nodex.chain.errors import ChainError
-from nodex.chain.logindex import INDEX_LAG, LogIndexer, indexed_through
+from nodex.chain.logs.index import INDEX_LAG, LogIndexer, indexed_through
 from nodex.chain.outcomes import ChainHead
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules

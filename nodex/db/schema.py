@@ -19,7 +19,7 @@ SCHEMA_VERSION = 2
 """
 The layout version this code reads and writes; bump it when a layout changes.
 Version 2 replaced the log index's bit keys with bloom bitmaps
-(L{nodex.chain.logindex}); a version 1 store is migrated when it opens.
+(L{nodex.chain.logs.index}); a version 1 store is migrated when it opens.
 """
 
 HEADERS = "headers"
@@ -356,7 +356,7 @@ def _drop_bit_index(store: KeyValueStore, keys_per_batch: int = 100_000) -> None
     Migrate a version 1 store to version 2: delete the log index's bit keys
     and section marks (first bytes C{0xff} and C{0xfe}); the chain builds
     the bloom bitmaps that replace them from the blooms when it starts
-    (L{nodex.chain.logindex.LogIndexer}).
+    (L{nodex.chain.logs.index.LogIndexer}).
     """
     for mark in (b"\xfe", b"\xff"):
         while True:

@@ -18,7 +18,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.chain.making import LoneAdmission
+from nodex.chain.building.making import LoneAdmission
 from nodex.api.mining import IAutoMining, IMiner
 from nodex.api.pool import ITransactionPool
 from nodex.primitives import Hash32

@@ -14,7 +14,7 @@ until it is due.  Regtest has no limit: its developer moves its clock at will.
 
 from twisted.internet.interfaces import IReactorTime
 
-from nodex.chain.making import BlockTime, NotDueError
+from nodex.chain.building.making import BlockTime, NotDueError
 from nodex.chain.rules import ChainRules
 from nodex.primitives import UINT64_CEILING
 from nodex.api.errors import DevChainInputError

@@ -26,7 +26,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from nodex.chain.aside import BlockSource, SourceKind
-from nodex.chain.builder import BuiltBlock
+from nodex.chain.building.builder import BuiltBlock
 from nodex.chain.importer import (
     BlockImporter,
     ChainNotInitializedError,
@@ -36,8 +36,8 @@ from nodex.chain.importer import (
     outcomes,
     read_head,
 )
-from nodex.chain.logindex import stale_sections
-from nodex.chain.making import BlockRequest, Declined
+from nodex.chain.logs.index import stale_sections
+from nodex.chain.building.making import BlockRequest, Declined
 from nodex.chain.processing import BlockOutcome
 from nodex.chain.rules import ChainRules
 from nodex.db.errors import StoreError
@@ -375,8 +375,8 @@ class ChainService(ChainReader, Service):
             is idle it is made at once on the calling thread.
         @return: a Deferred firing with the published step (its C{block}
             L{None} when the request made none: see its C{built}), or failing
-            with L{nodex.chain.making.NotDueError} (not yet: the drift
-            limit), L{nodex.chain.devblocks.SealSearchError},
+            with L{nodex.chain.building.making.NotDueError} (not yet: the drift
+            limit), L{nodex.chain.dev.blocks.SealSearchError},
             L{TransactionRejectedError} (a lone candidate's admission) or
             L{InvalidBlockError}.
         """

@@ -2,7 +2,7 @@
 The built-in CPU miner (L5) for networks with real difficulty.
 
 It takes work from the L{WorkService} like any external miner, searches the
-canonical template's nonces (L{nodex.chain.pow.search}) on a thread of its
+canonical template's nonces (L{nodex.chain.seal.pow.search}) on a thread of its
 own in batches of L{BATCH_NONCES}, and hands a seal it finds back to the
 work service, which imports the block.  A batch stops early when the head
 moves (the work is stale) or the service stops; between batches the reactor
@@ -20,7 +20,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
-from nodex.chain.pow import search
+from nodex.chain.seal.pow import search
 from nodex.api.chain import IChainService
 from nodex.services.threads import RunInThread
 from nodex.services.work import WorkService, random_nonce_start

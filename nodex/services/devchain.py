@@ -2,15 +2,15 @@
 The dev-chain controls of regtest and devnet (L5): what the Hardhat and
 Anvil methods (C{hardhat_*}, C{anvil_*}, C{evm_set*}) do to the node.
 
-Every state change is a new block (L{nodex.chain.devblocks}): the head's
+Every state change is a new block (L{nodex.chain.dev.blocks}): the head's
 state with the change, asked of the chain's writer as a request
-(L{nodex.chain.making.EditsBlock}, L{nodex.chain.making.SnapshotBlock}) and
+(L{nodex.chain.building.making.EditsBlock}, L{nodex.chain.building.making.SnapshotBlock}) and
 made by the importer like any block of this node, so that each RPC answer
 stays consistent with a block's state root.  Such a block is stamped with
 the clock (at least its parent's time plus one) and leaves an
 C{evm_increaseTime} offset or an C{evm_setNextBlockTimestamp} time to the
 next mined block.  C{hardhat_mine} asks for its whole run of empty blocks
-in one writer job (L{nodex.chain.making.EmptyRun}).
+in one writer job (L{nodex.chain.building.making.EmptyRun}).
 """
 
 from dataclasses import replace
@@ -20,9 +20,9 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.chain.devblocks import SetBalance, SetCode, SetNonce, SetStorage, StateEdit
-from nodex.chain.devstate import SnapshotError, dump_state
-from nodex.chain.making import EditsBlock, EmptyRun, SnapshotBlock
+from nodex.chain.dev.blocks import SetBalance, SetCode, SetNonce, SetStorage, StateEdit
+from nodex.chain.dev.state import SnapshotError, dump_state
+from nodex.chain.building.making import EditsBlock, EmptyRun, SnapshotBlock
 from nodex.chain.rules import MIN_GAS_LIMIT
 from nodex.api.chain import IChainService, IChainWriter
 from nodex.api.devchain import IDevChain, IImpersonation
@@ -313,7 +313,7 @@ class DevChain:
 
     def dump_state(self) -> "Deferred[dict[str, Any]]":
         """
-        Every account of the head's state (the format of L{nodex.chain.devstate}).
+        Every account of the head's state (the format of L{nodex.chain.dev.state}).
         """
         header = self._chain.head.header
         chain_id = self._chain.chain_id

@@ -11,7 +11,7 @@ again with C{removed} set, until the next poll takes them; nothing is lost
 between polls.  Searches over stored blocks run in the reader pool.
 
 What keeps many filters cheap (issue 26): a block's logs are matched once
-against an index of all the log filters (L{nodex.chain.logmatch}), each
+against an index of all the log filters (L{nodex.chain.logs.match}), each
 log's entry is built once and shared, and the delivery runs in slices of
 the reactor's time (L{nodex.services.slices}); the block and pending hashes
 go to one feed per kind that every hash filter reads from its own position.
@@ -32,7 +32,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from nodex.chain.logsearch import (
+from nodex.chain.logs.search import (
     BlockLogCache,
     BlockRangeTooLargeError,
     FilterNotFoundError,
@@ -44,7 +44,7 @@ from nodex.chain.logsearch import (
     stored_block_log_entries,
     warm_block_log_cache,
 )
-from nodex.chain.logmatch import LogFilterIndex
+from nodex.chain.logs.match import LogFilterIndex
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_header_rlp
 from nodex.api.chain import ChainEvent, IChainService
@@ -297,7 +297,7 @@ class FilterService(Service):
         @param to_block: a number, or L{None} for the head.
         @return: a Deferred firing with the entries in chain order, or
             failing with L{LogQueryError}, L{BlockRangeTooLargeError} or
-            L{nodex.chain.logsearch.TooManyLogsError}.
+            L{nodex.chain.logs.search.TooManyLogsError}.
         """
         try:
             first, last = self._bounds(from_block, to_block)

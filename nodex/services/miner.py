@@ -4,7 +4,7 @@ transactions, sealed with the built-in merged-mining solver
 (C{docs/chain-service.md}, DESIGN §2).
 
 The path is one way, top to bottom: the miner reads the pool and makes a
-request (L{nodex.chain.making.TransactionsBlock}: the candidates, the
+request (L{nodex.chain.building.making.TransactionsBlock}: the candidates, the
 coinbase, the time, the uncle candidates); the writer
 (L{nodex.api.chain.IChainWriter}) has the importer build it on the tip,
 seal it and store it; nothing below calls back up.
@@ -33,12 +33,12 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from nodex.chain.builder import BuiltBlock, SkippedTransaction, seal_block
-from nodex.chain.devblocks import SealSearchError
+from nodex.chain.building.builder import BuiltBlock, SkippedTransaction, seal_block
+from nodex.chain.dev.blocks import SealSearchError
 from nodex.chain.errors import InvalidBlockError
 from nodex.chain.importer import MAX_NONCES
-from nodex.chain.making import LoneAdmission, NotDueError, TransactionsBlock
-from nodex.chain.pow import Seal, solve
+from nodex.chain.building.making import LoneAdmission, NotDueError, TransactionsBlock
+from nodex.chain.seal.pow import Seal, solve
 from nodex.chain.processing import effective_gas_price
 from nodex.api.chain import IChainWriter, ImportResult
 from nodex.api.mining import IMiner

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from twisted.internet.defer import Deferred, succeed
 from zope.interface import implementer
 
-from nodex.chain.builder import BuiltBlock
-from nodex.chain.devblocks import empty_header_fields
+from nodex.chain.building.builder import BuiltBlock
+from nodex.chain.dev.blocks import empty_header_fields
 from nodex.chain.uncles import still_useful
 from nodex.api.chain import IChainWriter
 from nodex.api.mining import IMiner, IPendingBlock
@@ -33,7 +33,7 @@ from nodex.api.pool import ITransactionPool
 from nodex.services.blocktime import BlockClock
 from nodex.services.miner import order_candidates
 from nodex.services.sideblocks import SideBlocks
-from nodex.services.templates import ChainReads
+from nodex.chain.building.templates import ChainReads
 from nodex.services.threads import RunInThread
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header

@@ -33,7 +33,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from nodex.chain.admission import ACCOUNT_SLOTS, PRICE_BUMP_PERCENT, AdmissionRules, check_admission, check_transaction
-from nodex.chain.making import LoneAdmission
+from nodex.chain.building.making import LoneAdmission
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import METADATA, trie_node_reader
 from nodex.api.chain import ChainEvent, IChainService

@@ -20,7 +20,7 @@ C{logs} subscriptions that select it), one after the other, so that the
 edge can encode it once.
 
 Many subscriptions stay cheap (issue 26): the C{logs} subscriptions are
-matched through one index (L{nodex.chain.logmatch}), each block's logs
+matched through one index (L{nodex.chain.logs.match}), each block's logs
 once; and every delivery runs in slices of the reactor's time
 (L{nodex.services.slices}), in the order of the changes, so that a block of
 a thousand logs for thousands of subscriptions does not hold the reactor
@@ -37,8 +37,8 @@ from twisted.internet.task import Clock
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from nodex.chain.logmatch import LogFilterIndex
-from nodex.chain.logsearch import LogFilter
+from nodex.chain.logs.match import LogFilterIndex
+from nodex.chain.logs.search import LogFilter
 from nodex.chain.processing import cumulative_difficulty
 from nodex.api.chain import ChainEvent, IChainService
 from nodex.api.errors import SubscriptionLimitError

@@ -3,7 +3,7 @@ The work service (L5): block templates for miners outside the writer, and
 their sealed blocks back into the chain (DESIGN §2, reference §3.5).
 
 A template is an unsealed block built on the head by the same builder the
-built-in miner uses (L{nodex.chain.builder.build_block}), on a reader
+built-in miner uses (L{nodex.chain.building.builder.build_block}), on a reader
 thread against the head's state root, with the pool's pending transactions
 and the uncles the node knows from side chains.  Its hashForMergedMining is
 the work: merged miners get it from C{mnr_getWork}, Ethereum-style miners
@@ -36,16 +36,16 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from nodex.chain.aside import SUBMITTED
-from nodex.chain.builder import seal_block
+from nodex.chain.building.builder import seal_block
 from nodex.chain.errors import InvalidSealError
-from nodex.chain.mergedmining import (
+from nodex.chain.seal.mergedmining import (
     SubmissionError,
     committed_hash,
     seal_from_block,
     seal_from_branch,
     seal_from_transaction_ids,
 )
-from nodex.chain.pow import Seal, check_seal, seal_target, template_seal
+from nodex.chain.seal.pow import Seal, check_seal, seal_target, template_seal
 from nodex.chain.rules import ChainRules
 from nodex.chain.uncles import still_useful
 from nodex.db.kv import KeyValueStore
@@ -57,7 +57,7 @@ from nodex.services.blocktime import BlockClock
 from nodex.api.errors import WorkSubmissionError
 from nodex.services.miner import order_candidates
 from nodex.services.sideblocks import SideBlocks
-from nodex.services.templates import HASHRATE_SECONDS, ChainReads
+from nodex.chain.building.templates import HASHRATE_SECONDS, ChainReads
 from nodex.services.threads import RunInThread
 from nodex.structures.blocks import Block
 from nodex.structures.transactions import Transaction

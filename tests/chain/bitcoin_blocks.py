@@ -8,8 +8,8 @@ encoding and hashing helpers, which have their own tests.
 import hashlib
 import os
 
-from nodex.chain.bitcoin import encode_varint
-from nodex.chain.pow import MERGED_MINING_TAG
+from nodex.chain.seal.bitcoin import encode_varint
+from nodex.chain.seal.pow import MERGED_MINING_TAG
 
 
 def double_sha256(data: bytes) -> bytes:
@@ -75,7 +75,7 @@ def transaction(seed: int) -> bytes:
 def merkle_root(ids: list[bytes]) -> bytes:
     """
     Bitcoin's merkle root of transaction ids (internal order), written
-    independently of L{nodex.chain.bitcoin.merkle_root}.
+    independently of L{nodex.chain.seal.bitcoin.merkle_root}.
     """
     level = ids
     while len(level) > 1:

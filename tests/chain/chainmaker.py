@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from nodex.chain.aside import FILE
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain
 from nodex.chain.importer import BlockImporter, ImportResult
-from nodex.chain.making import BlockTime, TransactionsBlock
+from nodex.chain.building.making import BlockTime, TransactionsBlock
 from nodex.chain.networks import chain_rules
 from nodex.config import load_config
 from nodex.crypto import private_key_to_address

@@ -12,11 +12,11 @@ from dataclasses import replace
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.builder import BuiltBlock, build_block, seal_block
+from nodex.chain.building.builder import BuiltBlock, build_block, seal_block
 from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.errors import InvalidBlockError, InvalidSealError
 from nodex.chain.genesis import GenesisAllocation, GenesisSpec, initialize_chain
-from nodex.chain.pow import solve
+from nodex.chain.seal.pow import solve
 from nodex.chain.processing import (
     Ancestor,
     apply_block,

@@ -7,7 +7,7 @@ use them, built and sealed by the block builder.
 from collections.abc import Sequence
 from dataclasses import replace
 
-from nodex.chain.builder import BuiltBlock
+from nodex.chain.building.builder import BuiltBlock
 from nodex.chain.genesis import GenesisAllocation, initialize_chain
 from nodex.chain.tracing.limits import TraceBudget, TraceConfig, TraceLimits
 from nodex.chain.tracing.replay import TracedTransaction, make_tracer, trace_block

@@ -11,7 +11,7 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 from twisted.trial.unittest import TestCase
 
-from nodex.chain.making import BlockTime, TransactionsBlock
+from nodex.chain.building.making import BlockTime, TransactionsBlock
 from nodex.p2p.network import PeerNetwork
 from nodex.primitives import Address
 from nodex.structures.blocks import Block

@@ -20,8 +20,8 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import connectProtocol
 from twisted.internet.task import deferLater
 
-from nodex.chain.builder import seal_block
-from nodex.chain.pow import solve
+from nodex.chain.building.builder import seal_block
+from nodex.chain.seal.pow import solve
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.host import ChainStatus, PeerSettings
 from nodex.p2p.messages import (

@@ -15,7 +15,7 @@ from nodex.rpc.filter_methods import FilterMethods
 from nodex.rpc.registry import MODULES, MethodRegistry, ModuleSettings
 from nodex.services.filters import FILTER_EXPIRY, FilterService
 from nodex.structures.logs import Log
-from tests.chain.test_logsearch import make_block, store_block
+from tests.chain.logs.test_search import make_block, store_block
 from tests.rpc.test_state_methods import DispatchFixture, FakeChain, hexed
 
 A = Hash32(b"\xa1" * 32)

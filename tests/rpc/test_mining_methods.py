@@ -10,7 +10,7 @@ from typing import Any
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.pow import search
+from nodex.chain.seal.pow import search
 from nodex.config import MODULES
 from nodex.api.chain import ImportResult
 from nodex.rpc.dispatch import Dispatcher

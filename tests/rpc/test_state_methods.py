@@ -384,7 +384,7 @@ class FeeHistoryTests(DispatchFixture, SynchronousTestCase):
         Gas-used ratios come from the headers, rewards from the prices paid.
         """
         from nodex.structures.transactions import LegacyTransaction
-        from tests.chain.test_logsearch import make_block
+        from tests.chain.logs.test_search import make_block
 
         blocks, receipts = [], []
         for number in range(3):

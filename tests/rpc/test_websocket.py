@@ -27,7 +27,7 @@ from nodex.rpc.server import HTTPPolicy
 from nodex.rpc.subscription_methods import NEW_HEAD_MEMBERS, SubscriptionMethods, notification
 from nodex.rpc.websocket import RPCWebSocketFactory, RPCWebSocketProtocol, WebSocketSettings, text_frame
 from nodex.services.subscriptions import SubscriptionService
-from tests.chain.test_logsearch import make_block
+from tests.chain.logs.test_search import make_block
 from tests.rpc.wsclient import BINARY, PING, TEXT, RawWebSocket, connect_raw, frame
 from tests.services.test_filters import FakeChain, FakePool, topic_logs
 

@@ -13,9 +13,9 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
 from nodex.chain.aside import FILE, Bounds, from_peer
-from nodex.chain.builder import BuiltBlock
+from nodex.chain.building.builder import BuiltBlock
 from nodex.chain.importer import Unused
-from nodex.chain.making import BlockTime, Declined, NotDueError, TransactionsBlock
+from nodex.chain.building.making import BlockTime, Declined, NotDueError, TransactionsBlock
 from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.genesis import GenesisAllocation, initialize_chain
 from nodex.db.kv import KeyValueStore
@@ -33,7 +33,7 @@ from nodex.primitives import Address, Hash32
 import nodex.chain.tip as tip_module
 from nodex.chain.importer import BlockImporter
 import nodex.services.chain as chain_module
-from nodex.chain.logindex import LogIndexer, indexed_through, stale_sections
+from nodex.chain.logs.index import LogIndexer, indexed_through, stale_sections
 from nodex.services.chain import (
     BAD_BLOCKS_KEPT,
     RECENT_BLOCKS,

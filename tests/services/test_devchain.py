@@ -1,6 +1,6 @@
 """
-Tests for L{nodex.services.devchain}, L{nodex.chain.devblocks},
-L{nodex.chain.devstate} and the importer's runs of empty blocks, on a
+Tests for L{nodex.services.devchain}, L{nodex.chain.dev.blocks},
+L{nodex.chain.dev.state} and the importer's runs of empty blocks, on a
 memory store with the chain service run synchronously.
 """
 
@@ -11,9 +11,9 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from nodex.chain.aside import FILE
-from nodex.chain.devblocks import empty_blocks
-from nodex.chain.making import BlockTime, EmptyRun, NotDueError
-from nodex.chain.devstate import SNAPSHOT_FORMAT, SnapshotError, dump_state, load_state
+from nodex.chain.dev.blocks import empty_blocks
+from nodex.chain.building.making import BlockTime, EmptyRun, NotDueError
+from nodex.chain.dev.state import SNAPSHOT_FORMAT, SnapshotError, dump_state, load_state
 from nodex.chain.importer import BlockImporter
 from nodex.db.schema import trie_node_reader
 from nodex.api.devchain import IDevChain

@@ -11,7 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from nodex.chain.genesis import GenesisAllocation, initialize_chain
-from nodex.chain.logsearch import (
+from nodex.chain.logs.search import (
     BlockRangeTooLargeError,
     FilterNotFoundError,
     LogFilter,
@@ -33,7 +33,7 @@ from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt
 from nodex.structures.transactions import LegacyTransaction, sign_transaction
 from tests.chain.test_calls import runtime, selector, word
-from tests.chain.test_logsearch import make_block, store_block
+from tests.chain.logs.test_search import make_block, store_block
 from tests.chain.test_processing import KEYS, build_on, sample_genesis, sample_rules
 from nodex.api.chain import ImportResult
 from tests.chain.chainmaker import import_one

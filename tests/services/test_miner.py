@@ -26,7 +26,7 @@ from nodex.api.pool import ITransactionPool
 from nodex.primitives import Hash32
 from nodex.chain.admission import AdmissionRules
 from nodex.chain.errors import TransactionRejectedError
-from nodex.chain.making import LoneAdmission
+from nodex.chain.building.making import LoneAdmission
 from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
 from nodex.api.errors import DevChainInputError

@@ -8,7 +8,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from nodex.chain.logsearch import LogEntry, LogFilter
+from nodex.chain.logs.search import LogEntry, LogFilter
 from nodex.api.chain import ChainEvent, ImportResult
 from nodex.api.errors import SubscriptionLimitError
 from nodex.api.peers import SyncStatus
@@ -24,7 +24,7 @@ from nodex.services.subscriptions import (
 from nodex.structures.blocks import Block
 from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt
-from tests.chain.test_logsearch import make_block
+from tests.chain.logs.test_search import make_block
 from tests.chain.test_processing import build_on, sample_rules, sample_store, transfer
 from tests.chain.chainmaker import import_one
 from tests.services.test_filters import EMITTER, OTHER, TOPIC, FakeChain, FakePool, SteppingClock, topic_logs

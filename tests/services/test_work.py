@@ -13,7 +13,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from nodex.chain.pow import search
+from nodex.chain.seal.pow import search
 from nodex.chain.rules import MAX_UNCLE_DEPTH, MAX_UNCLES
 from nodex.api.chain import ImportResult
 from nodex.api.errors import WorkSubmissionError

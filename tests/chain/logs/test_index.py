@@ -1,13 +1,13 @@
 """
-Tests for L{nodex.chain.logindex}.
+Tests for L{nodex.chain.logs.index}.
 """
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain import logindex as module
-from nodex.chain.logindex import (
+from nodex.chain.logs import index as module
+from nodex.chain.logs.index import (
     BITMAP_MARK,
     SECTION_SIZE,
     LogIndexer,

@@ -1,14 +1,14 @@
 """
-Tests for L{nodex.chain.mergedmining}, L{nodex.chain.uncles}, L{nodex.chain.pow.search}
+Tests for L{nodex.chain.seal.mergedmining}, L{nodex.chain.uncles}, L{nodex.chain.seal.pow.search}
 and the difficulty vectors of reference §13.1, on Bitcoin blocks built by the tests.
 """
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain import sha256state
+from nodex.chain.seal import sha256state
 from nodex.chain.difficulty import DEVNET_RULES, MAIN_RULES, REGTEST_RULES, next_difficulty
 from nodex.chain.errors import InvalidSealError
-from nodex.chain.mergedmining import (
+from nodex.chain.seal.mergedmining import (
     MAX_COINBASE_SIZE,
     SubmissionError,
     committed_hash,
@@ -16,8 +16,8 @@ from nodex.chain.mergedmining import (
     seal_from_branch,
     seal_from_transaction_ids,
 )
-from nodex.chain.partialmerkle import tree_height
-from nodex.chain.pow import MERGED_MINING_TAG, check_seal, search, seal_target, solve
+from nodex.chain.seal.partialmerkle import tree_height
+from nodex.chain.seal.pow import MERGED_MINING_TAG, check_seal, search, seal_target, solve
 from nodex.chain.processing import Ancestor
 from nodex.chain.uncles import select_uncles, still_useful
 from nodex.crypto import keccak256

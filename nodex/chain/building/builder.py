@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from nodex.chain.difficulty import next_difficulty
 from nodex.chain.errors import InvalidBlockError
-from nodex.chain.pow import Seal
+from nodex.chain.seal.pow import Seal
 from nodex.chain.processing import (
     BlockHashes,
     BlockOutcome,

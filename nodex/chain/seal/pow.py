@@ -20,8 +20,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from nodex.chain import sha256state
-from nodex.chain.bitcoin import HEADER_SIZE, encode_varint, header_merkle_root, txid
+from nodex.chain.seal import sha256state
+from nodex.chain.seal.bitcoin import HEADER_SIZE, encode_varint, header_merkle_root, txid
 from nodex.chain.errors import InvalidSealError
 from nodex.crypto import double_sha256, sha256
 

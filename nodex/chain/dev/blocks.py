@@ -8,7 +8,7 @@ consistent with a block's state root instead, so each such change is
 written as a new block whose state root holds it (C{docs/compatibility.md}).
 Such a block carries no transaction that explains its state: another node
 re-executing it refuses it.  That is the price of a dev chain whose every
-RPC answer comes from a block; L{nodex.chain.devstate} moves a whole state
+RPC answer comes from a block; L{nodex.chain.dev.state} moves a whole state
 to another node instead.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from nodex.chain.difficulty import next_difficulty
 from nodex.chain.errors import ChainError
-from nodex.chain.pow import solve
+from nodex.chain.seal.pow import solve
 from nodex.chain.processing import receipts_root, transactions_root
 from nodex.chain.rules import ChainRules, next_gas_limit
 from nodex.primitives import Address

@@ -325,8 +325,8 @@ def bloom_matches(bloom: bytes, groups: Sequence[Sequence[int]]) -> bool:
 
 def bloom_tests(groups: Sequence[Sequence[int]]) -> BloomTests:
     """
-    The byte tests of bloom masks (L{nodex.chain.logindex.value_mask}s,
-    grouped as for L{nodex.chain.logindex.bloom_matches}).
+    The byte tests of bloom masks (L{nodex.chain.logs.index.value_mask}s,
+    grouped as for L{nodex.chain.logs.index.bloom_matches}).
     """
     tests = []
     for group in groups:

@@ -19,7 +19,7 @@ exactly that tree's walk order.  L{coinbase_branch} reads it so.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodex.chain.bitcoin import encode_varint, read_varint
+from nodex.chain.seal.bitcoin import encode_varint, read_varint
 from nodex.chain.errors import MalformedBitcoinDataError
 from nodex.crypto import double_sha256
 

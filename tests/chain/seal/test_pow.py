@@ -1,13 +1,13 @@
 """
-Tests for L{nodex.chain.pow}, L{nodex.chain.bitcoin} and L{nodex.chain.sha256state}.
+Tests for L{nodex.chain.seal.pow}, L{nodex.chain.seal.bitcoin} and L{nodex.chain.seal.sha256state}.
 """
 
 import hashlib
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain import sha256state
-from nodex.chain.bitcoin import (
+from nodex.chain.seal import sha256state
+from nodex.chain.seal.bitcoin import (
     encode_varint,
     merkle_branch,
     merkle_root,
@@ -17,7 +17,7 @@ from nodex.chain.bitcoin import (
     txid,
 )
 from nodex.chain.errors import InvalidSealError, MalformedBitcoinDataError
-from nodex.chain.pow import (
+from nodex.chain.seal.pow import (
     MERGED_MINING_TAG,
     Seal,
     bitcoin_work_value,

@@ -1,12 +1,12 @@
 """
-Tests for L{nodex.chain.partialmerkle}: Bitcoin's partial merkle trees on
+Tests for L{nodex.chain.seal.partialmerkle}: Bitcoin's partial merkle trees on
 transaction ids built by the tests, odd and even trees.
 """
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.errors import MalformedBitcoinDataError
-from nodex.chain.partialmerkle import PartialMerkleTree, build, coinbase_branch, decode, encode, extract
+from nodex.chain.seal.partialmerkle import PartialMerkleTree, build, coinbase_branch, decode, encode, extract
 from tests.chain import bitcoin_blocks as bb
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nodex.chain.admission import AdmissionRules, check_admission, check_transaction
-from nodex.chain.builder import BuiltBlock, build_block
-from nodex.chain.devblocks import StateEdit
-from nodex.chain.devstate import load_state
+from nodex.chain.building.builder import BuiltBlock, build_block
+from nodex.chain.dev.blocks import StateEdit
+from nodex.chain.dev.state import load_state
 from nodex.chain.errors import ChainError
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import ChainRules
@@ -131,7 +131,7 @@ class EditsBlock:
 class SnapshotBlock:
     """
     A block whose state is the tip's with a state snapshot laid over it
-    (C{anvil_loadState}, L{nodex.chain.devstate}).
+    (C{anvil_loadState}, L{nodex.chain.dev.state}).
     """
 
     coinbase: Address
@@ -188,7 +188,7 @@ def build_requested(
     @param ancestry: the ancestry of a header, for choosing uncles.
     @raise NotDueError: the block cannot be stamped yet.
     @raise TransactionRejectedError: the lone candidate breaks an admission rule.
-    @raise nodex.chain.devstate.SnapshotError: a malformed snapshot.
+    @raise nodex.chain.dev.state.SnapshotError: a malformed snapshot.
     """
     timestamp = request.time.stamp(parent.timestamp)
     if isinstance(request, TransactionsBlock):

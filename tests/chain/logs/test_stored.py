@@ -1,13 +1,13 @@
 """
-Tests for L{nodex.chain.storedlogs}.
+Tests for L{nodex.chain.logs.stored}.
 """
 
 import random
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.logindex import bloom_matches, bloom_passes, bloom_tests, value_mask
-from nodex.chain.storedlogs import BlockLogCache, StoredBlockLogs
+from nodex.chain.logs.index import bloom_matches, bloom_passes, bloom_tests, value_mask
+from nodex.chain.logs.stored import BlockLogCache, StoredBlockLogs
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import write_receipts_rlp
 from nodex.primitives import Address, Hash32

@@ -8,7 +8,7 @@ on a reader thread (C{thd_}) and reads only what the store holds.
 from collections.abc import Sequence
 
 from nodex.chain.importer import ancestry_hashes
-from nodex.chain.builder import BuiltBlock, build_block
+from nodex.chain.building.builder import BuiltBlock, build_block
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import MAX_UNCLE_DEPTH, ChainRules
 from nodex.chain.uncles import select_uncles, still_useful

@@ -1,14 +1,14 @@
 """
-Tests for L{nodex.chain.builder}.
+Tests for L{nodex.chain.building.builder}.
 """
 
 from dataclasses import replace
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.builder import build_block, seal_block
+from nodex.chain.building.builder import build_block, seal_block
 from nodex.chain.errors import InvalidBlockError
-from nodex.chain.pow import Seal
+from nodex.chain.seal.pow import Seal
 from nodex.chain.processing import validate_block, validate_header
 from nodex.db.schema import write_trie_nodes
 from nodex.state.state import State

@@ -31,7 +31,7 @@ filter, push to a subscription) is the caller's.
 from collections.abc import Hashable, Iterator, Sequence
 from itertools import product
 
-from nodex.chain.logsearch import LogEntry, LogFilter
+from nodex.chain.logs.search import LogEntry, LogFilter
 from nodex.primitives import Hash32
 from nodex.structures.receipts import Receipt
 

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from threading import Lock
 
-from nodex.chain.logindex import BloomTests, bloom_passes
+from nodex.chain.logs.index import BloomTests, bloom_passes
 from nodex.crypto import keccak256
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_body_rlp, read_receipts_rlp

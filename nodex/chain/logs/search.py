@@ -16,8 +16,8 @@ from functools import cached_property
 
 from nodex.chain.calls import CallTimeoutError
 from nodex.chain.errors import ChainError
-from nodex.chain.logindex import BloomTests, bloom_tests, candidate_blocks, value_mask
-from nodex.chain.storedlogs import BlockLogCache, StoredBlockLogs
+from nodex.chain.logs.index import BloomTests, bloom_tests, candidate_blocks, value_mask
+from nodex.chain.logs.stored import BlockLogCache, StoredBlockLogs
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_block_bloom, read_canonical_hash
 from nodex.primitives import Address, Hash32
@@ -122,7 +122,7 @@ class LogFilter:
 
     def bloom_groups(self) -> list[list[int]]:
         """
-        The criteria as bloom masks, for L{nodex.chain.logindex.candidate_blocks}.
+        The criteria as bloom masks, for L{nodex.chain.logs.index.candidate_blocks}.
         """
         groups = []
         if self.addresses:

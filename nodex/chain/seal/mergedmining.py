@@ -17,10 +17,10 @@ see C{docs/mining.md}.
 
 from collections.abc import Sequence
 
-from nodex.chain.bitcoin import HEADER_SIZE, merkle_branch, parse_block, read_transaction, txid
+from nodex.chain.seal.bitcoin import HEADER_SIZE, merkle_branch, parse_block, read_transaction, txid
 from nodex.chain.errors import InvalidSealError, MalformedBitcoinDataError
-from nodex.chain.partialmerkle import coinbase_branch
-from nodex.chain.pow import MAX_MERKLE_PROOF_SIZE, MERGED_MINING_TAG, Seal, compress_coinbase
+from nodex.chain.seal.partialmerkle import coinbase_branch
+from nodex.chain.seal.pow import MAX_MERKLE_PROOF_SIZE, MERGED_MINING_TAG, Seal, compress_coinbase
 
 MAX_COINBASE_SIZE = 64 * 1024
 """The largest coinbase transaction accepted (its mid-state is computed in pure Python)."""

@@ -1,5 +1,5 @@
 """
-Tests for L{nodex.chain.logmatch}: the index of installed log filters
+Tests for L{nodex.chain.logs.match}: the index of installed log filters
 selects what each filter alone selects.
 """
 
@@ -7,8 +7,8 @@ import random
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.logmatch import MAX_KEYS_PER_SELECTION, LogFilterIndex, normalise
-from nodex.chain.logsearch import LogEntry, LogFilter, block_log_entries
+from nodex.chain.logs.match import MAX_KEYS_PER_SELECTION, LogFilterIndex, normalise
+from nodex.chain.logs.search import LogEntry, LogFilter, block_log_entries
 from nodex.primitives import Address, Hash32
 from nodex.structures.logs import Log
 from nodex.structures.receipts import Receipt

@@ -1,14 +1,14 @@
 """
-Tests for L{nodex.chain.logsearch}.
+Tests for L{nodex.chain.logs.search}.
 """
 
 from collections.abc import Sequence
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.chain.logindex import index_block
+from nodex.chain.logs.index import index_block
 from nodex.chain.calls import CallTimeoutError
-from nodex.chain.logsearch import (
+from nodex.chain.logs.search import (
     BlockLogCache,
     LogFilter,
     LogQueryError,
