@@ -95,6 +95,18 @@ class ChainEvent:
     abandoned_receipts: tuple[tuple[Receipt, ...], ...] = ()
     rewound: bool = False
 
+    def receipts_of_adopted(self, index: int) -> tuple[Receipt, ...]:
+        """
+        The receipts of the adopted block at C{index}, or none if the event lacks them.
+        """
+        return self.adopted_receipts[index] if index < len(self.adopted_receipts) else ()
+
+    def receipts_of_abandoned(self, index: int) -> tuple[Receipt, ...]:
+        """
+        The receipts of the abandoned block at C{index}, or none if the event lacks them.
+        """
+        return self.abandoned_receipts[index] if index < len(self.abandoned_receipts) else ()
+
 
 @dataclass(frozen=True)
 class ImportOutcome:

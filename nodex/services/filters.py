@@ -541,9 +541,9 @@ class FilterService(Service):
         runner may pause).
         """
         for index, block in enumerate(event.abandoned):
-            yield from self._deliver_logs(block, _receipts(event.abandoned_receipts, index), removed=True)
+            yield from self._deliver_logs(block, event.receipts_of_abandoned(index), removed=True)
         for index, block in enumerate(event.adopted):
-            yield from self._deliver_logs(block, _receipts(event.adopted_receipts, index), removed=False)
+            yield from self._deliver_logs(block, event.receipts_of_adopted(index), removed=False)
 
     def _deliver_logs(self, block: Block, receipts: tuple[Receipt, ...], removed: bool) -> Iterator[None]:
         """
@@ -577,13 +577,6 @@ class FilterService(Service):
         A transaction became pending: its hash goes to the pending feed.
         """
         self._feeds[PENDING].append(transaction.hash)
-
-
-def _receipts(receipts: tuple[tuple[Receipt, ...], ...], index: int) -> tuple[Receipt, ...]:
-    """
-    The receipts of the block at C{index} of an event, or none if the event lacks them.
-    """
-    return receipts[index] if index < len(receipts) else ()
 
 
 __all__ = [

@@ -207,11 +207,11 @@ class SubscriptionService:
         Deliver one change (a generator: it yields where the runner may pause).
         """
         for index, block in enumerate(event.abandoned):
-            yield from self._deliver_logs(block, _receipts(event.abandoned_receipts, index), True)
+            yield from self._deliver_logs(block, event.receipts_of_abandoned(index), True)
         for index, block in enumerate(event.adopted):
             if self._by_kind[NEW_HEADS]:
                 yield from self._deliver(NEW_HEADS, NewHead(block, totals[index]))
-            yield from self._deliver_logs(block, _receipts(event.adopted_receipts, index), False)
+            yield from self._deliver_logs(block, event.receipts_of_adopted(index), False)
 
     def _total_difficulties(self, adopted: tuple[Block, ...]) -> list[int]:
         """
@@ -302,13 +302,6 @@ def _call(deliver: Deliver, item: Any) -> None:
         deliver(item)
     except Exception:
         _log.failure("delivering a subscription notification failed")
-
-
-def _receipts(receipts: tuple[tuple[Receipt, ...], ...], index: int) -> tuple[Receipt, ...]:
-    """
-    The receipts of the block at C{index} of an event, or none if the event lacks them.
-    """
-    return receipts[index] if index < len(receipts) else ()
 
 
 __all__ = [
