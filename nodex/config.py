@@ -11,7 +11,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -669,6 +669,35 @@ class RPCConfig:
     trace_max_steps: int = 1_000_000
     trace_filter_max_blocks: int = 5_000
     trace_filter_max_traces: int = 10_000
+    admin_allow_remote: bool = False
+
+
+@dataclass(frozen=True)
+class P2PConfig:
+    """
+    The peer network's limits and transport (C{[p2p]} but its endpoint,
+    network id and peers, which L{NodeConfig} holds); C{docs/p2p.md} gives
+    each key's meaning and bounds.  A key added to C{[p2p]} for the peer
+    network becomes a field here, read by name in L{build}.
+    """
+
+    max_inbound: int
+    max_outbound: int
+    max_half_open_per_address: int
+    max_connections_per_address: int
+    max_frame_bytes: int
+    messages_per_second: int
+    max_outstanding_requests: int
+    request_timeout: float
+    handshake_timeout: float
+    max_queued_messages: int
+    max_queued_bytes: int
+    max_invalid_transactions: int
+    max_handshake_failures: int
+    reserved_slots: int
+    encryption: bool
+    tls: bool
+    tls_ca_certificate: str
 
 
 @dataclass(frozen=True)
@@ -710,7 +739,9 @@ class NodeConfig:
     The effective configuration of a node.
 
     @ivar raw: the merged mapping it was built from (what C{--dump-config}
-        prints).
+        prints); the node reads its typed sections, never this.
+    @ivar p2p: the peer network's limits and transport (C{[p2p]}).
+    @ivar scoring: peer scoring and bans (C{[scoring]}).
     @ivar worker_niceness: how much nicer than the reactor thread the
         worker threads run (L{nodex.services.threads.set_worker_niceness}).
     @ivar compat: whose conventions the RPC answers follow, C{"reference"}
@@ -730,6 +761,8 @@ class NodeConfig:
     wallet_enabled: bool
     genesis: Mapping[str, Any]
     raw: Mapping[str, Any]
+    p2p: P2PConfig
+    scoring: "ScoringConfig"
     mining_coinbase: str = ""
     cpu_miner: bool = False
     update_work_on_new_transactions: bool = False
@@ -796,6 +829,7 @@ def build(raw: Raw) -> NodeConfig:
                 trace_max_steps=rpc.get("trace_max_steps", 1_000_000),
                 trace_filter_max_blocks=rpc.get("trace_filter_max_blocks", 5_000),
                 trace_filter_max_traces=rpc.get("trace_filter_max_traces", 10_000),
+                admin_allow_remote=rpc.get("admin_allow_remote", False),
             ),
             p2p_endpoint=raw["p2p"]["endpoint"],
             p2p_network_id=raw["p2p"]["network_id"],
@@ -805,6 +839,8 @@ def build(raw: Raw) -> NodeConfig:
             wallet_enabled=raw["wallet"]["enabled"],
             genesis=raw["genesis"],
             raw=raw,
+            p2p=P2PConfig(**{item.name: raw["p2p"][item.name] for item in fields(P2PConfig)}),
+            scoring=_scoring_config(raw),
             mining_coinbase=raw["mining"].get("coinbase", ""),
             cpu_miner=raw["mining"].get("cpu_miner", False),
             update_work_on_new_transactions=raw["mining"].get("update_work_on_new_transactions", False),
@@ -873,14 +909,14 @@ class ScoringConfig:
     address: PunishmentConfig
 
 
-def scoring_config(config: NodeConfig) -> ScoringConfig:
+def _scoring_config(raw: Raw) -> ScoringConfig:
     """
     The C{[scoring]} table of an effective configuration.
 
     @raise ConfigError: a key is missing from every layer.
     """
     try:
-        table = config.raw["scoring"]
+        table = raw["scoring"]
         return ScoringConfig(
             punishment_enabled=table["punishment_enabled"],
             banned_peer_ids=tuple(table["banned_peer_ids"]),
@@ -979,6 +1015,6 @@ __all__ = [
     "merge",
     "mining_mode",
     "read_file",
-    "scoring_config",
+    "P2PConfig",
     "server_endpoint_description",
 ]

@@ -35,7 +35,7 @@ from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, mak
 from nodex.chain.networks import DEV_NETWORKS, REGTEST_MINER_ADDRESS, chain_rules
 from nodex.chain.rules import ChainRules, ForkSchedule
 from nodex.chain.tracing.limits import TraceLimits
-from nodex.config import NodeConfig, listens_on_loopback_only, scoring_config, server_endpoint_description
+from nodex.config import NodeConfig, listens_on_loopback_only, server_endpoint_description
 from nodex.db.errors import FatalStoreError, StoreFullError
 from nodex.db.handle import StoreHandle
 from nodex.db.kv import KeyValueStore
@@ -741,7 +741,7 @@ def compose_reputation(config: NodeConfig, reactor: Any, node: NodeService) -> t
     Host names given to C{sco_banAddress} are resolved by the reactor's
     name resolver, which runs C{getaddrinfo} in the reactor's thread pool.
     """
-    scoring = scoring_config(config)
+    scoring = config.scoring
 
     def parameters(seconds: int, increment: int, max_seconds: int) -> PunishmentParameters:
         return PunishmentParameters(seconds * 1000, increment, max_seconds * 1000)
@@ -769,8 +769,8 @@ def compose_admin(config: NodeConfig, peers: Any, reputation: ReputationService)
     while the RPC servers (HTTP and WebSocket) listen on loopback alone,
     unless C{rpc.admin_allow_remote}.
     """
-    allowed = config.raw["rpc"]["admin_allow_remote"] or (
-        endpoint_on_loopback(config.rpc.endpoint) and endpoint_on_loopback(config.rpc.ws)
+    allowed = config.rpc.admin_allow_remote or (
+        listens_on_loopback_only(config.rpc.endpoint) and listens_on_loopback_only(config.rpc.ws)
     )
     default_version = ethereum_client_version() if conventions(config).ethereum else client_version()
     return AdminMethods(peers, reputation, config.rpc.client_version or default_version, allowed)
@@ -1061,10 +1061,10 @@ def plan_descriptors(config: NodeConfig) -> DescriptorPlan:
     (L{nodex.descriptors}); warn when the configured connection caps had
     to be lowered to fit.
     """
-    raw_p2p = config.raw["p2p"]
+    p2p = config.p2p
     peers = 0
     if config.p2p_endpoint != "none" or config.peers:
-        peers = raw_p2p["max_inbound"] + raw_p2p["max_outbound"] + raw_p2p["max_half_open_per_address"]
+        peers = p2p.max_inbound + p2p.max_outbound + p2p.max_half_open_per_address
     rpc = config.rpc
     shared = descriptors_plan(
         raise_descriptor_limit(),
@@ -1113,7 +1113,7 @@ def compose_p2p(
     asked before a peer is accepted or heard.  The genesis hash of the
     handshake is computed from the genesis table (nothing is opened here).
     """
-    raw = config.raw["p2p"]
+    p2p = config.p2p
     if config.p2p_endpoint == "none" and not config.peers:
         return OfflinePeerNetwork()
     genesis, _, _ = make_genesis(genesis_spec_from_mapping(config.genesis))
@@ -1122,26 +1122,26 @@ def compose_p2p(
         genesis_hash=genesis.hash,
         bootstrap=tuple(_peer_address(peer) for peer in config.peers),
         expected_ids=_expected_ids(config.peers),
-        max_inbound=raw["max_inbound"],
-        max_outbound=raw["max_outbound"],
-        max_half_open_per_address=raw["max_half_open_per_address"],
-        max_connections_per_address=raw["max_connections_per_address"],
-        max_handshake_failures=raw["max_handshake_failures"],
-        reserved_slots=raw["reserved_slots"],
+        max_inbound=p2p.max_inbound,
+        max_outbound=p2p.max_outbound,
+        max_half_open_per_address=p2p.max_half_open_per_address,
+        max_connections_per_address=p2p.max_connections_per_address,
+        max_handshake_failures=p2p.max_handshake_failures,
+        reserved_slots=p2p.reserved_slots,
         peer=PeerSettings(
-            max_frame_bytes=raw["max_frame_bytes"],
-            messages_per_second=raw["messages_per_second"],
-            max_outstanding_requests=raw["max_outstanding_requests"],
-            request_timeout=raw["request_timeout"],
-            handshake_timeout=raw["handshake_timeout"],
-            max_queued_messages=raw["max_queued_messages"],
-            max_queued_bytes=raw["max_queued_bytes"],
-            max_invalid_transactions=raw["max_invalid_transactions"],
-            encryption=raw["encryption"],
+            max_frame_bytes=p2p.max_frame_bytes,
+            messages_per_second=p2p.messages_per_second,
+            max_outstanding_requests=p2p.max_outstanding_requests,
+            request_timeout=p2p.request_timeout,
+            handshake_timeout=p2p.handshake_timeout,
+            max_queued_messages=p2p.max_queued_messages,
+            max_queued_bytes=p2p.max_queued_bytes,
+            max_invalid_transactions=p2p.max_invalid_transactions,
+            encryption=p2p.encryption,
         ),
     )
     listen = None if config.p2p_endpoint == "none" else platform.server_endpoint(reactor, config.p2p_endpoint)
-    connect = platform.peer_connector(reactor, raw["tls"], raw["tls_ca_certificate"])
+    connect = platform.peer_connector(reactor, p2p.tls, p2p.tls_ca_certificate)
     network = PeerNetwork(
         chain, reputation, reactor, config.datadir, settings, listen, connect,
         decoder_pool=lambda: platform.thread_pool(reactor, 1, 1, "nodex-p2p-decode"),

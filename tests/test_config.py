@@ -456,3 +456,31 @@ class EndpointGrammarTests(SynchronousTestCase):
         """
         config = load_config(None, {"network": "regtest", "metrics": {"endpoint": "none", "allow_remote": False}})
         self.assertEqual(config.metrics.endpoint, "none")
+
+
+class TypedSectionTests(SynchronousTestCase):
+    """
+    Tests of the typed C{[p2p]} and C{[scoring]} sections of L{NodeConfig}: the node reads
+    these, never C{config.raw}.
+    """
+
+    def test_p2p_section(self) -> None:
+        """
+        Every key of the preset's C{[p2p]} but the endpoint, network id and peers is a field
+        of C{config.p2p}, with the value the layers give it.
+        """
+        config = load_config(None, {"network": "regtest", "p2p": {"max_inbound": 3, "tls": True}})
+        self.assertEqual(config.p2p.max_inbound, 3)
+        self.assertTrue(config.p2p.tls)
+        self.assertEqual(
+            {name for name in config.raw["p2p"]} - {"endpoint", "network_id", "peers"},
+            {name for name in vars(config.p2p)},
+        )
+
+    def test_scoring_section(self) -> None:
+        """
+        C{config.scoring} holds the C{[scoring]} table, its punishments typed.
+        """
+        config = load_config(None, {"network": "regtest"})
+        self.assertEqual(config.scoring.node.duration, config.raw["scoring"]["node"]["duration"])
+        self.assertEqual(config.scoring.punishment_enabled, config.raw["scoring"]["punishment_enabled"])

@@ -12,7 +12,6 @@ from nodex.config import (
     build,
     check_layer,
     effective,
-    scoring_config,
 )
 
 NODE_ID = "ab" * 64
@@ -29,7 +28,7 @@ class ScoringKeysTests(SynchronousTestCase):
         address 12 min / 10 % / 6000 min / unbounded, punishments on, no bans.
         """
         for network in NETWORKS:
-            config = scoring_config(build(effective(None, {"network": network})))
+            config = build(effective(None, {"network": network})).scoring
             self.assertEqual(
                 config,
                 ScoringConfig(
@@ -66,7 +65,7 @@ class ScoringKeysTests(SynchronousTestCase):
                 "address": {"max_records": 5000},
             }
         }
-        config = scoring_config(build(effective(None, layer)))
+        config = build(effective(None, layer)).scoring
         self.assertFalse(config.punishment_enabled)
         self.assertEqual(config.banned_peer_ids, ("0x" + NODE_ID,))
         self.assertEqual(config.banned_peer_ips, ("192.0.2.7", "2001:db8::/32"))
@@ -110,4 +109,4 @@ class ScoringKeysTests(SynchronousTestCase):
         """
         raw = dict(effective(None, {}))
         del raw["scoring"]
-        self.assertRaises(ConfigError, scoring_config, build(raw))
+        self.assertRaises(ConfigError, build, raw)
