@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "nodex.config": 7,
     "nodex.tap": 7,
     "nodex.node": 7,
+    "nodex.simulation": 7,  # the network simulator (its branch): it composes whole nodes
     "nodex.chaintool": 7,
     "nodex.cli": 7,
     "nodex.processfiles": 7,
