@@ -466,14 +466,15 @@ class TypedSectionTests(SynchronousTestCase):
 
     def test_p2p_section(self) -> None:
         """
-        Every key of the preset's C{[p2p]} but the endpoint, network id and peers is a field
-        of C{config.p2p}, with the value the layers give it.
+        Every key of the preset's C{[p2p]} but the endpoint, network id and peers (configured
+        and static: C{config.peers} holds both) is a field of C{config.p2p}, with the value
+        the layers give it.
         """
         config = load_config(None, {"network": "regtest", "p2p": {"max_inbound": 3, "tls": True}})
         self.assertEqual(config.p2p.max_inbound, 3)
         self.assertTrue(config.p2p.tls)
         self.assertEqual(
-            {name for name in config.raw["p2p"]} - {"endpoint", "network_id", "peers"},
+            {name for name in config.raw["p2p"]} - {"endpoint", "network_id", "peers", "static_peers"},
             {name for name in vars(config.p2p)},
         )
 

@@ -12,7 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import directlyProvides
 
 from nodex.crypto import keccak256
-from nodex.api.chain import ChainHead, IBlockSource, IChainService, ImportOutcome, ImportResult
+from nodex.api.chain import ChainHead, ImportOutcome, ImportResult, IPeerChain
 from nodex.p2p.sync import MAX_CLAIM_FAILURES, Synchroniser
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
@@ -47,7 +47,7 @@ class FakeChain:
         self.imported: list[list[Block]] = []
         self.answer = ImportResult.IMPORTED_BEST
         self.due: int | None = None
-        directlyProvides(self, IChainService, IBlockSource)
+        directlyProvides(self, IPeerChain)
 
     def get_headers_by_number(self, numbers: list[int]) -> Deferred[list[Header | None]]:
         return succeed([self.headers[n] if 0 <= n < len(self.headers) else None for n in numbers])
