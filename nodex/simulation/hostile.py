@@ -231,7 +231,7 @@ class HostilePeer:
                 f"hostile {index}",
             )
             self.clock = self.node.clock
-            self.messages_per_second = self.node.config.raw["p2p"]["messages_per_second"]
+            self.messages_per_second = self.node.config.p2p.messages_per_second
         else:
             self.clock = NodeClock(simulation.time, label=f"hostile {index}")
             self.host = simulation.network.add_host(self.address, self.clock, HOSTILE_TRACE_BASE + index)
