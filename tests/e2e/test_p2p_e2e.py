@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,11 +111,12 @@ class ProcessNodesTestCase(TestCase):
         self.assertNotIn("error", answer, method)
         return answer["result"]
 
-    async def until(self, node: _Node, method: str, expected: Any, *params: Any) -> None:
+    async def until(self, node: _Node, method: str, expected: Any, *params: Any, seconds: float = 60.0) -> None:
         """
-        Poll a method until it answers C{expected} (at most a minute).
+        Poll a method until it answers C{expected} (at most C{seconds}).
         """
-        for _ in range(600):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
             if await self.call(node, method, *params) == expected:
                 return
             await deferLater(reactor, 0.1, lambda: None)
