@@ -8,7 +8,10 @@ The keystore's primitives are here too: scrypt and PBKDF2 from C{hashlib}
 (OpenSSL, which releases the interpreter lock while it derives, so that a
 derivation on a worker thread leaves the reactor thread free; pycryptodome's
 scrypt for the parameters OpenSSL refuses) and AES-128 in counter mode from
-pycryptodome.
+pycryptodome.  The peer transport's primitives too: ECDH on secp256k1
+(coincurve), HKDF-SHA256 (pycryptodome) and ChaCha20-Poly1305 (OpenSSL,
+through C{cryptography}, an order of magnitude faster than pycryptodome's
+on small frames).
 """
 
 import hashlib
@@ -17,7 +20,11 @@ import secrets
 from coincurve import PrivateKey, PublicKey
 from Crypto.Cipher import AES
 from Crypto.Hash import RIPEMD160
+from Crypto.Hash import SHA256 as _SHA256
+from Crypto.Protocol.KDF import HKDF as _HKDF
 from Crypto.Protocol.KDF import scrypt as _pycryptodome_scrypt
+from cryptography.exceptions import InvalidTag as AeadTagError
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from sha3 import keccak_256 as _keccak_256
 
 from nodex.errors import NodexError
@@ -184,6 +191,38 @@ def aes128_ctr(key: bytes, iv: bytes, data: bytes) -> bytes:
     return AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
 
 
+def ecdh(private_key: bytes, public_key: bytes) -> bytes:
+    """
+    SHA-256 of the compressed encoding (C{0x02 | parity(y)}, x) of the point
+    C{private_key} times C{public_key} (libsecp256k1's ECDH).
+
+    @param public_key: 64 bytes, x and y (no C{0x04} prefix).
+    @raise SignatureError: C{public_key} is not a point of secp256k1.
+    """
+    try:
+        point = PublicKey(b"\x04" + public_key)
+    except ValueError as exc:
+        raise SignatureError(f"not a point of secp256k1: {exc}") from None
+    return PrivateKey(private_key).ecdh(point.format())
+
+
+def hkdf_sha256(secret: bytes, salt: bytes, info: bytes, count: int, size: int = 32) -> list[bytes]:
+    """
+    C{count} keys of C{size} bytes from HKDF-SHA256 (RFC 5869) of C{secret}.
+    """
+    keys = _HKDF(secret, size, salt, _SHA256, num_keys=count, context=info)
+    return [bytes(key) for key in (keys if count > 1 else [keys])]
+
+
+def chacha20_poly1305(key: bytes) -> ChaCha20Poly1305:
+    """
+    The ChaCha20-Poly1305 AEAD (RFC 8439) under a 32-byte C{key}: its
+    C{encrypt(nonce, data, associated)} and C{decrypt(nonce, sealed,
+    associated)}, the latter raising L{AeadTagError} on a bad tag.
+    """
+    return ChaCha20Poly1305(key)
+
+
 def random_bytes(size: int) -> bytes:
     """
     C{size} bytes from the operating system's random source.
@@ -203,12 +242,16 @@ def new_private_key() -> bytes:
 
 __all__ = [
     "EMPTY_KECCAK",
+    "AeadTagError",
     "SCRYPT_MAX_MEMORY",
     "SECP256K1_HALF_N",
     "SECP256K1_N",
     "SignatureError",
     "aes128_ctr",
+    "chacha20_poly1305",
     "double_sha256",
+    "ecdh",
+    "hkdf_sha256",
     "keccak256",
     "new_private_key",
     "pbkdf2_hmac_sha256",

@@ -147,6 +147,24 @@ class LayerTests(SynchronousTestCase):
                 for imported in imports_of(path):
                     self.assertFalse(within(imported, ("twisted", "zope")), f"{name} imports {imported}")
 
+    def test_c_libraries_behind_their_modules(self) -> None:
+        """
+        Only C{nodex/crypto.py} imports coincurve, pycryptodome and C{cryptography}
+        (the manhole apart, which reads its SSH keys with C{cryptography}), and only
+        C{nodex/db/rocks.py} imports rocksdict (STYLE).
+        """
+        owners = {
+            "coincurve": ("nodex.crypto",),
+            "Crypto": ("nodex.crypto",),
+            "cryptography": ("nodex.crypto", "nodex.manhole"),
+            "rocksdict": ("nodex.db.rocks",),
+        }
+        for name, path in modules():
+            for imported in imports_of(path):
+                library = imported.split(".")[0]
+                if library in owners:
+                    self.assertIn(name, owners[library], f"{name} imports {imported}")
+
     def test_api_takes_only_deferred_and_interface(self) -> None:
         """
         The API package imports nothing above L4 and, of the frameworks, only Deferred and

@@ -15,14 +15,18 @@ L{SecureFraming} is a L{nodex.p2p.framing.Framing}: plain synchronous
 Python, bytes in and frame payloads out.
 """
 
-import hashlib
+from typing import Any
 
-from coincurve import PrivateKey, PublicKey
-from Crypto.Hash import SHA256
-from Crypto.Protocol.KDF import HKDF
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-
+from nodex.crypto import (
+    AeadTagError,
+    SignatureError,
+    chacha20_poly1305,
+    ecdh,
+    hkdf_sha256,
+    new_private_key,
+    private_key_to_public_key,
+    sha256,
+)
 from nodex.p2p.errors import MessageError
 from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, whole_frame
 from nodex.p2p.messages import FRAME_HEADER_BYTES
@@ -66,7 +70,7 @@ def ephemeral_public_key(private_key: bytes) -> bytes:
     """
     The 64 bytes that announce the ephemeral key of C{private_key}.
     """
-    return PrivateKey(private_key).public_key.format(compressed=False)[1:]
+    return private_key_to_public_key(private_key)
 
 
 def shared_secret(private_key: bytes, peer_public_key: bytes) -> bytes:
@@ -80,10 +84,9 @@ def shared_secret(private_key: bytes, peer_public_key: bytes) -> bytes:
     if len(peer_public_key) != EPHEMERAL_KEY_BYTES:
         raise KeyExchangeError(f"an ephemeral key of {len(peer_public_key)} bytes, want {EPHEMERAL_KEY_BYTES}")
     try:
-        point = PublicKey(b"\x04" + peer_public_key)
-    except ValueError:
+        return ecdh(private_key, peer_public_key)
+    except SignatureError:
         raise KeyExchangeError("the ephemeral key is not a point of secp256k1 (a plaintext peer?)") from None
-    return PrivateKey(private_key).ecdh(point.format())
 
 
 def session_id(initiator_key: bytes, responder_key: bytes) -> bytes:
@@ -91,7 +94,7 @@ def session_id(initiator_key: bytes, responder_key: bytes) -> bytes:
     SHA-256 of the domain and both ephemeral public keys, the dialer's first:
     what each side's AUTH signs.
     """
-    return hashlib.sha256(SESSION_DOMAIN + initiator_key + responder_key).digest()
+    return sha256(SESSION_DOMAIN + initiator_key + responder_key)
 
 
 def session_keys(secret: bytes, session: bytes) -> tuple[bytes, bytes]:
@@ -100,15 +103,15 @@ def session_keys(secret: bytes, session: bytes) -> tuple[bytes, bytes]:
     (RFC 5869) of the shared secret, salted with the session id, 64 bytes
     split in two.
     """
-    outbound, inbound = HKDF(secret, 32, session, SHA256, num_keys=2, context=KEYS_INFO)
-    return bytes(outbound), bytes(inbound)
+    outbound, inbound = hkdf_sha256(secret, session, KEYS_INFO, 2)
+    return outbound, inbound
 
 
 def next_key(key: bytes) -> bytes:
     """
     The key that replaces C{key} after L{REKEY_FRAMES} frames or L{REKEY_BYTES} bytes.
     """
-    return hashlib.sha256(REKEY_DOMAIN + key).digest()
+    return sha256(REKEY_DOMAIN + key)
 
 
 def nonce(counter: int) -> bytes:
@@ -125,7 +128,7 @@ class _Direction:
 
     def __init__(self, key: bytes, rekey_frames: int, rekey_bytes: int) -> None:
         self.key = key
-        self.aead = ChaCha20Poly1305(key)
+        self.aead = chacha20_poly1305(key)
         self.counter = 0
         self.sealed = 0
         self._rekey_frames = rekey_frames
@@ -139,7 +142,7 @@ class _Direction:
         self.sealed += size
         if self.counter >= self._rekey_frames or self.sealed >= self._rekey_bytes:
             self.key = next_key(self.key)
-            self.aead = ChaCha20Poly1305(self.key)
+            self.aead = chacha20_poly1305(self.key)
             self.counter = self.sealed = 0
 
 
@@ -148,10 +151,10 @@ def seal(key: bytes, counter: int, payload: bytes) -> bytes:
     One sealed frame: the length of C{payload} (4 bytes, big-endian, in the
     clear and authenticated), its ciphertext and the tag.
     """
-    return _seal(ChaCha20Poly1305(key), counter, payload)
+    return _seal(chacha20_poly1305(key), counter, payload)
 
 
-def _seal(aead: ChaCha20Poly1305, counter: int, payload: bytes) -> bytes:
+def _seal(aead: Any, counter: int, payload: bytes) -> bytes:
     length = len(payload).to_bytes(FRAME_HEADER_BYTES, "big")
     return length + aead.encrypt(nonce(counter), payload, length)
 
@@ -176,7 +179,7 @@ class SecureFraming:
         self.limit = limit
         self.initiator = initiator
         self.session: bytes | None = None
-        self._private_key: bytes | None = private_key or PrivateKey().secret
+        self._private_key: bytes | None = private_key or new_private_key()
         self.preamble = ephemeral_public_key(self._private_key)
         self._rekey = (rekey_frames, rekey_bytes)
         self._buffer = bytearray()
@@ -242,7 +245,7 @@ class SecureFraming:
         del buffer[:end]
         try:
             payload = direction.aead.decrypt(nonce(direction.counter), sealed[FRAME_HEADER_BYTES:], sealed[:FRAME_HEADER_BYTES])
-        except InvalidTag:
+        except AeadTagError:
             raise FrameAuthenticationError(
                 f"frame {direction.counter} of its key fails authentication (tampered, replayed or reordered)"
             ) from None
