@@ -10,10 +10,10 @@ JSON-RPC 2.0 forbids.  Its error codes and error type are used
 """
 
 import json
-from math import isfinite
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from itertools import count
+from math import isfinite
 from typing import Any
 
 from twisted.internet.defer import Deferred, ensureDeferred, succeed
@@ -49,6 +49,8 @@ def _bad_id(request_id: Any) -> bool:
         return False
     kind = type(request_id)
     return kind not in _ID_TYPES or (kind is float and not isfinite(request_id))
+
+
 _NO_PARAMS: list[Any] = []
 
 
