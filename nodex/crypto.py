@@ -18,6 +18,11 @@ import hashlib
 import secrets
 
 from coincurve import PrivateKey, PublicKey
+from coincurve._libsecp256k1 import ffi as _secp256k1_ffi
+from coincurve._libsecp256k1 import lib as _secp256k1
+from coincurve.context import GLOBAL_CONTEXT as _SECP256K1_CONTEXT
+from coincurve.ecdsa import serialize_recoverable as _serialize_recoverable
+from coincurve.utils import validate_secret as _validate_secret
 from Crypto.Cipher import AES
 from Crypto.Hash import RIPEMD160
 from Crypto.Hash import SHA256 as _SHA256
@@ -84,7 +89,9 @@ def private_key_to_public_key(private_key: bytes) -> bytes:
     @raise SignatureError: the key is not a valid secp256k1 scalar.
     """
     try:
-        return PrivateKey(private_key).public_key.format(compressed=False)[1:]
+        # PublicKey.from_secret: one point multiplication (a PrivateKey
+        # computes two, the x-only key's as well).
+        return PublicKey.from_secret(private_key).format(compressed=False)[1:]
     except (ValueError, TypeError) as exc:
         raise SignatureError(f"invalid private key: {exc}") from exc
 
@@ -104,10 +111,25 @@ def sign(message_hash: bytes, private_key: bytes) -> tuple[int, int, int]:
         of the curve order (coincurve always produces low-s signatures).
     @raise SignatureError: the key is invalid.
     """
+    # What coincurve's PrivateKey.sign_recoverable does, without building a
+    # PrivateKey: its constructor derives the public key and the x-only
+    # public key (two point multiplications, ~60 µs, more than the
+    # signature itself), which signing does not use; an
+    # eth_sendTransaction signs once (docs/accounts.md).  The C functions
+    # come from coincurve's private module _libsecp256k1: the test
+    # SignatureTests.test_sign_as_coincurve breaks if it changes.
+    if len(message_hash) != 32:
+        raise SignatureError(f"cannot sign: a digest has 32 bytes, not {len(message_hash)}")
     try:
-        signature = PrivateKey(private_key).sign_recoverable(message_hash, hasher=None)
+        secret = _validate_secret(private_key)
     except (ValueError, TypeError) as exc:
         raise SignatureError(f"cannot sign: {exc}") from exc
+    recoverable = _secp256k1_ffi.new("secp256k1_ecdsa_recoverable_signature *")
+    if not _secp256k1.secp256k1_ecdsa_sign_recoverable(
+        _SECP256K1_CONTEXT.ctx, recoverable, message_hash, secret, _secp256k1_ffi.NULL, _secp256k1_ffi.NULL
+    ):
+        raise SignatureError("cannot sign: libsecp256k1 refused the key")
+    signature = _serialize_recoverable(recoverable, _SECP256K1_CONTEXT)
     r = int.from_bytes(signature[0:32], "big")
     s = int.from_bytes(signature[32:64], "big")
     return signature[64], r, s

@@ -64,6 +64,37 @@ class SignatureTests(SynchronousTestCase):
         self.assertLessEqual(s, SECP256K1_HALF_N)
         self.assertEqual(recover_address(digest, y_parity, r, s), private_key_to_address(key))
 
+    def test_sign_as_coincurve(self) -> None:
+        """
+        L{sign}, which calls libsecp256k1 through coincurve's private
+        module, gives the signature coincurve's public
+        C{PrivateKey.sign_recoverable} gives (RFC 6979 nonces: the same
+        bytes), for many keys and digests; and L{private_key_to_address}
+        the address of C{PrivateKey}'s public key.  A coincurve that moves
+        or changes those functions breaks this test.
+        """
+        from coincurve import PrivateKey
+
+        for index in range(32):
+            key = keccak256(b"key %d" % index)
+            digest = keccak256(b"digest %d" % index)
+            expected = PrivateKey(key).sign_recoverable(digest, hasher=None)
+            y_parity, r, s = sign(digest, key)
+            self.assertEqual(r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([y_parity]), expected)
+            public_key = PrivateKey(key).public_key.format(compressed=False)[1:]
+            self.assertEqual(private_key_to_address(key), keccak256(public_key)[12:])
+
+    def test_sign_refuses(self) -> None:
+        """
+        A key that is not a scalar in [1, n-1], or a digest that is not 32
+        bytes, is refused with L{SignatureError}.
+        """
+        digest = keccak256(b"message")
+        for key in (b"\x00" * 32, crypto.SECP256K1_N.to_bytes(32, "big"), b"\xff" * 32):
+            self.assertRaises(SignatureError, sign, digest, key)
+        self.assertRaises(SignatureError, sign, digest[:31], keccak256(b"cow"))
+        self.assertRaises(SignatureError, sign, digest + b"\x00", keccak256(b"cow"))
+
     def test_bad_recovery_inputs(self) -> None:
         """
         Out-of-range r, s or recovery id raise L{SignatureError}.
