@@ -369,8 +369,10 @@ def estimate_gas(
     call can succeed at all, and tells the gas it consumed before its
     refund.  With exactly that much the same instructions run, unless a
     subcall is handed less (what the 63/64 rule keeps back) or an SSTORE
-    finds 2,300 gas or less left: for most calls it is the answer, which a
-    run with one gas less confirms (three runs in all).  Otherwise geth's
+    finds 2,300 gas or less left.  When the first run shows that neither can
+    happen (L{_exact_from_first_run}) that gas is the answer, without another
+    run; otherwise, for most calls it is still the answer, which a run with
+    it and one with one gas less confirm (three runs in all).  Otherwise geth's
     guess (that gas, plus a stipend, plus a 64th) narrows the range, and a
     binary search finds the least gas.  Every run shares one state opened
     once, each run's changes undone after it (its reads stay cached).
@@ -408,6 +410,8 @@ def estimate_gas(
         raise CallError(f"gas required exceeds allowance ({high}): {result.error}")
     low = max(low, result.gas_used - 1)
     consumed = result.gas_used + result.refund
+    if _exact_from_first_run(result, high):
+        return consumed
     if low < consumed < high:
         if _succeeds(run, consumed):
             if consumed - 1 == low or not _succeeds(run, consumed - 1):
@@ -468,11 +472,30 @@ def estimate_within(
         return None
     low = max(low, result.gas_used - 1)
     consumed = result.gas_used + result.refund
+    if _exact_from_first_run(result, min(high, budget)):
+        return consumed
     if not low < consumed < high:
         return None
     if _succeeds(run, consumed) and (consumed - 1 == low or not _succeeds(run, consumed - 1)):
         return consumed
     return None
+
+
+def _exact_from_first_run(result: CallResult, gas: int) -> bool:
+    """
+    Whether a successful run with C{gas} proves, without another run, that
+    the gas it consumed before its refund is the least with which the call
+    succeeds.
+
+    It does when the run read no GAS, no frame halted exceptionally
+    (C{limit_dependent}), no subframe ran and every SSTORE had at least
+    C{gas} minus that much to spare beyond its 2,300 (C{spare_gas}): given
+    only what it consumed, the one frame then runs the same instructions at
+    the same costs and ends with none left, so it succeeds; given one gas
+    less it runs the same instructions until its gas runs out (or an
+    SSTORE finds 2,300 left), so it fails.
+    """
+    return result.success and not result.limit_dependent and gas - (result.gas_used + result.refund) <= result.spare_gas
 
 
 def _runs_on_one_state(

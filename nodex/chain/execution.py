@@ -95,6 +95,8 @@ class CallResult:
         L{nodex.evm.frame.ExecutionContext.limit_dependent}).
     @ivar refund: the refund deducted from C{gas_used} (EIP-3529): the
         run consumed C{gas_used + refund} before it was paid.
+    @ivar spare_gas: how much less gas the run could have had and run the
+        same instructions (L{nodex.evm.frame.ExecutionContext.spare_gas}).
     """
 
     success: bool
@@ -105,6 +107,7 @@ class CallResult:
     refund: int = 0
     reverted: bool = False
     """Whether the message ended in REVERT (its C{output} is the revert data)."""
+    spare_gas: int = -1
 
 
 def error_description(error: Exception | None) -> str | None:
@@ -328,7 +331,7 @@ def run_call(
     refund = min(gas_used // 5, evm.refund_counter) if evm.error is None else 0
     return CallResult(
         evm.error is None, evm.output, gas_used - refund, error_description(evm.error), context.limit_dependent, refund,
-        isinstance(evm.error, Revert),
+        isinstance(evm.error, Revert), context.spare_gas,
     )
 
 

@@ -86,6 +86,10 @@ class Message:
         return self.target is None
 
 
+UNBOUNDED_SPARE_GAS = 2**256
+"""L{ExecutionContext.spare_gas} of a run that made no SSTORE and no subcall."""
+
+
 class ExecutionContext:
     """
     What every frame of one transaction shares.
@@ -100,12 +104,22 @@ class ExecutionContext:
         exceptionally (out of gas among the reasons).  While it is unset,
         the same message given more gas runs the same way to the same
         output (L{nodex.chain.calls.call_within}).
+    @ivar spare_gas: how much less gas the transaction could have been
+        given and still run every instruction as it did: the least, over
+        its SSTOREs, of the gas left beyond the 2,300 an SSTORE needs (EIP-2200);
+        unbounded (L{UNBOUNDED_SPARE_GAS}) without SSTOREs; -1 once a CALL,
+        CALLCODE, DELEGATECALL, STATICCALL, CREATE or CREATE2 ran (what a
+        subframe is handed depends on the gas left: not worked out).  With
+        C{limit_dependent} unset, a run given up to C{spare_gas} less takes the
+        same path (L{nodex.chain.calls.estimate_gas}).
     @ivar cancellation: what tells the interpreter to stop (L{None}: never),
         the L{nodex.evm.cancellation.CURRENT_CANCELLATION} of the context
         that made this one.
     """
 
-    __slots__ = ("state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent", "cancellation")
+    __slots__ = (
+        "state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent", "spare_gas", "cancellation",
+    )
 
     def __init__(
         self,
@@ -122,6 +136,7 @@ class ExecutionContext:
         # A traced CALL or CREATE step waiting for its cost to be known.
         self.pending_step: tuple[Any, ...] | None = None
         self.limit_dependent = False
+        self.spare_gas = UNBOUNDED_SPARE_GAS
         # Set by the service that runs the transaction, if it may be cancelled.
         self.cancellation = CURRENT_CANCELLATION.get()
 

@@ -411,7 +411,27 @@ class EstimateGasTests(SynchronousTestCase):
             self.assertTrue(self.succeeds(request, estimate))
             self.assertFalse(self.succeeds(request, estimate - 1))
 
-    def count_runs(self, request: CallRequest) -> tuple[int, list[int], int]:
+    def least_gas(self, request: CallRequest, overrides: StateOverrides) -> int:
+        """
+        The least gas with which C{request} succeeds, by bisection of
+        L{execute_call}'s outcome.
+        """
+        def succeeds(gas: int) -> bool:
+            try:
+                return execute_call(self.open_state, BLOCK, request, overrides, gas).success
+            except CallError:
+                return False
+
+        low, high = 21_000 - 1, 1_000_000
+        while high - low > 1:
+            middle = (low + high) // 2
+            if succeeds(middle):
+                high = middle
+            else:
+                low = middle
+        return high
+
+    def count_runs(self, request: CallRequest, overrides: StateOverrides = NO_OVERRIDES) -> tuple[int, list[int], int]:
         """
         Estimate C{request}, counting the states opened and the runs.
 
@@ -429,23 +449,60 @@ class EstimateGasTests(SynchronousTestCase):
             return self.open_state()
 
         self.patch(calls, "run_call", counting_run)
-        estimate = estimate_gas(counting_open, BLOCK, request, NO_OVERRIDES, 30_000_000)
+        estimate = estimate_gas(counting_open, BLOCK, request, overrides, 30_000_000)
         return estimate, runs, len(opened)
 
-    def test_three_runs(self) -> None:
+    def test_one_run(self) -> None:
         """
-        A call without subcalls is estimated in at most three runs on one
-        state: all the gas, the gas it consumed before its refund (the
-        answer), and one less, which fails (not run when the first run's gas
-        used, refund deducted, shows it already).
+        A call without subcalls, GAS or an SSTORE near its end is estimated
+        in one run: the gas it consumed before its refund, which is the
+        least (with and without a refund, and for a creation).
         """
-        for data, expected in ((selector("set(uint256)") + word(7), 2), (selector("set(uint256)") + word(0), 3)):
-            request = CallRequest(sender=ALICE, to=STORAGE, data=data)
+        creation = bytes.fromhex(json.loads((CONTRACTS / "Storage.json").read_text())["bytecode"][2:]) + word(5)
+        for to, data in (
+            (STORAGE, selector("set(uint256)") + word(7)),
+            (STORAGE, selector("set(uint256)") + word(0)),
+            (None, creation),
+        ):
+            request = CallRequest(sender=ALICE, to=to, data=data)
             estimate, runs, opened = self.count_runs(request)
-            self.assertEqual(runs, [30_000_000, estimate, estimate - 1][:expected])
+            self.assertEqual(runs, [30_000_000])
             self.assertEqual(opened, 1)
-            self.assertTrue(self.succeeds(request, estimate))
-            self.assertFalse(self.succeeds(request, estimate - 1))
+            self.assertEqual(estimate, self.least_gas(request, NO_OVERRIDES))
+
+    def test_sstore_near_the_end(self) -> None:
+        """
+        An SSTORE that, given only the gas consumed, would find 2,300 gas
+        or less left (EIP-2200) keeps the first run from being the answer:
+        the search finds the least gas, 2,201 above what was consumed.
+        """
+        # SSTORE(0, 1), then SSTORE(0, 2) (100 gas: the slot is warm and
+        # already written), then STOP.
+        code = bytes.fromhex("6001600055" "6002600055" "00")
+        target = Address(b"\x77" * 20)
+        overrides = StateOverrides({target: AccountOverride(code=code)})
+        request = CallRequest(sender=ALICE, to=target)
+        estimate, runs, _ = self.count_runs(request, overrides)
+        self.assertGreater(len(runs), 1)
+        self.assertEqual(estimate, self.least_gas(request, overrides))
+        consumed = calls.run_request(self.open_state, BLOCK, request, overrides, 30_000_000).gas_used
+        self.assertEqual(estimate, consumed + 2_201)
+
+    def test_subcall_declines_the_one_run(self) -> None:
+        """
+        A call with a subframe (here a CALL with a fixed gas, no GAS read)
+        is not settled by its first run: what a subframe is handed depends
+        on the gas left.
+        """
+        # CALL(gas 30000, an account without code, value 0, no input, no
+        # output), then STOP.
+        code = bytes.fromhex("6000600060006000600073" + "79" * 20 + "617530" "f1" "00")
+        target = Address(b"\x78" * 20)
+        overrides = StateOverrides({target: AccountOverride(code=code)})
+        request = CallRequest(sender=ALICE, to=target)
+        estimate, runs, _ = self.count_runs(request, overrides)
+        self.assertGreater(len(runs), 1)
+        self.assertEqual(estimate, self.least_gas(request, overrides))
 
     def test_subcall(self) -> None:
         """

@@ -57,6 +57,7 @@ def generic_create(evm: Evm, endowment: int, contract_address: Address, start: i
     """
     from nodex.evm.interpreter import process_create_message
 
+    evm.context.spare_gas = -1
     call_data = read_memory(evm, start, size)
     state = evm.state
     state.mark_warm_address(contract_address)
@@ -185,6 +186,7 @@ def generic_call(
     """
     from nodex.evm.interpreter import process_message
 
+    evm.context.spare_gas = -1
     evm.return_data = b""
     if evm.message.depth + 1 > STACK_DEPTH_LIMIT:
         evm.gas_left += gas
