@@ -228,19 +228,23 @@ class RPCChannel(HTTPChannel):
         """
         Answer a simple request directly; give anything else to twisted.web.
         The first byte of a request starts its deadline: the head and body
-        must have come by then (L{_begin_request}).
+        must have come by then (L{_begin_request}); a request that came
+        whole in this read has met it, and runs no timer.
         """
         if self._refused:
             return
         if self._answering:
             self._hold(data)
             return
-        if not self._in_request:
-            self._begin_request()
         if not self.requests and self.persistent and self.line_mode and not self._buffer:
             request = simple_post(data)
-            if request is not None and self._serve(*request):
-                return
+            if request is not None:
+                if not self._in_request:
+                    self._begin_request(deadline=False)
+                if self._serve(*request):
+                    return
+        if not self._in_request:
+            self._begin_request()
         super().dataReceived(data)
 
     def connectionLost(self, reason: Failure) -> None:
@@ -256,18 +260,21 @@ class RPCChannel(HTTPChannel):
 
     # The request deadline and the idle state, for the site's limits.
 
-    def _begin_request(self) -> None:
+    def _begin_request(self, deadline: bool = True) -> None:
         """
         A request begins: the connection is busy, and the whole request,
         head and body, must arrive within the site's C{read_timeout}
         (twisted.web's own timer restarts at every byte, so a client
         sending one byte every few seconds held a connection for hours).
+
+        @param deadline: start the deadline's timer (not for a request that
+            has already arrived whole).
         """
         self._in_request = True
         site = self.site
         if self._admitted:
             site.busy(self)
-        timeout = getattr(site, "read_timeout", None)
+        timeout = getattr(site, "read_timeout", None) if deadline else None
         if timeout and self._read_call is None:
             self._read_call = self.callLater(timeout, self._read_expired)
 
@@ -304,7 +311,7 @@ class RPCChannel(HTTPChannel):
             peer=str(self.transport.getPeer()),
             seconds=self.site.read_timeout,
         )
-        self.timeoutConnection()
+        super().timeoutConnection()
 
     def allContentReceived(self) -> None:
         """
@@ -346,15 +353,27 @@ class RPCChannel(HTTPChannel):
         finally:
             CURRENT_CLIENT.reset(token)
         if isinstance(answer, Deferred):
+            # The idle timer keeps running (stopping and restarting it cost
+            # two timer operations a request); it does not close a
+            # connection whose answer is awaited (L{timeoutConnection}).
             self._answering = True
-            saved = self.setTimeout(None)
-            answer.addBoth(self._answered, saved)
+            answer.addBoth(self._answered)
         else:
             self._send(response_bytes(answer))
             self._request_done()
         return True
 
-    def _answered(self, answer: bytes | None | Failure, saved_timeout: float | None) -> None:
+    def timeoutConnection(self) -> None:
+        """
+        The idle timeout: close the connection, unless an answer is awaited
+        (then the timer starts again).
+        """
+        if self._answering:
+            self.setTimeout(self.timeOut)
+            return
+        super().timeoutConnection()
+
+    def _answered(self, answer: bytes | None | Failure) -> None:
         """
         Write an awaited answer (unless the client has gone), then read what
         arrived meanwhile.
@@ -372,7 +391,7 @@ class RPCChannel(HTTPChannel):
             return
         self._send(response_bytes(answer))
         self._request_done()
-        self.setTimeout(saved_timeout)
+        self.resetTimeout()
         if self._paused_reading:
             self._paused_reading = False
             if not self._waitingForTransport:

@@ -317,22 +317,6 @@ class ChannelTests(SynchronousTestCase):
         self.assertTrue(transport.disconnecting)
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
 
-    def test_timeout_suspended_while_awaited(self) -> None:
-        """
-        The idle timeout does not run while an answer is awaited, and is
-        back afterwards.
-        """
-        channel, _, methods = self.connect()
-        channel.timeOut = 30
-        channel.setTimeout(30)
-        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
-        self.assertIsNone(channel.setTimeout(None))
-        channel.setTimeout(30)
-        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
-        methods.waiting.pop().callback("x")
-        methods.waiting.pop().callback("x")
-        self.assertEqual(channel.setTimeout(None), 30)
-
     def test_without_server(self) -> None:
         """
         A site without an RPC server serves every request through its
@@ -479,6 +463,27 @@ class ConnectionLimitTests(SynchronousTestCase):
         self.assertFalse(transport.disconnecting)
         channel.dataReceived(request)
         self.assertEqual(len(parse_responses(transport.value())), 2)
+
+    def test_idle_timeout_waits_for_an_awaited_answer(self) -> None:
+        """
+        The idle timeout does not close a connection whose answer is
+        awaited, however long it takes; after the answer the connection
+        may stay idle for the whole timeout again, not longer.  A request
+        that arrives whole runs no deadline timer.
+        """
+        channel, transport = self.connect()
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        self.assertEqual(self.clock.getDelayedCalls()[0].getTime(), 120)
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)
+        self.clock.advance(500)
+        self.assertFalse(transport.disconnecting)
+        self.methods.waiting.pop().callback("x")
+        self.assertEqual(parse_responses(transport.value())[0][0], 200)
+        self.clock.advance(119.9)
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(0.1)
+        self.assertTrue(transport.disconnecting)
+        self.close(channel)
 
     def test_deadline_through_twisted_web(self) -> None:
         """
