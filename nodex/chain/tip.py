@@ -26,9 +26,13 @@ from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt, decode_receipts
+from nodex.trie.nodecache import NodeCache
 
 TIP_STATE_BLOCKS = 256
 """The tip's L{State} is kept across this many blocks before starting afresh (bounded memory)."""
+
+WRITER_NODE_CACHE_SIZE = 8_192
+"""Decoded trie nodes the writer keeps for the states it opens afresh (a few MiB)."""
 
 HeaderReader = Callable[[bytes], Header | None]
 BlockReader = Callable[[bytes], Block | None]
@@ -75,6 +79,12 @@ class ChainTip:
         self.tip = read_head(store, self._read_header)
         self._tip_state: State | None = None
         self._tip_state_age = 0
+        # The decoded nodes of the states this writer opened, by hash (so
+        # never stale, whatever the chain does): a state opened afresh,
+        # after a rewind (evm_revert, a test suite's loadFixture before
+        # every test) or a reorganisation, finds the nodes it had read
+        # before, and copies them rather than reading and decoding them.
+        self._node_cache = NodeCache(WRITER_NODE_CACHE_SIZE)
         self._log_indexer = LogIndexer(store)
         self._logs_indexed = indexed_through(store)
 
@@ -119,7 +129,7 @@ class ChainTip:
         """
         if self._tip_state is not None and parent.hash == self.tip.header.hash:
             return self._tip_state
-        return State.from_store(self.store, parent.state_root)
+        return State.from_store(self.store, parent.state_root, self._node_cache)
 
     def ancestry(self, parent: Header) -> list[Ancestor]:
         """

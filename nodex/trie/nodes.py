@@ -167,6 +167,31 @@ def _decode_plain_branch(encoded: bytes) -> BranchNode | None:
     return branch
 
 
+def copy_node(node: Node) -> Node:
+    """
+    A copy of C{node} that a trie may change: its embedded children copied
+    too, its hashed children (references) shared; the same C{ref} and
+    C{stored}.
+    """
+    kind = type(node)
+    copy: Node
+    if kind is BranchNode:
+        copy = BranchNode()
+        copy.children = [
+            child if child is None or type(child) is bytes else copy_node(child)  # type: ignore[arg-type]
+            for child in node.children  # type: ignore[union-attr]
+        ]
+        copy.value = node.value  # type: ignore[union-attr]
+    elif kind is LeafNode:
+        copy = LeafNode(node.path, node.value)  # type: ignore[union-attr]
+    else:
+        child = node.child  # type: ignore[union-attr]
+        copy = ExtensionNode(node.path, child if child is None or type(child) is bytes else copy_node(child))
+    copy.ref = node.ref
+    copy.stored = node.stored
+    return copy
+
+
 def decode_node(encoded: bytes) -> Node:
     """
     Decode the RLP of a stored node.  Embedded children become node objects;
@@ -202,6 +227,7 @@ def encode_branch(child_refs: list[bytes], value: bytes) -> bytes:
 __all__ = [
     "BranchNode",
     "Child",
+    "copy_node",
     "ExtensionNode",
     "HASH_REF_PREFIX",
     "LeafNode",

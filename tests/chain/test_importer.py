@@ -12,6 +12,7 @@ from nodex.chain.processing import validate_header
 from nodex.db.memory import MemoryStore
 from nodex.db.schema import read_canonical_hash, read_header_rlp
 from nodex.primitives import Hash32
+from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, impersonate
@@ -499,3 +500,55 @@ class ImporterLayerTests(SynchronousTestCase):
         )
         output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         self.assertEqual(output.strip(), "[]")
+
+
+class ImporterNodeCacheTests(ImporterFixture, SynchronousTestCase):
+    """
+    The writer's cache of decoded trie nodes: a state opened afresh after
+    a rewind or a reorganisation reads its nodes through it, and what the
+    blocks before changed (in their own copies) never shows through.
+    """
+
+    def balances(self, state_root: bytes) -> list[int]:
+        """
+        The senders' and the recipient's balances at C{state_root}, read
+        by a state without any cache.
+        """
+        state = State.from_store(self.store, state_root)
+        return [state.get_balance(address) for address in (*ADDRESSES, RECIPIENT)]
+
+    def test_rewind_and_reorganisation(self) -> None:
+        """
+        Blocks of transfers, a rewind to the first, another block on it
+        (with other transfers of the same accounts), then a heavier side
+        chain from genesis: every block imports (its state root checked
+        against the one its builder computed without this cache) and the
+        balances are the builder's.
+        """
+        first = self.chain_of(3, transactions=True)
+        for step in self.importer.import_blocks(first, None, FILE):
+            self.assertEqual(step.result, ImportResult.IMPORTED_BEST)
+        self.importer.rewind(1)
+        other = build_on(self.builder_store, first[0].header, [transfer(0, 1, value=5), transfer(1, 0, value=9)]).block
+        self.builder.import_blocks([other], None, FILE)
+        self.assertEqual(self.importer.import_blocks([other], None, FILE)[0].result, ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.balances(other.header.state_root), self.builder_balances(other.header.state_root))
+        side = []
+        parent = self.genesis
+        for index in range(3):
+            block = build_on(self.builder_store, parent, [transfer(2, index, value=3)]).block
+            self.builder.import_blocks([block], None, FILE)
+            side.append(block)
+            parent = block.header
+        steps = self.importer.import_blocks(side, None, FILE)
+        self.assertEqual(steps[-1].result, ImportResult.IMPORTED_BEST)
+        self.assertEqual(self.importer.tip.header, side[-1].header)
+        self.assertEqual(self.balances(side[-1].header.state_root), self.builder_balances(side[-1].header.state_root))
+        self.assertGreater(len(self.importer._node_cache), 0)
+
+    def builder_balances(self, state_root: bytes) -> list[int]:
+        """
+        The same balances in the builder's store.
+        """
+        state = State.from_store(self.builder_store, state_root)
+        return [state.get_balance(address) for address in (*ADDRESSES, RECIPIENT)]

@@ -74,6 +74,30 @@ class NodeCacheTests(SynchronousTestCase):
             self.assertEqual(other.get(old_key), value)
         self.assertNotEqual(changed.root_hash, self.root)
 
+    def test_changes_through_the_cache_commit_alike(self) -> None:
+        """
+        Tries that change after loading their nodes through the cache (as
+        copies) reach the root and commit the new nodes a trie without a
+        cache does, again and again from the same stored root, and read
+        each stored node once in all; the cache's nodes stay as stored.
+        """
+        generator = random.Random(3)
+        keys = list(self.pairs)
+        cache = NodeCache()
+        for _ in range(4):
+            changes = [(generator.choice(keys), generator.randbytes(generator.randint(0, 50))) for _ in range(30)]
+            plain = HexaryTrie(self.nodes.get, self.root)
+            cached = HexaryTrie(self.read, self.root, cache)
+            for key, value in changes:
+                plain.put(key, value)
+                cached.put(key, value)
+            self.assertEqual(cached.root_hash, plain.root_hash)
+            self.assertEqual(cached.commit(), plain.commit())
+        self.assertEqual(self.reads, len(cache))
+        fresh = HexaryTrie(self.read, self.root, cache)
+        for key, value in self.pairs.items():
+            self.assertEqual(fresh.get(key), value)
+
     def test_bounded(self) -> None:
         """
         The cache keeps at most its size, forgetting the least recently used.
