@@ -34,7 +34,12 @@ Scenarios:
 Usage::
 
     python benchmarks/suite_calls.py [--checkouts /work/wt/perf-base,/work/wt/perf] [--rounds 3]
-        [--count 200] [--scenarios estimate_transfer,lookups] [--pin] [--long 10000]
+        [--count 200] [--scenarios estimate_transfer,lookups] [--pin] [--long 10000] [--callgrind]
+
+With C{--callgrind} each node runs under valgrind's callgrind, collecting
+from the end of the deployment, and the figures are thousands of machine
+instructions per call (user space; the machine's load does not move them;
+the node runs some fifty times slower: use a C{--count} of a few dozen).
 
 The table gives, per scenario and checkout, the range over the rounds of
 the node's CPU milliseconds per call (and of the client's wall
@@ -110,6 +115,40 @@ class Client:
         return answer["result"]
 
 
+class CallgrindMeter:
+    """
+    The instructions of a node run under callgrind (C{--callgrind}), in
+    millions, since the last reading: each reading dumps its counters
+    (which zeroes them), so that a step's figure is the second of two
+    readings, and the load of the machine does not move it.
+    """
+
+    def __init__(self, pid: int, folder: Path) -> None:
+        self.pid = pid
+        self.folder = folder
+
+    def start(self) -> None:
+        """
+        Start collecting (after the deployment).
+        """
+        subprocess.run(["callgrind_control", "-i", "on", str(self.pid)], check=True, capture_output=True)
+        self()
+
+    def __call__(self) -> float:
+        before = set(self.folder.glob("callgrind.out*"))
+        subprocess.run(["callgrind_control", "-d", str(self.pid)], check=True, capture_output=True)
+        dumps = [path for path in self.folder.glob("callgrind.out*") if path not in before]
+        newest = max(dumps, key=lambda path: path.stat().st_mtime)
+        for line in newest.read_text().splitlines():
+            if line.startswith("totals:"):
+                newest.unlink()
+                # Each reading is relative to the previous one: the callers
+                # subtract the reading before from the one after.
+                self.total = getattr(self, "total", 0.0) + int(line.split()[1]) / 1e6
+                return self.total
+        raise RuntimeError("no total in the callgrind dump")
+
+
 def word(value: int | str) -> str:
     """
     A 32-byte ABI word in hex (an address, or a number).
@@ -124,9 +163,13 @@ class Scenarios:
     The scenarios against one started node.
     """
 
-    def __init__(self, client: Client, pid: int, count: int, long: int) -> None:
+    def __init__(self, client: Client, meter: Callable[[], float], count: int, long: int) -> None:
+        """
+        @param meter: the node's work so far: its CPU seconds, or (under
+            callgrind) a millionth of its instructions since it last read.
+        """
         self.client = client
-        self.pid = pid
+        self.meter = meter
         self.count = count
         self.long = long
         self.sender = client.call("eth_accounts")[0]
@@ -159,10 +202,10 @@ class Scenarios:
         for _ in range(self.count):
             if setup is not None:
                 setup()
-            before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+            before_cpu, before_wall = self.meter(), time.perf_counter()
             step()
             wall += time.perf_counter() - before_wall
-            cpu += cpu_seconds(self.pid) - before_cpu
+            cpu += self.meter() - before_cpu
         return 1000 * cpu / self.count, 1000 * wall / self.count
 
     def timed_batch(self, step: Callable[[], Any]) -> tuple[float, float]:
@@ -170,11 +213,11 @@ class Scenarios:
         Repeat C{step} C{count} times, timing all of them together (the
         CPU counter's tick, 10 ms, is too coarse for one cheap call).
         """
-        before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+        before_cpu, before_wall = self.meter(), time.perf_counter()
         for _ in range(self.count):
             step()
         wall = time.perf_counter() - before_wall
-        cpu = cpu_seconds(self.pid) - before_cpu
+        cpu = self.meter() - before_cpu
         return 1000 * cpu / self.count, 1000 * wall / self.count
 
     def run(self, name: str) -> dict[str, tuple[float, float]]:
@@ -239,10 +282,10 @@ class Scenarios:
         rows: dict[str, list[tuple[float, float]]] = {}
         for _ in range(self.count):
             for label, step in steps:
-                before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+                before_cpu, before_wall = self.meter(), time.perf_counter()
                 result = step()
                 rows.setdefault(label, []).append(
-                    (cpu_seconds(self.pid) - before_cpu, time.perf_counter() - before_wall)
+                    (self.meter() - before_cpu, time.perf_counter() - before_wall)
                 )
                 if result is False:
                     raise RuntimeError(f"{label} answered false")
@@ -266,16 +309,16 @@ class Scenarios:
             )
             block_hash = None
             for label, step in steps:
-                before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+                before_cpu, before_wall = self.meter(), time.perf_counter()
                 result = step()
                 rows.setdefault(label, []).append(
-                    (cpu_seconds(self.pid) - before_cpu, time.perf_counter() - before_wall)
+                    (self.meter() - before_cpu, time.perf_counter() - before_wall)
                 )
                 block_hash = block_hash or (result or {}).get("blockHash")
-            before_cpu, before_wall = cpu_seconds(self.pid), time.perf_counter()
+            before_cpu, before_wall = self.meter(), time.perf_counter()
             call("eth_getBlockByHash", block_hash, False)
             rows.setdefault("eth_getBlockByHash", []).append(
-                (cpu_seconds(self.pid) - before_cpu, time.perf_counter() - before_wall)
+                (self.meter() - before_cpu, time.perf_counter() - before_wall)
             )
         return {
             label: (1000 * sum(c for c, _ in values) / len(values), 1000 * sum(w for _, w in values) / len(values))
@@ -290,13 +333,24 @@ def run_checkout(checkout: Path, options: argparse.Namespace) -> dict[str, tuple
     port = free_port()
     datadir = Path(tempfile.mkdtemp(prefix="suite-calls-"))
     pin = ["taskset", "-c", "0"] if options.pin else []
-    command = [*pin, sys.executable, "-c", NODEX_SERVER, str(port), str(datadir), "", str(checkout), "0", ""]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=datadir)
+    tool = []
+    if options.callgrind:
+        tool = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={datadir}/callgrind.out"]
+    command = [*pin, *tool, sys.executable, "-c", NODEX_SERVER, str(port), str(datadir), "", str(checkout), "0", ""]
+    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=datadir, env=environment)
     recorder = None
     try:
         url = f"http://127.0.0.1:{port}/"
-        wait_for_rpc(url, process)
-        scenarios = Scenarios(Client(port), process.pid, options.count, options.long)
+        wait_for_rpc(url, process, 600.0 if options.callgrind else 60.0)
+        client = Client(port)
+        if options.callgrind:
+            meter: Callable[[], float] = CallgrindMeter(process.pid, datadir)
+        else:
+            meter = lambda: cpu_seconds(process.pid)  # noqa: E731
+        scenarios = Scenarios(client, meter, options.count, options.long)
+        if options.callgrind:
+            meter.start()  # type: ignore[attr-defined]
         if options.py_spy:
             recorder = subprocess.Popen(
                 [options.py_spy_bin, "record", "--pid", str(process.pid), "--rate", "250", "--gil",
@@ -332,6 +386,10 @@ def main() -> int:
     parser.add_argument("--pin", action="store_true", help="the node on core 0, this client on core 1")
     parser.add_argument("--py-spy", help="record each node with py-spy into FILE.<checkout name> (after the deployment)")
     parser.add_argument("--py-spy-bin", default="py-spy", help="the py-spy command")
+    parser.add_argument(
+        "--callgrind", action="store_true",
+        help="run the nodes under callgrind: thousands of instructions per call instead of CPU ms (use a small --count)",
+    )
     options = parser.parse_args()
     if options.pin:
         os.sched_setaffinity(0, {1})
@@ -347,7 +405,8 @@ def main() -> int:
                 print(f"  {label:<40} {cpu:8.3f} ms CPU {wall:8.3f} ms wall", flush=True)
     labels = list(results[checkouts[0]][0])
     print()
-    print("| call | " + " | ".join(f"{path.name} CPU ms (wall ms)" for path in checkouts) + " |")
+    unit = "thousand instructions" if options.callgrind else "CPU ms"
+    print("| call | " + " | ".join(f"{path.name} {unit} (wall ms)" for path in checkouts) + " |")
     print("|---|" + "---|" * len(checkouts))
     for label in labels:
         cells = []

@@ -71,6 +71,11 @@ RUN_JOB_BLOCKS = 64
 job's blocks are told in one turn of the reactor, so a long run is cut into
 jobs whose publishing stays short (L{ChainService.import_blocks})."""
 
+SMALL_REWIND_BLOCKS = 64
+"""The most blocks a rewind may delete to count as a small writer job (run
+at once when the writer is idle): what C{loadFixture}'s C{evm_revert} does
+before every test of a suite, one or a few blocks."""
+
 
 @implementer(IChainService, IChainWriter, IBlockSource, IPeerChain)
 class ChainService(ChainReader, Service):
@@ -433,9 +438,13 @@ class ChainService(ChainReader, Service):
         Make the canonical block at C{number} the head, deleting the canonical
         blocks above it (C{evm_revert}, C{evm_reset}); a number at or above
         the head changes nothing.  Observers get a L{ChainEvent} whose
-        C{rewound} is set.
+        C{rewound} is set.  A rewind of at most L{SMALL_REWIND_BLOCKS}
+        blocks is a small writer job (at once when the writer is idle: no
+        thread hop for the C{evm_revert} of a test's few blocks).
         """
-        return self._run_writer(self._thd_rewind, number).addCallback(self._publish).addCallback(lambda _: None)
+        small = 0 <= self.head.header.number - number <= SMALL_REWIND_BLOCKS
+        run = self._run_small_writer if small else self._run_writer
+        return run(self._thd_rewind, number).addCallback(self._publish).addCallback(lambda _: None)
 
     # Writer jobs: the importer, then the service's cache of recent blocks
 

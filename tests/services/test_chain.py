@@ -38,6 +38,7 @@ from nodex.services.chain import (
     BAD_BLOCKS_KEPT,
     RECENT_BLOCKS,
     RUN_JOB_BLOCKS,
+    SMALL_REWIND_BLOCKS,
     ChainNotInitializedError,
     ChainService,
 )
@@ -499,6 +500,23 @@ class ChainServiceMixin:
         chain.startService()
         self.addCleanup(chain.stopService)
         self.assertEqual(indexed_through(self.store), 5)
+
+    def test_small_rewind_at_once(self) -> None:
+        """
+        A rewind of at most L{SMALL_REWIND_BLOCKS} blocks is a small writer
+        job (run at once when the writer is idle), a longer one a writer
+        job like any other.
+        """
+        jobs: list[str] = []
+        writer, small = self.chain._run_writer, self.chain._run_small_writer  # type: ignore[attr-defined]
+        self.chain._run_writer = lambda *args: jobs.append("writer") or writer(*args)  # type: ignore[attr-defined]
+        self.chain._run_small_writer = lambda *args: jobs.append("small") or small(*args)  # type: ignore[attr-defined]
+        self.import_chain(self.genesis, SMALL_REWIND_BLOCKS + 3)
+        del jobs[:]
+        self.successResultOf(self.chain.rewind(2))  # type: ignore[attr-defined]
+        self.successResultOf(self.chain.rewind(1))  # type: ignore[attr-defined]
+        self.assertEqual(jobs, ["writer", "small"])
+        self.assertEqual(self.chain.head.header.number, 1)  # type: ignore[attr-defined]
 
     def test_rewind_above_head(self) -> None:
         """
