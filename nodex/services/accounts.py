@@ -436,14 +436,16 @@ class Wallet(Service):
             key = self._signing_key(address)
         except ServiceError as exc:
             return fail(exc)
-        return succeed(self._sign_transaction(unsigned, key))
+        return succeed(self._sign_transaction(unsigned, key, Address(address)))
 
-    def _sign_transaction(self, unsigned: Transaction, key: bytes) -> Transaction:
+    def _sign_transaction(self, unsigned: Transaction, key: bytes, address: Address | None = None) -> Transaction:
         """
-        Sign with C{key}, EIP-155 for legacy transactions.
+        Sign with C{key} (whose address is C{address}, when known: the
+        wallet keeps each key under the address derived from it), EIP-155
+        for legacy transactions.
         """
         chain_id = self._chain_id if isinstance(unsigned, LegacyTransaction) else None
-        return sign_transaction(unsigned, key, chain_id)
+        return sign_transaction(unsigned, key, chain_id, address)
 
     def sign_transaction_with_passphrase(
         self, unsigned: Transaction, address: bytes, passphrase: str

@@ -102,12 +102,16 @@ class DevAccountsTests(SynchronousTestCase):
 
     def test_sign_legacy_with_eip155(self) -> None:
         """
-        A legacy transaction is signed for the node's chain (v = 35 + 2 * 33 + parity).
+        A legacy transaction is signed for the node's chain (v = 35 + 2 * 33
+        + parity); the sender the signed transaction carries (the wallet's
+        address of the key, not derived again) is the one its signature
+        recovers to.
         """
         signed = self.successResultOf(Wallet.regtest(33, Clock()).sign_transaction(TRANSFER, COW))
         self.assertIn(signed.v, (101, 102))
         again = decode_transaction(signed.encode())
         self.assertEqual((again.sender, again.chain_id), (COW, 33))
+        self.assertEqual(signed.sender, again.sender)
 
     def test_sign_typed(self) -> None:
         """
@@ -116,6 +120,7 @@ class DevAccountsTests(SynchronousTestCase):
         unsigned = FeeMarketTransaction(33, 0, 1, 2, 21000, MINER, 0, b"")
         signed = self.successResultOf(Wallet.regtest(33, Clock()).sign_transaction(unsigned, COW9))
         self.assertEqual(decode_transaction(signed.encode()).sender, COW9)
+        self.assertEqual(signed.sender, COW9)
 
     def test_unknown_account(self) -> None:
         """
