@@ -124,6 +124,8 @@ class ChainService(ChainReader, Service):
         self._head: ChainHead | None = None
         self._logged_at: float | None = None
         self._unlogged = 0
+        self._rewind_logged_at: float | None = None
+        self._rewinds_unlogged = 0
         self._release_call: IDelayedCall | None = None
         self._clock_check = ClockCheck(rules.max_seconds_in_future or 0)
 
@@ -506,8 +508,27 @@ class ChainService(ChainReader, Service):
                 for block in step.event.abandoned:
                     self._forget_lookups(block)
                     self._recent.pop(block.hash, None)
-            self.log.info("rewound the chain to block {number}", number=number)
+            self._log_rewind(number)
         return step
+
+    def _log_rewind(self, number: int) -> None:
+        """
+        Say that the chain was rewound, at most once every
+        L{IMPORT_LOG_INTERVAL} (a test suite's C{evm_revert} before every
+        test made a line each, and a line costs about a tenth of the
+        rewind); the next line counts the rewinds that went unlogged.
+        """
+        now = self._clock.seconds()
+        if self._rewind_logged_at is not None and now - self._rewind_logged_at < IMPORT_LOG_INTERVAL:
+            self._rewinds_unlogged += 1
+            return
+        self._rewind_logged_at = now
+        unlogged, self._rewinds_unlogged = self._rewinds_unlogged, 0
+        self.log.info(
+            "rewound the chain to block {number}{since}",
+            number=number,
+            since=f" ({unlogged} rewinds since the last line)" if unlogged else "",
+        )
 
     def _after_write(self, step: Imported) -> None:
         """

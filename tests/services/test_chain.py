@@ -9,6 +9,7 @@ from typing import Any
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred, inlineCallbacks, maybeDeferred
 from twisted.internet.task import Clock
+from twisted.logger import Logger, formatEvent
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
@@ -37,6 +38,7 @@ from nodex.chain.logs.index import LogIndexer, indexed_through, stale_sections
 from nodex.services.chain import (
     BAD_BLOCKS_KEPT,
     RECENT_BLOCKS,
+    IMPORT_LOG_INTERVAL,
     RUN_JOB_BLOCKS,
     SMALL_REWIND_BLOCKS,
     ChainNotInitializedError,
@@ -500,6 +502,23 @@ class ChainServiceMixin:
         chain.startService()
         self.addCleanup(chain.stopService)
         self.assertEqual(indexed_through(self.store), 5)
+
+    def test_rewind_lines(self) -> None:
+        """
+        Rewinds are logged at most once a second, the next line counting
+        those that went unlogged.
+        """
+        lines: list[str] = []
+        self.chain.log = Logger(observer=lambda event: lines.append(formatEvent(event)))  # type: ignore[attr-defined]
+        self.import_chain(self.genesis, 4)
+        for number in (3, 2, 1):
+            self.successResultOf(self.chain.rewind(number))  # type: ignore[attr-defined]
+        self.clock.advance(IMPORT_LOG_INTERVAL)
+        self.successResultOf(self.chain.rewind(0))  # type: ignore[attr-defined]
+        rewinds = [line for line in lines if line.startswith("rewound")]
+        self.assertEqual(
+            rewinds, ["rewound the chain to block 3", "rewound the chain to block 0 (2 rewinds since the last line)"]
+        )
 
     def test_small_rewind_at_once(self) -> None:
         """
