@@ -295,12 +295,19 @@ class TransactionPool(Service):
         """
         The nonce a new transaction of C{address} should carry: its state
         nonce plus its pending transactions.
+
+        A sender the pool does not follow (an automined transaction is
+        never pooled) has its account read at the head on this thread: one
+        trie path, a few nodes (tens of microseconds), where the crossing
+        to a reader thread and back cost more than the read (about a
+        twentieth of an C{eth_sendTransaction}; light work, as DESIGN §4
+        allows on the reactor thread; docs/chain-service.md).
         """
         sender = self._senders.get(Address(address))
         if sender is not None and sender.state_nonce is not None:
             return succeed(self._after_in_flight(address, sender.state_nonce + sum(1 for _ in sender.pending_run())))
         root = self._chain.head.header.state_root
-        reading = self._run_in_thread(self._read_account, root, Address(address))
+        reading = maybeDeferred(self._read_account, root, Address(address))
 
         def counted(account: Account | None) -> int:
             nonce = 0 if account is None else account.nonce

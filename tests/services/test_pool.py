@@ -719,6 +719,15 @@ class TransactionPoolOrderingTests(PoolFixture, SynchronousTestCase):
         self.successResultOf(pool.add(legacy(3)))
         self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 2)
 
+    def test_next_nonce_of_an_unknown_sender_at_once(self) -> None:
+        """
+        The nonce of a sender the pool does not follow is read at the head
+        at once, not in the reader pool (here one that never runs a job).
+        """
+        pool = self.make_pool()
+        pool._run_in_thread = lambda *args: Deferred()  # type: ignore[method-assign]
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[1])), 0)
+
 
 class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
     """
