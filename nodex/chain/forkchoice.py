@@ -99,19 +99,26 @@ def find_reorganisation(read_header: HeaderReader, old_head: Header, new_head: H
 
 
 def write_canonical_changes(
-    batch: WriteBatch, ancestor: Header, abandoned: Sequence[Block], adopted: Sequence[Block]
+    batch: WriteBatch,
+    ancestor: Header,
+    abandoned: Sequence[Block],
+    adopted: Sequence[Block],
+    indexed_through: int | None = None,
 ) -> None:
     """
     Rewrite the canonical index, the transaction lookup, the log index and
     the head in C{batch}: the C{abandoned} blocks leave the canonical chain
     above C{ancestor} and the C{adopted} ones (oldest first, the new head
     last) take their place.
+
+    @param indexed_through: how far the log index's bitmaps reach, if
+        known (L{nodex.chain.logs.index.unindex_block}).
     """
     for block in abandoned:
         for transaction in block.transactions:
             delete_tx_lookup(batch, transaction.hash)
         delete_canonical_hash(batch, block.number)
-        unindex_block(batch, block.header)
+        unindex_block(batch, block.header, indexed_through)
     for block in adopted:
         block_hash = block.hash
         for index, transaction in enumerate(block.transactions):

@@ -32,6 +32,7 @@ from nodex.chain.building.builder import BuiltBlock, seal_block
 from nodex.chain.dev.blocks import SealSearchError, empty_blocks
 from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.forkchoice import find_reorganisation, is_heavier, write_canonical_changes
+from nodex.chain.logs.index import indexed_through
 from nodex.chain.building.making import BlockRequest, Declined, EmptyRun, SnapshotBlock, build_requested
 from nodex.chain.outcomes import (
     HOLD_SECONDS,
@@ -509,8 +510,9 @@ class BlockImporter(ChainTip):
             for code_hash, code in writing.code.items():
                 write_code(batch, code_hash, code)
         tip = self.tip
+        stale = True
         if rewind_to is not None:
-            event = self._rewind_into(batch, rewind_to)
+            event, stale = self._rewind_into(batch, rewind_to)
             head = rewind_to
             result = None
         else:
@@ -529,7 +531,7 @@ class BlockImporter(ChainTip):
         self.tip = head
         self._keep_tip_state(state)
         if index:
-            self.index_logs(force=bool(event.abandoned))
+            self.index_logs(force=bool(event.abandoned) and stale)
         if result is None:
             return Imported(None, head=head, event=event)
         last = writings[-1]
@@ -569,9 +571,12 @@ class BlockImporter(ChainTip):
             tuple(self.stored_receipts(old.hash) for old in abandoned),
         )
 
-    def _rewind_into(self, batch: object, target: ChainHead) -> ChainEvent:
+    def _rewind_into(self, batch: object, target: ChainHead) -> tuple[ChainEvent, bool]:
         """
         Make C{target} the head in C{batch}, deleting the canonical blocks above it.
+
+        @return: the event, and whether the log index's bitmaps held any of
+            the deleted blocks (then marked for a rebuild).
         """
         abandoned = []
         abandoned_receipts = []
@@ -581,14 +586,16 @@ class BlockImporter(ChainTip):
                 continue
             abandoned.append(self.stored_block(block_hash))
             abandoned_receipts.append(self.stored_receipts(block_hash))
-        write_canonical_changes(batch, target.header, abandoned, ())  # type: ignore[arg-type]
+        through = indexed_through(self.store)
+        write_canonical_changes(batch, target.header, abandoned, (), through)  # type: ignore[arg-type]
         for block in abandoned:
             block_hash = block.hash
             delete_header_rlp(batch, block_hash)  # type: ignore[arg-type]
             delete_body_rlp(batch, block_hash)  # type: ignore[arg-type]
             delete_receipts_rlp(batch, block_hash)  # type: ignore[arg-type]
             delete_total_difficulty(batch, block_hash)  # type: ignore[arg-type]
-        return ChainEvent((), tuple(abandoned), (), tuple(abandoned_receipts), rewound=True)
+        stale = any(block.number <= through for block in abandoned)
+        return ChainEvent((), tuple(abandoned), (), tuple(abandoned_receipts), rewound=True), stale
 
 
 __all__ = [

@@ -488,6 +488,18 @@ class ChainServiceMixin:
         self.successResultOf(self.chain.rewind(2))  # type: ignore[attr-defined]
         self.assertEqual((indexed_through(self.store), stale_sections(self.store)), (2, set()))
 
+    def test_rewind_of_unindexed_blocks(self) -> None:
+        """
+        A rewind of blocks the bitmaps have not reached yet (they trail the
+        head) marks no section stale and indexes nothing at once.
+        """
+        self.patch(tip_module, "INDEX_LAG", 100)
+        self.import_chain(self.genesis, 5)
+        through = indexed_through(self.store)
+        self.assertLess(through, 3)
+        self.successResultOf(self.chain.rewind(3))  # type: ignore[attr-defined]
+        self.assertEqual((indexed_through(self.store), stale_sections(self.store)), (through, set()))
+
     def test_log_bitmaps_caught_up_at_start(self) -> None:
         """
         A chain whose bitmaps trail its head (a store migrated from schema

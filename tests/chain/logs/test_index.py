@@ -267,6 +267,37 @@ class IndexTests(SynchronousTestCase):
         self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(RARE)]])), [])
         self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(TOKEN)]])), list(range(20)))
 
+    def test_rewind_above_the_indexed_marks_nothing(self) -> None:
+        """
+        Blocks above the indexed number are in no bitmap: unindexing them
+        (told how far the bitmaps reach) marks no section stale, and the
+        blocks that replace them are searched right, by their blooms and
+        then by the bitmaps once the indexer reaches them.  Told less, the
+        block is marked as before.
+        """
+        store = MemoryStore()
+        headers = write_chain(store, 30, {25}, bitmaps=False)
+        indexer = LogIndexer(store)
+        indexer.catch_up(19)
+        batch = store.batch()
+        for header in headers[20:]:
+            unindex_block(batch, header, indexed_through(store))
+        for number in range(20, 30):
+            index_block(batch, make_header(number, [Log(OTHER, (RARE,), b"")] if number == 22 else []))
+        store.write(batch)
+        self.assertEqual(stale_sections(store), set())
+        self.assertEqual(indexed_through(store), 19)
+        for _ in range(2):
+            self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(RARE)]])), [22])
+            self.assertEqual(list(candidate_blocks(store, 0, 29, [[value_mask(TOKEN)]])), list(range(20)))
+            indexer.catch_up(29)
+        self.assertEqual(indexed_through(store), 29)
+        batch = store.batch()
+        unindex_block(batch, headers[19], 18)
+        unindex_block(batch, headers[18], 18)
+        store.write(batch)
+        self.assertEqual(stale_sections(store), {0})
+
     def test_rewind_reads_no_bloom(self) -> None:
         """
         A rewind of the last blocks is undone from the bitmaps alone (the
