@@ -54,6 +54,7 @@ from nodex.api.chain import (
 )
 from nodex.services.chainreader import RECENT_BLOCKS, ChainReader, receipt_views
 from nodex.services.clockcheck import ClockCheck
+from nodex.services.loglines import LineThrottle
 from nodex.services.threads import ChainThreads, yield_interpreter
 from nodex.state.state import State
 from nodex.structures.blocks import Block
@@ -122,10 +123,8 @@ class ChainService(ChainReader, Service):
         self._bad_blocks_lock = Lock()
         self._importer: BlockImporter | None = None
         self._head: ChainHead | None = None
-        self._logged_at: float | None = None
-        self._unlogged = 0
-        self._rewind_logged_at: float | None = None
-        self._rewinds_unlogged = 0
+        self._import_lines = LineThrottle(IMPORT_LOG_INTERVAL)
+        self._rewind_lines = LineThrottle(IMPORT_LOG_INTERVAL)
         self._release_call: IDelayedCall | None = None
         self._clock_check = ClockCheck(rules.max_seconds_in_future or 0)
 
@@ -518,12 +517,9 @@ class ChainService(ChainReader, Service):
         test made a line each, and a line costs about a tenth of the
         rewind); the next line counts the rewinds that went unlogged.
         """
-        now = self._clock.seconds()
-        if self._rewind_logged_at is not None and now - self._rewind_logged_at < IMPORT_LOG_INTERVAL:
-            self._rewinds_unlogged += 1
+        unlogged = self._rewind_lines.due(self._clock.seconds())
+        if unlogged is None:
             return
-        self._rewind_logged_at = now
-        unlogged, self._rewinds_unlogged = self._rewinds_unlogged, 0
         self.log.info(
             "rewound the chain to block {number}{since}",
             number=number,
@@ -572,12 +568,9 @@ class ChainService(ChainReader, Service):
             assert step.block_hash is not None
             self.log.warn("invalid block 0x{hash}: {reason}", hash=step.block_hash.hex(), reason=step.reason)
         elif block is not None and step.result is ImportResult.IMPORTED_BEST:
-            now = self._clock.seconds()
-            if self._logged_at is not None and now - self._logged_at < IMPORT_LOG_INTERVAL:
-                self._unlogged += 1
+            unlogged = self._import_lines.due(self._clock.seconds())
+            if unlogged is None:
                 return
-            self._logged_at = now
-            unlogged, self._unlogged = self._unlogged, 0
             self.log.info(
                 "imported block {number} 0x{hash} with {count} transactions{since}",
                 number=block.number,

@@ -46,6 +46,7 @@ from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address
 from nodex.services.automine import AutoMining
 from nodex.services.blocktime import BlockClock
+from nodex.services.loglines import LineThrottle
 from nodex.api.errors import ServiceError
 from nodex.services.sideblocks import SideBlocks
 from nodex.services.threads import RunInThread, SerialThread
@@ -218,8 +219,7 @@ class Miner(Service):
         self._max_nonces = max_nonces
         self._enabled = self.mode in ("auto", "interval")
         self._loop: LoopingCall | None = None
-        self._logged_at: float | None = None
-        self._unlogged = 0
+        self._mined_lines = LineThrottle(MINED_LOG_INTERVAL)
         self._seal_thread = seal_thread
         self._run_seal_search = run_seal_search if seal_thread is None else seal_thread.run
         self._sealing = DeferredLock()
@@ -582,12 +582,9 @@ class Miner(Service):
         Log a mined block, unless the last such line is less than
         L{MINED_LOG_INTERVAL} old: then only count it for the next line.
         """
-        now = self._clock.seconds()
-        if self._logged_at is not None and now - self._logged_at < MINED_LOG_INTERVAL:
-            self._unlogged += 1
+        unlogged = self._mined_lines.due(self._clock.seconds())
+        if unlogged is None:
             return
-        self._logged_at = now
-        unlogged, self._unlogged = self._unlogged, 0
         if unlogged:
             self.log.info(
                 "mined block {number} 0x{hash} with {count} transactions"

@@ -478,13 +478,7 @@ class EstimateGasTests(SynchronousTestCase):
         """
         # SSTORE(0, 1), then SSTORE(0, 2) (100 gas: the slot is warm and
         # already written), then STOP.
-        code = bytes.fromhex("6001600055" "6002600055" "00")
-        target = Address(b"\x77" * 20)
-        overrides = StateOverrides({target: AccountOverride(code=code)})
-        request = CallRequest(sender=ALICE, to=target)
-        estimate, runs, _ = self.count_runs(request, overrides)
-        self.assertGreater(len(runs), 1)
-        self.assertEqual(estimate, self.least_gas(request, overrides))
+        request, overrides, estimate = self.searched(bytes.fromhex("6001600055" "6002600055" "00"))
         consumed = calls.run_request(self.open_state, BLOCK, request, overrides, 30_000_000).gas_used
         self.assertEqual(estimate, consumed + 2_201)
 
@@ -496,13 +490,23 @@ class EstimateGasTests(SynchronousTestCase):
         """
         # CALL(gas 30000, an account without code, value 0, no input, no
         # output), then STOP.
-        code = bytes.fromhex("6000600060006000600073" + "79" * 20 + "617530" "f1" "00")
-        target = Address(b"\x78" * 20)
+        self.searched(bytes.fromhex("6000600060006000600073" + "79" * 20 + "617530" "f1" "00"))
+
+    def searched(self, code: bytes) -> tuple[CallRequest, StateOverrides, int]:
+        """
+        Estimate a call of C{code} (put at an address by an override),
+        asserting that its first run did not settle it and that the answer
+        is the least gas.
+
+        @return: the request, the overrides and the estimate.
+        """
+        target = Address(b"\x77" * 20)
         overrides = StateOverrides({target: AccountOverride(code=code)})
         request = CallRequest(sender=ALICE, to=target)
         estimate, runs, _ = self.count_runs(request, overrides)
         self.assertGreater(len(runs), 1)
         self.assertEqual(estimate, self.least_gas(request, overrides))
+        return request, overrides, estimate
 
     def test_subcall(self) -> None:
         """
