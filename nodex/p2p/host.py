@@ -29,7 +29,9 @@ class PeerSettings:
     @ivar max_outstanding_requests: the most requests in flight each way.
     @ivar request_timeout: seconds a peer has to answer a request.
     @ivar handshake_timeout: seconds a peer has to finish the handshake.
-    @ivar ping_interval: seconds between pings; a peer silent for three intervals is dropped.
+    @ivar ping_interval: seconds a connection may be idle before the side
+        that dialed pings (as Bitcoin Core's two minutes); a peer silent
+        for three intervals is dropped.
     @ivar max_queued_messages: the most messages of a peer received and not
         handled yet; while that many wait, the peer is not read from.
     @ivar max_queued_bytes: the same bound in bytes of frames.
@@ -46,7 +48,7 @@ class PeerSettings:
     max_outstanding_requests: int = 16
     request_timeout: float = 10.0
     handshake_timeout: float = 5.0
-    ping_interval: float = 15.0
+    ping_interval: float = 120.0
     max_queued_messages: int = 64
     max_queued_bytes: int = 8 * 1024 * 1024
     max_invalid_transactions: int = 16

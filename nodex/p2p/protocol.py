@@ -206,7 +206,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         """
         Refuse a refused address, else send the hello and start the handshake timer.
         """
-        self._last_received = self.connected_at = self._clock.seconds()
+        self._last_received = self._last_sent = self.connected_at = self._clock.seconds()
         if not self._host.is_allowed(None, self.address):
             # Over the encrypted transport nothing can be said before the
             # key exchange: the connection closes without a word, and
@@ -389,23 +389,31 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
 
     def _keep_alive(self) -> None:
         """
-        Ping the peer unless it sent a message within the last interval;
-        drop it when it has been silent for three intervals (not while this
-        node has stopped reading from it).
+        Keep-alive (C{docs/p2p.md}, "PING/PONG"): only the side that dialed
+        pings, and only a connection idle one way or the other for an
+        interval; both sides drop a peer from which nothing arrived for
+        three intervals (not while this node has stopped reading from it).
         """
         interval = self._host.peer_settings.ping_interval
         self._timer = None
-        silent = self._clock.seconds() - self._last_received
+        now = self._clock.seconds()
+        silent = now - self._last_received
         if not self._paused and silent > 3 * interval:
             self.offence(PeerEvent.TIMEOUT_MESSAGE, DisconnectReason.REQUEST_TIMEOUT, "silent peer")
             return
-        if silent < interval:
-            # A message came within the interval: the connection is alive
-            # without a ping; look again an interval after that message.
-            self._timer = self._clock.callLater(interval - silent, self._keep_alive)
+        if self.inbound:
+            # The dialer pings; this side answers and watches the silence.
+            self._timer = self._clock.callLater(interval, self._keep_alive)
+            return
+        idle = max(silent, now - self._last_sent)
+        if idle < interval:
+            # Messages went both ways within the interval: the connection
+            # is alive without a ping; look again an interval after the
+            # older of the two.
+            self._timer = self._clock.callLater(interval - idle, self._keep_alive)
             return
         nonce = int.from_bytes(self._entropy(4), "big")
-        self._ping = (nonce, self._clock.seconds())
+        self._ping = (nonce, now)
         self.send(Ping(nonce))
         self._timer = self._clock.callLater(interval, self._keep_alive)
 
@@ -471,6 +479,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         Send one message (nothing once the connection is closing).
         """
         if self.state != CLOSED and self.transport is not None and self.framing.session is not None:
+            self._last_sent = self._clock.seconds()
             self.transport.write(self.framing.frame(encode_message(message)))
 
     def disconnect(self, reason: DisconnectReason) -> None:

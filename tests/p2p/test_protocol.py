@@ -402,10 +402,21 @@ class ProtocolTests(SynchronousTestCase):
         self.receive(Ping(77))
         self.assertEqual(frames(self.transport), [Pong(77)])
 
+    def dialer(self) -> None:
+        """
+        Make the protocol under test the side that dialed (the one that pings).
+        """
+        self.protocol = PeerProtocol(self.host, self.clock, inbound=False)
+        self.transport = StringTransport()
+        self.protocol.makeConnection(self.transport)
+        self.protocol.connectionLost = self._lost  # type: ignore[method-assign]
+
     def test_keep_alive(self) -> None:
         """
-        The protocol pings every interval, and drops a peer silent for three.
+        The side that dialed pings an idle connection every interval; a
+        peer silent for three intervals is dropped.
         """
+        self.dialer()
         self.handshake()
         self.clock.advance(15)
         self.assertIsInstance(frames(self.transport)[0], Ping)
@@ -414,12 +425,39 @@ class ProtocolTests(SynchronousTestCase):
         self.clock.advance(15)
         self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
 
+    def test_accepting_side_does_not_ping(self) -> None:
+        """
+        The side that accepted the connection never pings (the dialer
+        does: one ping per idle interval, not two); it still drops a peer
+        silent for more than three intervals.
+        """
+        self.handshake()
+        for _ in range(3):
+            self.clock.advance(15)
+            self.assertEqual(frames(self.transport), [])
+        self.assertFalse(self.transport.disconnecting)
+        self.clock.advance(15)
+        self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
+
+    def test_accepting_side_kept_alive_by_pings(self) -> None:
+        """
+        The dialer's pings keep the accepting side from dropping it.
+        """
+        self.handshake()
+        for nonce in range(10):
+            self.clock.advance(15)
+            self.receive(Ping(nonce))
+            self.assertEqual(frames(self.transport), [Pong(nonce)])
+        self.assertFalse(self.transport.disconnecting)
+
     def test_no_ping_on_a_busy_connection(self) -> None:
         """
-        A peer that sent a message within the interval is not pinged: the
-        next ping goes an interval after its last message, and it is
-        dropped once silent for more than three intervals.
+        A connection with messages both ways within the interval is not
+        pinged: the next ping goes an interval after the older of the last
+        message received and the last sent, and the peer is dropped once
+        silent for more than three intervals.
         """
+        self.dialer()
         self.handshake()
         self.clock.advance(10)
         self.receive(Ping(1))
@@ -433,6 +471,19 @@ class ProtocolTests(SynchronousTestCase):
         self.assertFalse(self.transport.disconnecting)
         self.clock.advance(15)
         self.assertDisconnected(DisconnectReason.REQUEST_TIMEOUT)
+
+    def test_ping_when_only_receiving(self) -> None:
+        """
+        A dialer that hears from the peer but has sent nothing for an
+        interval pings anyway: else the peer would find it silent.
+        """
+        self.dialer()
+        self.handshake()
+        for _ in range(3):
+            self.clock.advance(5)
+            self.receive(GetPeers())
+        sent = [message for message in frames(self.transport) if isinstance(message, Ping)]
+        self.assertEqual(len(sent), 1)
 
     def test_flood(self) -> None:
         """
