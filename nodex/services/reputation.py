@@ -91,6 +91,9 @@ class ReputationSettings:
 CHURN_ADDRESSES = 4096
 """Addresses whose punished node ids are remembered (the least recent leave first)."""
 
+ALLOWED_CACHE = 4096
+"""Answers "allowed" of L{ReputationService.is_allowed} kept at most (all dropped when full)."""
+
 
 @implementer(IResolutionReceiver)
 class _Collector:
@@ -174,6 +177,10 @@ class ReputationService(Service):
         self._punished_ids: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
         self._observers: list[Callable[[], None]] = []
         self._pending: IDelayedCall | None = None
+        # Peers found allowed, kept until something could refuse them (a
+        # record turned bad, a ban, a trust withdrawn: L{_notify}); a
+        # refusal is never kept, since punishments end with time.
+        self._allowed: set[tuple[bytes | None, str]] = set()
 
     def _now(self) -> int:
         """
@@ -250,19 +257,31 @@ class ReputationService(Service):
     def is_allowed(self, node_id: bytes | None, address: str) -> bool:
         """
         Whether a peer may connect, or have its messages handled, now.
+
+        It is asked before every message of every peer: a yes is kept
+        (at most L{ALLOWED_CACHE} of them) until a record turns bad, a ban
+        is added or a trust withdrawn, all of which drop every kept answer.
+        A kept answer does not mark the records as used: the least recently
+        used record of a full table is the least recently I{scored} one.
         """
+        if (node_id, address) in self._allowed:
+            return True
         ip = parse_peer_address(address)
         if ip is not None and self.bans.is_banned(ip):
             return False
         if node_id is not None and node_id in self.banned_ids:
             return False
-        if self.is_trusted(node_id, address):
-            return True
-        now = self._now()
-        if node_id is not None and not self.nodes.has_good_reputation(node_id, now):
-            return False
-        key = str(ip) if ip is not None else address
-        return self.addresses.has_good_reputation(key, now)
+        if not self.is_trusted(node_id, address):
+            now = self._now()
+            if node_id is not None and not self.nodes.has_good_reputation(node_id, now):
+                return False
+            key = str(ip) if ip is not None else address
+            if not self.addresses.has_good_reputation(key, now):
+                return False
+        if len(self._allowed) >= ALLOWED_CACHE:
+            self._allowed.clear()
+        self._allowed.add((node_id, address))
+        return True
 
     def is_trusted(self, node_id: bytes | None, address: str) -> bool:
         """
@@ -294,8 +313,9 @@ class ReputationService(Service):
 
     def _notify(self) -> None:
         """
-        Schedule one call of every observer.
+        Schedule one call of every observer; forget the kept answers of L{is_allowed}.
         """
+        self._allowed.clear()
         if self._observers and (self._pending is None or not self._pending.active()):
             self._pending = self._clock.callLater(0, self._call_observers)
 
@@ -415,6 +435,7 @@ class ReputationService(Service):
             self.trusted_ids.add(node_id)
         else:
             self.trusted_ids.discard(node_id)
+            self._allowed.clear()
         return True
 
     def banned_addresses(self) -> list[str]:

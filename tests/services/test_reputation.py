@@ -167,6 +167,36 @@ class RecordTests(SynchronousTestCase):
         record = self.service.peer_records()[0]
         self.assertEqual((record.score, record.punishments, record.punished_until, record.good_reputation), (0, 1, 0, True))
 
+    def test_allowed_answer_kept_until_a_change(self) -> None:
+        """
+        A yes of C{is_allowed} is kept (the records are not looked at
+        again), and dropped when a record turns bad, an address or a node is
+        banned or a trust is withdrawn: each refuses at once.
+        """
+        self.assertTrue(self.service.is_allowed(NODE, "192.0.2.7"))
+        looked: list[bytes] = []
+        has_good_reputation = self.service.nodes.has_good_reputation
+        self.service.nodes.has_good_reputation = lambda key, now: looked.append(key) or has_good_reputation(key, now)  # type: ignore[method-assign, func-returns-value]
+        self.assertTrue(self.service.is_allowed(NODE, "192.0.2.7"))
+        self.assertEqual(looked, [])
+        self.service.record_event(PeerEvent.INVALID_BLOCK, NODE, "192.0.2.7")
+        self.assertFalse(self.service.is_allowed(NODE, "192.0.2.7"))
+        self.assertEqual(looked, [NODE])
+        self.assertTrue(self.service.is_allowed(OTHER_NODE, "192.0.2.8"))
+        self.assertTrue(self.service.ban_node(OTHER_NODE))
+        self.assertFalse(self.service.is_allowed(OTHER_NODE, "192.0.2.8"))
+        self.assertTrue(self.service.is_allowed(None, "192.0.2.9"))
+        self.successResultOf(self.service.ban_address("192.0.2.9"))
+        self.assertFalse(self.service.is_allowed(None, "192.0.2.9"))
+        third = b"\x03" * 64
+        self.service.trust_node(third, True)
+        self.assertTrue(self.service.is_allowed(third, "192.0.2.10"))
+        # (A trusted record is never punished by events: punish it behind the service's back.)
+        self.service.nodes.record(third, PeerEvent.INVALID_BLOCK, int(self.clock.seconds() * 1000))
+        self.assertTrue(self.service.is_allowed(third, "192.0.2.10"))
+        self.service.trust_node(third, False)
+        self.assertFalse(self.service.is_allowed(third, "192.0.2.10"))
+
     def test_punished_until_in_milliseconds(self) -> None:
         """
         punishedUntil is the unix time in milliseconds.
