@@ -72,7 +72,11 @@ class ReputationSettings:
         scored but never punished (a ban still refuses them).
     @ivar churn_limit: how many node ids punished from one address within
         L{churn_window} punish the address.
-    @ivar churn_window: milliseconds a punished node id counts against its address.
+    @ivar churn_window: milliseconds a punished node id counts against its
+        address, and a redial of a punished or banned node id against the
+        address it came from.
+    @ivar redial_limit: how many handshakes of punished or banned node ids
+        from one address within L{churn_window} punish the address.
     """
 
     node: PunishmentParameters = PunishmentParameters(12 * 60_000, 10, 0)
@@ -86,6 +90,7 @@ class ReputationSettings:
     trusted_addresses: tuple[str, ...] = ()
     churn_limit: int = 3
     churn_window: int = 10 * 60_000
+    redial_limit: int = 3
 
 
 CHURN_ADDRESSES = 4096
@@ -175,6 +180,7 @@ class ReputationService(Service):
         self.banned_ids: set[bytes] = set(settings.banned_node_ids)
         self.trusted_ids: set[bytes] = set(settings.trusted_node_ids)
         self._punished_ids: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
+        self._redials: OrderedDict[str, deque[int]] = OrderedDict()
         self._observers: list[Callable[[], None]] = []
         self._pending: IDelayedCall | None = None
         # Peers found allowed, kept until something could refuse them (a
@@ -205,7 +211,10 @@ class ReputationService(Service):
         else against the IP address; tell the observers when a record
         turns bad.  A node id punished counts against its address: the
         address is punished when L{ReputationSettings.churn_limit} of its
-        node ids were punished within the churn window.
+        node ids were punished within the churn window, or when
+        L{ReputationSettings.redial_limit} handshakes of punished or banned
+        node ids came from it (the node id is refused after each, the
+        address then before the handshake).
 
         @raise ValueError: C{event} is not a L{nodex.api.peers.PeerEvent}.
         """
@@ -213,6 +222,9 @@ class ReputationService(Service):
         key = self._address_key(address)
         turned_bad = []
         if node_id is not None:
+            if event == PeerEvent.SUCCESSFUL_HANDSHAKE and self._redialed(key, node_id, now):
+                if self._record_address(key, PeerEvent.INVALID_MESSAGE, now):
+                    turned_bad.append(("address", key, self.addresses.get(key)))
             if self.nodes.record(node_id, event, now, punish=not self.is_trusted(node_id, address)):
                 turned_bad.append(("node", node_id.hex()[:8], self.nodes.get(node_id)))
                 if self._churned(key, node_id, now) and self._record_address(key, PeerEvent.INVALID_MESSAGE, now):
@@ -232,6 +244,30 @@ class ReputationService(Service):
         Record C{event} against an address's record (never punished when trusted).
         """
         return self.addresses.record(key, event, now, punish=not self._trusted_address(key))
+
+    def _redialed(self, key: str, node_id: bytes, now: int) -> bool:
+        """
+        A handshake of C{node_id} from the address C{key}: when the node id
+        is punished or banned (its connection is refused next), count a
+        redial against the address; whether that makes
+        L{ReputationSettings.redial_limit} within the churn window.
+        """
+        if node_id not in self.banned_ids and self.nodes.has_good_reputation(node_id, now):
+            return False
+        redials = self._redials.get(key)
+        if redials is None:
+            redials = self._redials[key] = deque()
+            if len(self._redials) > CHURN_ADDRESSES:
+                self._redials.popitem(last=False)
+        else:
+            self._redials.move_to_end(key)
+        while redials and redials[0] <= now - self.settings.churn_window:
+            redials.popleft()
+        redials.append(now)
+        if len(redials) >= self.settings.redial_limit:
+            redials.clear()
+            return True
+        return False
 
     def _churned(self, key: str, node_id: bytes, now: int) -> bool:
         """

@@ -137,6 +137,44 @@ class RecordTests(SynchronousTestCase):
         [address] = [record for record in self.service.peer_records() if record.kind == "address"]
         self.assertEqual((address.id, address.counters["INVALID_MESSAGE"], address.punishments), ("192.0.2.7", 1, 1))
 
+    def test_redials_of_a_punished_node(self) -> None:
+        """
+        A punished node id that comes back and completes a handshake is
+        refused after it; its third handshake within ten minutes from one
+        address punishes the address, which is then refused before any
+        handshake.  The handshakes of a node id in good standing, and
+        redials further apart, do not count.
+        """
+        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
+        self.service.record_event(PeerEvent.INVALID_BLOCK, NODE, "192.0.2.7")
+        self.assertFalse(self.service.is_allowed(NODE, "192.0.2.7"))
+        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
+        self.clock.advance(9 * 60)
+        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
+        self.assertTrue(self.service.is_allowed(None, "192.0.2.7"))
+        self.clock.advance(2 * 60)
+        # The first redial is more than ten minutes old now.
+        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
+        self.assertTrue(self.service.is_allowed(None, "192.0.2.7"))
+        self.assertTrue(self.service.is_allowed(None, "192.0.2.8"))
+        self.service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
+        self.assertFalse(self.service.is_allowed(None, "192.0.2.7"))
+        self.assertTrue(self.service.is_allowed(OTHER_NODE, "192.0.2.8"))
+        [address] = [record for record in self.service.peer_records() if record.kind == "address"]
+        self.assertEqual((address.id, address.counters["INVALID_MESSAGE"], address.punishments), ("192.0.2.7", 1, 1))
+
+    def test_redials_of_a_banned_node(self) -> None:
+        """
+        The redials of a node id the operator banned count the same way;
+        a trusted address is never punished for them.
+        """
+        service, _ = make_service(banned_node_ids=frozenset({NODE}), trusted_addresses=("198.51.100.1",))
+        for _ in range(3):
+            service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "192.0.2.7")
+            service.record_event(PeerEvent.SUCCESSFUL_HANDSHAKE, NODE, "198.51.100.1")
+        self.assertFalse(service.is_allowed(None, "192.0.2.7"))
+        self.assertTrue(service.is_allowed(None, "198.51.100.1"))
+
     def test_trusted(self) -> None:
         """
         A trusted node id or address is scored and never punished or refused; a ban still refuses it.
