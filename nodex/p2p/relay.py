@@ -271,6 +271,11 @@ class ChainRelay:
             # It extends the best chain, or (a side block within reach of
             # the head) could become it.
             peer.record(PeerEvent.VALID_BLOCK)
+            head = self.chain.head
+            if head.header.hash == block.hash:
+                # The peer has this node's head now: its work, which an
+                # announcement (unlike a whole block) does not say.
+                self.heard_head(peer, block.hash, block.number, head.total_difficulty)
 
     async def _side_block_admitted(self, peer: PeerProtocol, block: Block) -> bool:
         """
@@ -513,7 +518,7 @@ class ChainRelay:
                 self.send_status()
             return
         unaware = [peer for peer in self._peers() if block.hash not in peer.known_blocks]
-        self._spread(block, head.total_difficulty, unaware, head=True)
+        self._spread(block, head.total_difficulty, unaware)
 
     def side_block(self, block: Block) -> None:
         """
@@ -538,13 +543,15 @@ class ChainRelay:
         """
         total_difficulty = await self.chain.get_total_difficulty(block.hash)
         if total_difficulty is not None:
-            self._spread(block, total_difficulty, unaware, head=False)
+            self._spread(block, total_difficulty, unaware)
 
-    def _spread(self, block: Block, total_difficulty: int, unaware: list[PeerProtocol], head: bool) -> None:
+    def _spread(self, block: Block, total_difficulty: int, unaware: list[PeerProtocol]) -> None:
         """
         Send C{block} whole to the first square root of the C{unaware}
-        peers, and announce it to the rest (with a STATUS when it is the
-        head); skip a peer that learnt of it meanwhile.
+        peers, and announce it to the rest; skip a peer that learnt of it
+        meanwhile.  An announced head goes without a STATUS (as geth's
+        announcements): a peer that fetches it learns this node's work from
+        the block (L{import_one}), and the work decides nothing before that.
         """
         whole = max(1, int(math.sqrt(len(unaware))))
         for index, peer in enumerate(unaware):
@@ -555,8 +562,6 @@ class ChainRelay:
                 peer.send(NewBlock(block, total_difficulty))
             else:
                 peer.send(NewBlockHashes(((block.hash, block.number),)))
-                if head:
-                    peer.send(Status(block.hash, block.number, total_difficulty))
 
     def send_status(self) -> None:
         """

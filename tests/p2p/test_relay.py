@@ -10,7 +10,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.aside import FILE
-from nodex.api.chain import ChainHead, Unused, from_peer
+from nodex.api.chain import ChainEvent, ChainHead, ImportOutcome, ImportResult, Unused, from_peer
 from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.inbound import KnownSet
@@ -373,6 +373,60 @@ class SideBlockTests(SynchronousTestCase):
         self.syncing, self.running = False, False
         self.relay.side_block(self.side)
         self.assertEqual([peer.sent for peer in self.peers], [[], [], [], []])
+
+
+class HeadSpreadTests(SynchronousTestCase):
+    """
+    A new head spreads whole to a few peers and by hash to the rest,
+    without a STATUS; a peer whose announced block became the head is
+    known to have its work.
+    """
+
+    def setUp(self) -> None:
+        self.headers = chain_of(3)
+        self.chain = FakeChain(self.headers)
+        self.peers = [FakePeer() for _ in range(4)]
+        for peer in self.peers:
+            peer.known_blocks = KnownSet(16)  # type: ignore[attr-defined]
+        sync = type("Sync", (), {"syncing": False})()
+        self.relay = ChainRelay(self.chain, sync, lambda: self.peers, lambda: True)  # type: ignore[arg-type]
+
+    def test_announced_without_status(self) -> None:
+        """
+        Whole to the square root of the unaware peers, a hash alone to each other.
+        """
+        head = Block(self.headers[2])
+        self.relay.chain_changed(ChainEvent((head,)))
+        for peer in self.peers[:2]:
+            self.assertEqual(peer.sent, [NewBlock(head, 3)])
+        for peer in self.peers[2:]:
+            self.assertEqual(peer.sent, [NewBlockHashes(((head.hash, head.number),))])
+
+    def test_work_learnt_from_an_announced_block(self) -> None:
+        """
+        An announced block that becomes the head when imported tells this
+        node the announcer's work (an announcement does not); one stored
+        off the canonical chain does not.
+        """
+        peer, _ = established_peer()
+        peer.total_difficulty = 1
+        block = Block(self.headers[2])
+        becomes_head = False
+
+        def import_blocks(blocks: list[Block], source: object) -> Deferred[list[ImportOutcome]]:
+            if becomes_head:
+                self.chain.head = ChainHead(blocks[0].header, 3)
+                return succeed([ImportOutcome(Hash32(blocks[0].hash), ImportResult.IMPORTED_BEST)])
+            return succeed([ImportOutcome(Hash32(blocks[0].hash), ImportResult.IMPORTED_NOT_BEST)])
+
+        self.chain.import_blocks = import_blocks  # type: ignore[attr-defined]
+        self.chain.head = ChainHead(self.headers[1], 2)
+        self.successResultOf(Deferred.fromCoroutine(self.relay.import_one(peer, block)))
+        self.assertEqual(peer.total_difficulty, 1)
+        self.relay.recent_blocks = KnownSet(16)
+        becomes_head = True
+        self.successResultOf(Deferred.fromCoroutine(self.relay.import_one(peer, block)))
+        self.assertEqual((peer.total_difficulty, peer.head_hash), (3, block.hash))
 
 
 class StatusTests(SynchronousTestCase):
