@@ -90,6 +90,10 @@ class NetworkSettings:
     @ivar reserved_slots: connection slots, beyond the limits of inbound
         peers and of connections in their handshake, that only trusted,
         configured and known-good peers may take.
+    @ivar transaction_delay: the mean of the random delay (exponential,
+        at most four times the mean) before pending transactions go to
+        peers, all that became pending meanwhile in one message per peer;
+        0 sends each at once (C{docs/p2p.md}, "Propagation").
     """
 
     network_id: int
@@ -104,6 +108,7 @@ class NetworkSettings:
     reconnect_delay: float = 1.0
     max_reconnect_delay: float = 60.0
     progress_interval: float = 10.0
+    transaction_delay: float = 1.0
     peer: PeerSettings = field(default_factory=PeerSettings)
     expected_ids: tuple[tuple[tuple[str, int], bytes], ...] = ()
 

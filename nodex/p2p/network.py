@@ -168,6 +168,7 @@ class PeerNetwork(Service):
         self.relay = ChainRelay(
             chain, self.sync, self.established_peers, lambda: self.running,
             lambda event, node_id: reputation.record_event(event, node_id, self._last_addresses.get(node_id, "")),
+            clock=clock, entropy=entropy, transaction_delay=settings.transaction_delay,
         )
         chain.add_observer(self.relay.chain_changed)
         chain.add_side_observer(self.relay.side_block)
@@ -370,6 +371,7 @@ class PeerNetwork(Service):
         """
         super().stopService()
         self.sync.stop()
+        self.relay.stop()
         if self._tending is not None and self._tending.active():
             self._tending.cancel()
         self._tending = None

@@ -13,11 +13,13 @@ offence, and peers' transactions reach the pool's checks a few at a time
 """
 
 import math
+import os
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredSemaphore
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 
 from nodex.api.chain import ChainEvent, ChainHead, ImportResult, IPeerChain, from_peer, SourceKind, Unused
@@ -27,6 +29,7 @@ from nodex.api.pool import ITransactionPool
 from nodex.p2p.errors import DisconnectReason, P2PError
 from nodex.p2p.messages import (
     MAX_HEADERS_PER_MESSAGE,
+    MAX_TRANSACTIONS_PER_MESSAGE,
     BlockBodies,
     BlockHeaders,
     GetBlockBodies,
@@ -116,12 +119,20 @@ class ChainRelay:
         peers: Callable[[], list[PeerProtocol]],
         running: Callable[[], bool],
         record: Callable[[str, bytes], None] = lambda event, node_id: None,
+        clock: IReactorTime | None = None,
+        entropy: Callable[[int], bytes] = os.urandom,
+        transaction_delay: float = 0.0,
     ) -> None:
         """
         @param sync: the synchroniser that orphans and far blocks hand over to.
         @param peers: the established peers now.
         @param running: whether the peer network runs (nothing is spread otherwise).
         @param record: records an event against a node id that is no longer connected.
+        @param clock: times the relay of pending transactions (needed when
+            C{transaction_delay} is not 0).
+        @param entropy: random bytes, for the relay's random delays.
+        @param transaction_delay: the mean delay before pending transactions
+            go to peers (L{nodex.p2p.host.NetworkSettings.transaction_delay}).
         """
         self.chain = chain
         self.sync = sync
@@ -140,6 +151,11 @@ class ChainRelay:
         self._running = running
         self._record = record
         self._unused_orphans: OrderedDict[bytes, int] = OrderedDict()
+        self._clock = clock
+        self._entropy = entropy
+        self._transaction_delay = transaction_delay if clock is not None else 0.0
+        self._outgoing: dict[bytes, Transaction] = {}
+        self._relaying: IDelayedCall | None = None
 
     async def serve(self, peer: PeerProtocol, request: GetBlockHeaders | GetBlockBodies) -> None:
         """
@@ -573,16 +589,63 @@ class ChainRelay:
 
     def transaction_pending(self, transaction: Transaction) -> None:
         """
-        Send a transaction that became pending to the peers that have not
-        seen it; not an impersonated sender's, which only this dev node
-        accepts (C{docs/devchain.md}).
+        A transaction became pending: it goes to the peers that have not
+        seen it after a random delay (L{relay_transactions}); not an
+        impersonated sender's, which only this dev node accepts
+        (C{docs/devchain.md}).
         """
         if transaction.impersonated:
             return
+        self._outgoing[transaction.hash] = transaction
+        if self._transaction_delay <= 0 or len(self._outgoing) >= MAX_TRANSACTIONS_PER_MESSAGE:
+            self.relay_transactions()
+        elif self._relaying is None:
+            assert self._clock is not None
+            self._relaying = self._clock.callLater(self._relay_delay(), self.relay_transactions)
+
+    def _relay_delay(self) -> float:
+        """
+        A random delay of mean C{transaction_delay}, exponential (as Bitcoin
+        Core's trickle of announcements), at most four times the mean.
+        """
+        fraction = int.from_bytes(self._entropy(4), "big") / 2**32
+        return min(-self._transaction_delay * math.log1p(-fraction), 4 * self._transaction_delay)
+
+    def relay_transactions(self) -> None:
+        """
+        Send the transactions that became pending since the last time, and
+        are pending still, to each peer not known to have them, in one
+        message per peer.  Waiting a random while lets a peer that got a
+        transaction at the same time as this node send it here first,
+        rather than both sending it across the connection at once: a
+        transaction crosses most connections once instead of nearly twice.
+        """
+        if self._relaying is not None and self._relaying.active():
+            self._relaying.cancel()
+        self._relaying = None
+        outgoing, self._outgoing = self._outgoing, {}
+        if not outgoing or not self._running():
+            return
+        transactions = [
+            transaction for transaction in outgoing.values()
+            if self.pool is None or self.pool.get(transaction.hash) is not None
+        ]
         for peer in self._peers():
-            if transaction.hash not in peer.known_transactions:
-                peer.known_transactions.add(transaction.hash)
-                peer.send(Transactions((transaction,)))
+            known = peer.known_transactions
+            fresh = [transaction for transaction in transactions if transaction.hash not in known]
+            for transaction in fresh:
+                known.add(transaction.hash)
+            if fresh:
+                peer.send(Transactions(tuple(fresh)))
+
+    def stop(self) -> None:
+        """
+        Drop the transactions waiting to be relayed (the network stops).
+        """
+        if self._relaying is not None and self._relaying.active():
+            self._relaying.cancel()
+        self._relaying = None
+        self._outgoing = {}
 
 
 __all__ = [

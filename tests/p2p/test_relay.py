@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.aside import FILE
@@ -172,6 +173,87 @@ class TransactionRelayTests(SynchronousTestCase):
         """
         self.relay.transaction_pending(impersonate(self.unsigned, b"\x03" * 20, 33))
         self.assertEqual(self.peer.sent, [])
+
+
+class PendingPool:
+    """
+    A pool whose pending transactions are those in C{pending}.
+    """
+
+    def __init__(self) -> None:
+        self.pending: dict[bytes, object] = {}
+
+    def get(self, tx_hash: bytes) -> object | None:
+        return self.pending.get(tx_hash)
+
+
+class DelayedTransactionRelayTests(SynchronousTestCase):
+    """
+    With a delay, pending transactions go out after a random wait, together.
+    """
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.peers = [FakePeer() for _ in range(3)]
+        for peer in self.peers:
+            peer.known_transactions = KnownSet(16)  # type: ignore[attr-defined]
+        self.running = True
+        self.relay = ChainRelay(
+            FakeChain(chain_of(1)), None, lambda: self.peers, lambda: self.running,  # type: ignore[arg-type]
+            clock=self.clock, entropy=lambda count: b"\x80" * count, transaction_delay=1.0,
+        )
+        self.pool = PendingPool()
+        self.relay.pool = self.pool  # type: ignore[assignment]
+
+    def pending(self, *transactions: LegacyTransaction) -> None:
+        for transaction in transactions:
+            self.pool.pending[transaction.hash] = transaction
+            self.relay.transaction_pending(transaction)
+
+    def test_batched_after_the_delay(self) -> None:
+        """
+        Nothing goes before the delay (here ln 2 of the mean: the entropy
+        gives one half); then one message per peer holds every transaction
+        that became pending meanwhile, except those the peer sent or was
+        sent, and those no longer pending.
+        """
+        one, two, three = signed(1), signed(2), signed(3)
+        self.pending(one, two, three)
+        del self.pool.pending[three.hash]
+        self.peers[1].known_transactions.note_received(one.hash)  # type: ignore[attr-defined]
+        self.clock.advance(0.69)
+        self.assertEqual([peer.sent for peer in self.peers], [[], [], []])
+        self.clock.advance(0.01)
+        self.assertEqual(self.peers[0].sent, [Transactions((one, two))])
+        self.assertEqual(self.peers[1].sent, [Transactions((two,))])
+        self.assertEqual(self.peers[2].sent, [Transactions((one, two))])
+        self.pending(one)
+        self.clock.advance(10)
+        self.assertEqual([len(peer.sent) for peer in self.peers], [1, 1, 1])
+
+    def test_delay_bounded(self) -> None:
+        """
+        The exponential delay is cut at four times the mean.
+        """
+        self.relay._entropy = lambda count: b"\xff" * count  # type: ignore[method-assign]
+        self.pending(signed(1))
+        self.clock.advance(3.999)
+        self.assertEqual(self.peers[0].sent, [])
+        self.clock.advance(0.001)
+        self.assertEqual(len(self.peers[0].sent), 1)
+
+    def test_stopped(self) -> None:
+        """
+        A stopped relay drops what waited, and a stopped network sends nothing.
+        """
+        self.pending(signed(1))
+        self.relay.stop()
+        self.clock.advance(10)
+        self.pending(signed(2))
+        self.running = False
+        self.clock.advance(10)
+        self.assertEqual([peer.sent for peer in self.peers], [[], [], []])
+        self.assertEqual(self.clock.getDelayedCalls(), [])
 
 
 class AcceptingPool:
