@@ -72,6 +72,10 @@ TEND_SECONDS = 30.0
 """How often the peer store is saved (when changed) and stored peers are dialed while outbound peers are lacking."""
 
 
+SORTED_AT_ONCE = 16
+"""A peer's TRANSACTIONS message of at most this many, finding its lane idle, is sorted as it arrives."""
+
+
 class _PeerFactory(Factory):
     """
     Makes inbound peer protocols, refusing connections beyond the limits.
@@ -696,10 +700,19 @@ class PeerNetwork(Service):
     def _new_block(self, peer: PeerProtocol, message: NewBlock) -> Deferred[Any]:
         return self._logged(peer.lane.submit(lambda: self.relay.new_block(peer, message)))
 
-    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any]:
+    def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any] | None:
         # Sorted in the lane too, not as it arrives: a message of 4,096
         # transactions takes milliseconds to sort, and the messages behind
-        # an offender's first are never sorted once it is dropped.
+        # an offender's first are never sorted once it is dropped.  A small
+        # message that finds the lane idle is sorted at once (in the same
+        # order, nothing being ahead of it), and takes the lane only if the
+        # pool must check some of it: most messages of a gossiping network
+        # bring what this node has, and cost no lane, coroutine or Deferred.
+        if len(message.transactions) <= SORTED_AT_ONCE and not peer.transaction_lane:
+            fresh = self.relay.sort_transactions(peer, message)
+            if not fresh:
+                return None
+            return self._logged(peer.transaction_lane.submit(lambda: self.relay.check_transactions(peer, fresh)))
         return self._logged(peer.transaction_lane.submit(lambda: self.relay.transactions(peer, message)))
 
     def _announced(self, peer: PeerProtocol, message: NewBlockHashes) -> None:

@@ -4,14 +4,16 @@ L{nodex.p2p.sync.check_header_chain}, with fakes.
 """
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import directlyProvides
 
 from nodex.chain.aside import FILE
-from nodex.api.chain import ChainEvent, ChainHead, ImportOutcome, ImportResult, Unused, from_peer
+from nodex.api.chain import ChainEvent, ChainHead, IPeerChain, ImportOutcome, ImportResult, Unused, from_peer
 from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.p2p.errors import DisconnectReason
 from nodex.p2p.inbound import KnownSet
@@ -27,6 +29,8 @@ from nodex.p2p.messages import (
     Transactions,
     encode_frame,
 )
+from nodex.p2p.host import NetworkSettings
+from nodex.p2p.network import SORTED_AT_ONCE, PeerNetwork
 from nodex.p2p.relay import MAX_UNUSED_ORPHANS, SIDE_BLOCK_DEPTH, TRANSACTION_CHECKS, ChainRelay, side_block_refusal
 from nodex.primitives import Hash32
 from nodex.p2p.sync import check_header_chain
@@ -34,7 +38,7 @@ from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.transactions import LegacyTransaction, impersonate, sign_transaction
 from tests.p2p.test_messages import sample_header
-from tests.p2p.test_protocol import FakeHost, established_peer, frames
+from tests.p2p.test_protocol import GENESIS, FakeHost, established_peer, frames
 
 
 def chain_of(count: int) -> list[Header]:
@@ -293,6 +297,63 @@ def signed(index: int) -> LegacyTransaction:
     """
     unsigned = LegacyTransaction(index, 0, 21000, b"\x01" * 20, 1, b"")
     return sign_transaction(unsigned, (index + 2).to_bytes(32, "big"), 33)  # type: ignore[return-value]
+
+
+class TransactionArrivalTests(SynchronousTestCase):
+    """
+    How the peer network takes a TRANSACTIONS message as it arrives.
+    """
+
+    def setUp(self) -> None:
+        chain = FakeChain(chain_of(1))
+        for name in ("add_observer", "add_side_observer", "add_unused_observer"):
+            setattr(chain, name, lambda observer: None)
+        directlyProvides(chain, IPeerChain)
+        reputation = type("Reputation", (), {"add_ban_observer": lambda self, observer: None})()
+        self.network = PeerNetwork(
+            chain, reputation, Clock(), Path(self.mktemp()), NetworkSettings(7771, GENESIS),  # type: ignore[arg-type]
+            None, lambda host, port: None,  # type: ignore[arg-type, return-value]
+        )
+        self.pool = AcceptingPool()
+        self.network.relay.pool = self.pool  # type: ignore[assignment]
+        self.peer, _ = established_peer()
+
+    def test_known_sorted_at_once(self) -> None:
+        """
+        A small message of transactions this node has is sorted as it
+        arrives: no work in the peer's lane, nothing for the pool.
+        """
+        self.network.relay.refused_transactions.add(signed(1).hash)
+        self.assertIsNone(self.network._transactions(self.peer, Transactions((signed(1),))))
+        self.assertEqual((len(self.peer.transaction_lane), self.pool.added), (0, []))
+
+    def test_fresh_checked_in_the_lane(self) -> None:
+        """
+        What the pool must check goes through the lane; a message that
+        arrives while the lane is busy is sorted in it, in order.
+        """
+        held: Deferred[None] = Deferred()
+        self.peer.transaction_lane.submit(lambda: held)
+        arrived = self.network._transactions(self.peer, Transactions((signed(1),)))
+        self.assertEqual((len(self.peer.transaction_lane), self.pool.added), (2, []))
+        held.callback(None)
+        self.successResultOf(arrived)  # type: ignore[arg-type]
+        self.assertEqual(self.pool.added, [signed(1)])
+        self.successResultOf(self.network._transactions(self.peer, Transactions((signed(2),))))  # type: ignore[arg-type]
+        self.assertEqual(self.pool.added, [signed(1), signed(2)])
+
+    def test_large_sorted_in_the_lane(self) -> None:
+        """
+        A message of more than L{SORTED_AT_ONCE} is sorted in the lane, not as it arrives.
+        """
+        transactions = tuple(signed(index) for index in range(SORTED_AT_ONCE + 1))
+        self.pool.added = []
+        sorted_at: list[int] = []
+        sort = self.network.relay.sort_transactions
+        self.network.relay.sort_transactions = lambda peer, message: sorted_at.append(len(self.peer.transaction_lane)) or sort(peer, message)  # type: ignore[method-assign, func-returns-value]
+        self.successResultOf(self.network._transactions(self.peer, Transactions(transactions)))  # type: ignore[arg-type]
+        self.assertEqual(sorted_at, [1])
+        self.assertEqual(len(self.pool.added), SORTED_AT_ONCE + 1)
 
 
 class PeerTransactionsTests(SynchronousTestCase):
