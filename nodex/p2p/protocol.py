@@ -154,15 +154,20 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         self._hello_sent_at = 0.0
         self._ping: tuple[int, float] | None = None
         self.latency: float | None = None
+        self._address: str | None = None
 
     # Addresses
 
     @property
     def address(self) -> str:
         """
-        The peer's IP address.
+        The peer's IP address (read from the transport once: it is asked
+        before every message, and a connection's peer does not change).
         """
-        return str(getattr(self.transport.getPeer(), "host", ""))  # type: ignore[union-attr]
+        address = self._address
+        if address is None:
+            address = self._address = str(getattr(self.transport.getPeer(), "host", ""))  # type: ignore[union-attr]
+        return address
 
     @property
     def port(self) -> int:
