@@ -180,7 +180,7 @@ class ReputationService(Service):
         self.banned_ids: set[bytes] = set(settings.banned_node_ids)
         self.trusted_ids: set[bytes] = set(settings.trusted_node_ids)
         self._punished_ids: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
-        self._redials: OrderedDict[str, deque[int]] = OrderedDict()
+        self._redials: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
         self._observers: list[Callable[[], None]] = []
         self._pending: IDelayedCall | None = None
         # Peers found allowed, kept until something could refuse them (a
@@ -254,35 +254,36 @@ class ReputationService(Service):
         """
         if node_id not in self.banned_ids and self.nodes.has_good_reputation(node_id, now):
             return False
-        redials = self._redials.get(key)
-        if redials is None:
-            redials = self._redials[key] = deque()
-            if len(self._redials) > CHURN_ADDRESSES:
-                self._redials.popitem(last=False)
-        else:
-            self._redials.move_to_end(key)
-        while redials and redials[0] <= now - self.settings.churn_window:
-            redials.popleft()
-        redials.append(now)
+        redials = self._recent(self._redials, key, now)
+        redials.append((now, node_id))
         if len(redials) >= self.settings.redial_limit:
             redials.clear()
             return True
         return False
+
+    def _recent(self, table: OrderedDict[str, deque[tuple[int, bytes]]], key: str, now: int) -> deque[tuple[int, bytes]]:
+        """
+        The entries C{(time, node id)} of the address C{key} in C{table}
+        within the churn window (the last L{CHURN_ADDRESSES} addresses are
+        remembered).
+        """
+        entries = table.get(key)
+        if entries is None:
+            entries = table[key] = deque()
+            if len(table) > CHURN_ADDRESSES:
+                table.popitem(last=False)
+        else:
+            table.move_to_end(key)
+        while entries and entries[0][0] <= now - self.settings.churn_window:
+            entries.popleft()
+        return entries
 
     def _churned(self, key: str, node_id: bytes, now: int) -> bool:
         """
         Count a node id punished from the address C{key}; whether that makes
         L{ReputationSettings.churn_limit} within the window.
         """
-        punished = self._punished_ids.get(key)
-        if punished is None:
-            punished = self._punished_ids[key] = deque()
-            if len(self._punished_ids) > CHURN_ADDRESSES:
-                self._punished_ids.popitem(last=False)
-        else:
-            self._punished_ids.move_to_end(key)
-        while punished and punished[0][0] <= now - self.settings.churn_window:
-            punished.popleft()
+        punished = self._recent(self._punished_ids, key, now)
         if all(other != node_id for _, other in punished):
             punished.append((now, node_id))
         if len(punished) >= self.settings.churn_limit:
