@@ -320,6 +320,15 @@ def _strings_path(value: Any) -> str:
     return str(Path(value).expanduser()) if value else ""
 
 
+def _relay_delay(value: Any) -> float:
+    """
+    The mean wait before pending transactions go to peers: 0 (at once) to a minute.
+    """
+    if type(value) not in (int, float) or not 0 <= value <= 60:
+        raise ValueError("want a number of seconds from 0 (at once) to 60")
+    return float(value)
+
+
 def _seconds_or_zero(value: Any) -> float:
     """
     A number of seconds from 0 (off) to a week.
@@ -493,6 +502,7 @@ SCHEMA: dict[str, Any] = {
         "max_invalid_transactions": _integer(0, 1_000_000),
         "max_handshake_failures": _integer(0, 10000),
         "reserved_slots": _integer(0, 10000),
+        "transaction_delay": _relay_delay,
         "encryption": _boolean,
         "tls": _boolean,
         "tls_ca_certificate": _string,
@@ -695,6 +705,7 @@ class P2PConfig:
     max_invalid_transactions: int
     max_handshake_failures: int
     reserved_slots: int
+    transaction_delay: float
     encryption: bool
     tls: bool
     tls_ca_certificate: str

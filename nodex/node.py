@@ -1128,6 +1128,7 @@ def compose_p2p(
         max_connections_per_address=p2p.max_connections_per_address,
         max_handshake_failures=p2p.max_handshake_failures,
         reserved_slots=p2p.reserved_slots,
+        transaction_delay=p2p.transaction_delay,
         peer=PeerSettings(
             max_frame_bytes=p2p.max_frame_bytes,
             messages_per_second=p2p.messages_per_second,

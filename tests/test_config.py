@@ -146,6 +146,9 @@ class LayerTests(SynchronousTestCase):
             ({"p2p": {"peers": ["nodex://abcd@192.0.2.1:5050"]}}, '"p2p.peers"'),
             ({"p2p": {"static_peers": ["nodex://" + "zz" * 64 + "@192.0.2.1:5050"]}}, '"p2p.static_peers"'),
             ({"p2p": {"encryption": "yes"}}, '"p2p.encryption"'),
+            ({"p2p": {"transaction_delay": -1}}, '"p2p.transaction_delay"'),
+            ({"p2p": {"transaction_delay": 61}}, '"p2p.transaction_delay"'),
+            ({"p2p": {"transaction_delay": "1s"}}, '"p2p.transaction_delay"'),
             ({"rpc": {"admin_allow_remote": 1}}, '"rpc.admin_allow_remote"'),
             ({"mining": {"mode": "interval:0"}}, '"mining.mode"'),
             ({"mining": {"mode": "sometimes"}}, '"mining.mode"'),
@@ -477,6 +480,18 @@ class TypedSectionTests(SynchronousTestCase):
             {name for name in config.raw["p2p"]} - {"endpoint", "network_id", "peers", "static_peers"},
             {name for name in vars(config.p2p)},
         )
+
+    def test_transaction_delay(self) -> None:
+        """
+        Pending transactions go to peers at once on regtest (a developer's
+        network of a few nodes) and after a random wait of mean 1 s on the
+        public networks (C{docs/p2p.md}, "Propagation"); a layer sets it.
+        """
+        delays = {network: load_config(None, {"network": network}).p2p.transaction_delay
+                  for network in ("regtest", "devnet", "testnet", "main")}
+        self.assertEqual(delays, {"regtest": 0.0, "devnet": 1.0, "testnet": 1.0, "main": 1.0})
+        config = load_config(None, {"network": "regtest", "p2p": {"transaction_delay": 2}})
+        self.assertEqual(config.p2p.transaction_delay, 2.0)
 
     def test_scoring_section(self) -> None:
         """

@@ -217,6 +217,8 @@ class Simulation:
             "p2p": {
                 "endpoint": f"tcp:{P2P_PORT}",
                 "peers": [f"{honest_address(peer)}:{P2P_PORT}" for peer in bootstrap],
+                # The public networks' relay wait (regtest's preset sends at once).
+                "transaction_delay": 1.0,
             },
             "mining": {"mode": "manual", "coinbase": "0x" + coinbase.hex()},
         }

@@ -220,6 +220,18 @@ class PropagationTests(NodesTestCase):
         await self.wait_for(lambda: head_number(c) == 1, what="C to follow")
         await self.wait_for(lambda: c.getServiceNamed("pool").get(transaction.hash) is None, what="C's pool to drop it")
 
+    async def test_transaction_wait_from_configuration(self) -> None:
+        """
+        A regtest node relays pending transactions at once; C{p2p.transaction_delay}
+        gives the mean of the random wait the public networks' presets use.
+        """
+        config = self.mktemp()
+        with open(config, "w") as handle:
+            handle.write("[p2p]\ntransaction_delay = 0.5\n")
+        at_once, waiting = await self.start_node(), await self.start_node("--config", config)
+        self.assertEqual(self.network(at_once).settings.transaction_delay, 0.0)
+        self.assertEqual(self.network(waiting).settings.transaction_delay, 0.5)
+
     async def test_orphan_fetches_parents(self) -> None:
         """
         A new block whose parents a peer never heard of makes that peer fetch them.
