@@ -45,6 +45,7 @@ from nodex.descriptors import DescriptorPlan
 from nodex.descriptors import plan as descriptors_plan
 from nodex.descriptors import raise_limit as raise_descriptor_limit
 from nodex.errors import NodexError
+from nodex.evm.build import build_line
 from nodex.metrics import HealthLimits, MetricsResource, MetricsService, NodeMetrics, health, metrics_site
 from nodex.p2p.connect import peer_connector
 from nodex.p2p.host import NetworkSettings, PeerSettings
@@ -343,6 +344,7 @@ class NodeService(MultiService):
             mining=config.mining_mode,
         )
         log.info("{line}", line=conventions_line(config))
+        log.info("{line}", line=build_line())
         # Before any child starts a thread.
         set_worker_niceness(config.worker_niceness)
         try:

@@ -267,7 +267,8 @@ class MakeServiceTests(SynchronousTestCase):
 
     def test_start_line(self) -> None:
         """
-        Starting logs one line naming network, chain id, data dir and endpoints.
+        Starting logs one line naming network, chain id, data dir and
+        endpoints, and one naming the EVM.
         """
         from twisted.logger import globalLogPublisher
 
@@ -283,6 +284,11 @@ class MakeServiceTests(SynchronousTestCase):
         starts = [event for event in events if event.get("log_format", "").startswith("nodex starting")]
         self.assertEqual(len(starts), 1)
         self.assertEqual((starts[0]["network"], starts[0]["chain_id"], starts[0]["rpc"]), ("regtest", 33, "none"))
+        # And one naming the EVM it runs: pure Python, or the compiled build (docs/evm.md).
+        from nodex.evm.build import build_line
+
+        lines = [event.get("line") for event in events if event.get("log_format") == "{line}"]
+        self.assertIn(build_line(), lines)
 
     def test_start_freezes_the_heap(self) -> None:
         """

@@ -163,6 +163,7 @@ class TwistdTests(TestCase):
         )
         self.assertEqual(json.loads(await response.content())["result"], "0x21")
         self.assertIn(b"nodex starting: network regtest, chain id 33, data dir " + datadir.encode(), process.output)
+        self.assertRegex(process.output, rb"EVM: (pure Python|compiled with Cython|partly compiled)")
         self.assertTrue(Path(datadir).is_dir())
         os.kill(process.transport.pid, signal.SIGTERM)  # type: ignore[attr-defined]
         await process.ended
