@@ -17,6 +17,7 @@ import importlib.util
 import io
 import os
 import sys
+import threading
 import types
 from contextlib import redirect_stderr
 from pathlib import Path
@@ -26,6 +27,7 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 import nodex.evm.build
 from nodex.evm.build import COMPILED_MODULES, build_line, compiled_modules, is_extension
 from nodex.evm.frame import Evm
+from nodex.evm.interpreter import ensure_recursion_limit
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 EXPECT_COMPILED = os.environ.get("NODEX_EXPECT_COMPILED") == "1"
@@ -216,3 +218,33 @@ class CompiledRunTests(SynchronousTestCase):
             self.assertTrue(importlib.import_module(name).__file__.endswith(".py"), name)
         self.assertTrue(Evm.__flags__ & (1 << 9))
         self.assertTrue(build_line().startswith("EVM: pure Python"))
+
+
+class DepthTests(SynchronousTestCase):
+    """
+    The compiled build spends C stack on each nested frame, where the pure
+    interpreter spends almost none (1024 nested calls need between 1 and 2
+    MiB compiled; docs/evm.md): the deepest calls must fit in a worker
+    thread's default stack.
+    """
+
+    def test_deepest_calls_in_a_thread(self) -> None:
+        """
+        A contract that counts its depth in storage and calls itself with
+        all its gas reaches depth 1024 (1025 frames) in a new thread.
+        """
+        from tests.evm.test_instructions import CONTRACT, make_state, push, run
+
+        # SLOAD 0, ADD 1, SSTORE 0; CALL(gas, ADDRESS, 0, 0, 0, 0, 0); STOP
+        code = push(0) + b"\x54" + push(1) + b"\x01" + push(0) + b"\x55" + push(0) * 5 + b"\x30\x5a\xf1\x00"
+        state = make_state(code)
+        outcome: list[object] = []
+
+        def call() -> None:
+            ensure_recursion_limit()
+            outcome.append(run(code, gas=10**12, state=state).error)
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join()
+        self.assertEqual((outcome, state.get_storage(CONTRACT, 0)), ([None], 1025))
