@@ -36,10 +36,13 @@ def run(repository: Path, arguments: list[str]) -> tuple[dict, float, float]:
     Run C{nodex simulate ARGUMENTS} from C{repository}; return its summary,
     its CPU seconds and its wall seconds.
     """
+    # The process starts in the checkout: with "-c", Python puts the current
+    # directory before PYTHONPATH, so a run started elsewhere would import
+    # that directory's nodex instead.
     environment = dict(os.environ, PYTHONPATH=str(repository))
     command = [sys.executable, "-c", "from nodex.cli import console_main; console_main()", "simulate", *arguments]
     started = time.monotonic()
-    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, env=environment, cwd=repository, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
