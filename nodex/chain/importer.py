@@ -344,7 +344,9 @@ class BlockImporter(ChainTip):
                 " this network needs a merged miner"
             )
         block = seal_block(built.block, seal)
-        validate_header(tip, block.header, self.rules)
+        # The solver's search is the seal's check (the canonical template,
+        # committing to the header's hash for merged mining): not again.
+        validate_header(tip, block.header, self.rules, seal=False)
         validate_block(block, built.outcome)
         writing = _Writing(
             block, built.outcome.receipts, self.tip.total_difficulty + cumulative_difficulty(block),

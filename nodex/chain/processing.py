@@ -39,7 +39,7 @@ from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.bloom import merge_blooms
 from nodex.structures.errors import InvalidTransactionError
-from nodex.structures.headers import Header
+from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
 from nodex.structures.receipts import Receipt
 from nodex.structures.rlpcodec import encode_list_of_encoded
 from nodex.structures.transaction_rules import validate_transaction
@@ -126,8 +126,11 @@ def receipts_root(receipts: Sequence[Receipt]) -> Hash32:
 
 def uncles_hash(uncles: Sequence[Header]) -> Hash32:
     """
-    Keccak-256 of the RLP list of the uncle headers.
+    Keccak-256 of the RLP list of the uncle headers (a constant for none,
+    the block of nearly every automined transaction).
     """
+    if not uncles:
+        return EMPTY_UNCLES_HASH
     return keccak256(encode_list_of_encoded([uncle.encode() for uncle in uncles]))
 
 
@@ -276,12 +279,17 @@ def validate_seal(header: Header) -> None:
         raise InvalidSealError(f"block {header.number} 0x{header.hash.hex()}: invalid seal: {exc}") from exc
 
 
-def validate_header(parent: Header, header: Header, rules: ChainRules, now: int | None = None) -> None:
+def validate_header(
+    parent: Header, header: Header, rules: ChainRules, now: int | None = None, seal: bool = True
+) -> None:
     """
     Check the header rules that need only the parent.
 
     @param now: the local time in seconds, or L{None} to skip the check of
         timestamps in the future (the node's own blocks, old blocks).
+    @param seal: check the merged-mining seal too; L{False} only for a
+        header whose seal this node's solver has just found for it (the
+        solver's search is the same check).
     @raise InvalidBlockError: a rule is broken; the message says which.
     """
     if header.parent_hash != parent.hash:
@@ -318,7 +326,8 @@ def validate_header(parent: Header, header: Header, rules: ChainRules, now: int 
             f"minimum gas price {header.minimum_gas_price} moves more than {bound}"
             f" from the parent's {parent.minimum_gas_price}"
         )
-    validate_seal(header)
+    if seal:
+        validate_seal(header)
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,31 @@ EMPTY_BLOOM = bytes(BLOOM_BYTES)
 """A bloom with no bit set."""
 
 
+BITS_KEPT = 4_096
+"""The most values whose bloom bits L{_bits} keeps (a few hundred KiB; all
+are dropped when it is full): a token's address and its event's topic
+recur in every transfer's log, and each costs a Keccak-256."""
+
+_kept_bits: dict[bytes, tuple[tuple[int, int], ...]] = {}
+
+
 def _bits(value: bytes) -> tuple[tuple[int, int], ...]:
     """
     The three (byte index, mask) pairs that C{value} sets.
     """
+    found = _kept_bits.get(value)
+    if found is not None:
+        return found
     digest = keccak256(value)
     pairs = []
     for offset in (0, 2, 4):
         bit = ((digest[offset] << 8) | digest[offset + 1]) & 2047
         pairs.append((BLOOM_BYTES - 1 - bit // 8, 1 << (bit % 8)))
-    return tuple(pairs)
+    found = tuple(pairs)
+    if len(_kept_bits) >= BITS_KEPT:
+        _kept_bits.clear()
+    _kept_bits[bytes(value)] = found
+    return found
 
 
 def bloom_add(bloom: bytearray, value: bytes) -> None:

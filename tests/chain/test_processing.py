@@ -422,6 +422,16 @@ class ValidateHeaderTests(SynchronousTestCase):
         header = replace(self.header, extra_data=b"changed")
         self.assertRaises(InvalidSealError, validate_header, self.genesis, header, self.rules)
 
+    def test_seal_not_checked(self) -> None:
+        """
+        With C{seal=False} (a header the node's solver has just sealed) the
+        seal is not checked; the other rules still are.
+        """
+        header = replace(self.header, extra_data=b"changed")
+        validate_header(self.genesis, header, self.rules, seal=False)
+        late = replace(self.header, gas_used=GAS_LIMIT + 1)
+        self.assertRaises(InvalidBlockError, validate_header, self.genesis, late, self.rules, seal=False)
+
 
 class ValidateBlockTests(SynchronousTestCase):
     """
@@ -514,6 +524,16 @@ class UncleTests(SynchronousTestCase):
         block = self.with_uncles([self.b.header])
         validate_uncles(block, self.ancestry, RULES)
         self.assertEqual(cumulative_difficulty(block), block.header.difficulty + self.b.header.difficulty)
+
+    def test_uncles_hash_of_none(self) -> None:
+        """
+        The uncles hash of no uncles is Keccak-256 of the RLP empty list;
+        of some, of the list of their headers.
+        """
+        self.assertEqual(uncles_hash(()), keccak256(b"\xc0"))
+        header = self.b.header
+        encoded = header.encode()
+        self.assertEqual(uncles_hash([header]), keccak256(bytes([0xF9]) + len(encoded).to_bytes(2, "big") + encoded))
 
     def test_uncles_hash(self) -> None:
         """

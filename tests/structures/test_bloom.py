@@ -6,6 +6,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.crypto import keccak256
 from nodex.primitives import Address, Hash32
+from nodex.structures import bloom
 from nodex.structures.bloom import EMPTY_BLOOM, bloom_add, bloom_may_contain, logs_bloom, merge_blooms
 from nodex.structures.errors import RLPError
 from nodex.structures.logs import Log
@@ -58,6 +59,22 @@ class BloomTests(SynchronousTestCase):
         self.assertTrue(bloom_may_contain(bloom, TOPIC))
         self.assertFalse(bloom_may_contain(EMPTY_BLOOM, ADDRESS))
         self.assertFalse(bloom_may_contain(bloom, b"\x22" * 20))
+
+    def test_kept_bits_bounded(self) -> None:
+        """
+        The bits of values seen before are kept for the next bloom, at most
+        L{BITS_KEPT} values (all dropped when full), and blooms made from
+        them are the reference's.
+        """
+        bloom.BITS_KEPT, kept = 8, bloom.BITS_KEPT
+        self.addCleanup(setattr, bloom, "BITS_KEPT", kept)
+        bloom._kept_bits.clear()
+        values = [bytes([index]) * 20 for index in range(20)]
+        for value in values:
+            self.assertEqual(logs_bloom([Log(Address(value), (), b"")]), reference_bloom([value]))
+            self.assertLessEqual(len(bloom._kept_bits), 8)
+        self.assertEqual(logs_bloom([Log(Address(values[-1]), (), b"")]), reference_bloom([values[-1]]))
+        self.assertIn(values[-1], bloom._kept_bits)
 
     def test_no_logs(self) -> None:
         """
