@@ -9,6 +9,15 @@ from nodex.trie.errors import TrieError
 from nodex.trie.hexary import HexaryTrie
 from nodex.trie.nibbles import key_to_nibbles
 
+PATHS_KEPT = 16_384
+"""The most keys whose hashed paths L{SecureTrie} keeps, shared by every
+trie of the process (a few MiB; all are dropped when it is full): the same
+accounts and storage slots recur block after block (an automined token
+transfer's sender, contract and two balance slots), and each path costs a
+Keccak-256.  A path depends on its key alone, so a kept one is never stale."""
+
+_kept_paths: dict[bytes, bytes] = {}
+
 
 class SecureTrie(HexaryTrie):
     """
@@ -27,7 +36,13 @@ class SecureTrie(HexaryTrie):
         """
         if not isinstance(key, bytes):
             raise TrieError(f"trie keys are bytes, not {type(key).__name__}")
-        return key_to_nibbles(keccak256(key))
+        path = _kept_paths.get(key)
+        if path is None:
+            path = key_to_nibbles(keccak256(key))
+            if len(_kept_paths) >= PATHS_KEPT:
+                _kept_paths.clear()
+            _kept_paths[bytes(key)] = path
+        return path
 
 
-__all__ = ["SecureTrie"]
+__all__ = ["PATHS_KEPT", "SecureTrie"]

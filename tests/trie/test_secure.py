@@ -5,7 +5,7 @@ Tests for L{nodex.trie.secure}.
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.crypto import keccak256
-from nodex.trie import HexaryTrie, SecureTrie, TrieError
+from nodex.trie import HexaryTrie, SecureTrie, TrieError, secure
 
 
 class SecureTrieTests(SynchronousTestCase):
@@ -42,3 +42,23 @@ class SecureTrieTests(SynchronousTestCase):
         secure.delete(b"k")
         self.assertIsNone(secure.get(b"k"))
         self.assertEqual(secure.commit(), {})
+
+    def test_kept_paths_bounded(self) -> None:
+        """
+        The hashed paths of keys seen before are kept for any trie, at most
+        L{secure.PATHS_KEPT} (all dropped when full); the roots are those of
+        a plain trie keyed by the hashes whether a path was kept or not.
+        """
+        secure.PATHS_KEPT, kept = 4, secure.PATHS_KEPT
+        self.addCleanup(setattr, secure, "PATHS_KEPT", kept)
+        secure._kept_paths.clear()
+        keys = [bytes([index]) * 20 for index in range(10)]
+        for _ in range(2):
+            hashed, plain = SecureTrie({}.get), HexaryTrie({}.get)
+            for key in keys:
+                hashed.put(key, key)
+                plain.put(keccak256(key), key)
+                self.assertLessEqual(len(secure._kept_paths), 4)
+            self.assertEqual(hashed.root_hash, plain.root_hash)
+            self.assertEqual(hashed.get(keys[-1]), keys[-1])
+        self.assertIn(keys[-1], secure._kept_paths)
