@@ -22,7 +22,7 @@ from nodex.db.schema import (
     read_total_difficulty,
 )
 from nodex.primitives import Hash32
-from nodex.state.state import State
+from nodex.state.state import RootReads, State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt, decode_receipts
@@ -79,6 +79,8 @@ class ChainTip:
         self.tip = read_head(store, self._read_header)
         self._tip_state: State | None = None
         self._tip_state_age = 0
+        # What the last state opened afresh read at its root (_state_for).
+        self._root_reads: RootReads | None = None
         # The decoded nodes of the states this writer opened, by hash (so
         # never stale, whatever the chain does): a state opened afresh,
         # after a rewind (evm_revert, a test suite's loadFixture before
@@ -125,11 +127,18 @@ class ChainTip:
 
     def _state_for(self, parent: Header) -> State:
         """
-        A state at C{parent}'s state root: the kept tip state when it is the tip's.
+        A state at C{parent}'s state root: the kept tip state when it is the
+        tip's; else a new one, which starts with the reads of the last new
+        one when that was of the same root (a test suite's C{evm_revert}
+        rewinds to its fixture's block before every test, and each test's
+        first block reads the same accounts and slots there).
         """
         if self._tip_state is not None and parent.hash == self.tip.header.hash:
             return self._tip_state
-        return State.from_store(self.store, parent.state_root, self._node_cache)
+        reads = self._root_reads
+        if reads is None or reads.root != parent.state_root:
+            reads = self._root_reads = RootReads(parent.state_root)
+        return State.from_store(self.store, parent.state_root, self._node_cache, reads)
 
     def ancestry(self, parent: Header) -> list[Ancestor]:
         """

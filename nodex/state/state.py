@@ -57,6 +57,43 @@ def decode_storage_value(encoded: bytes) -> int:
     return int.from_bytes(encoded[1:], "big")
 
 
+ROOT_READS_KEPT = 65_536
+"""The most accounts and storage slots a L{RootReads} records (a few MiB);
+beyond, its L{State}s read the trie as usual."""
+
+
+class RootReads:
+    """
+    Accounts, storage slots and code as the tries of one state root hold
+    them, recorded by the L{State}s opened on that root as they read them
+    (before their first commit), so that the next L{State} opened on the
+    same root starts with them decoded instead of walking the tries again.
+    Nothing here is ever a changed value: a state records only what it
+    read from the tries of its root, which do not change until it commits.
+
+    The writer opens a state on the same root again and again when a test
+    suite's C{evm_revert} rewinds the chain to its fixture before every test
+    (C{docs/chain-service.md}).
+
+    @ivar root: the state root the reads are of.
+    """
+
+    def __init__(self, root: bytes) -> None:
+        self.root = root
+        self.accounts: dict[Address, Account | None] = {}
+        self.storage: dict[Address, dict[int, int]] = {}
+        self.size = 0
+
+    def _room(self) -> bool:
+        """
+        Whether one more read may be recorded (L{ROOT_READS_KEPT}).
+        """
+        if self.size >= ROOT_READS_KEPT:
+            return False
+        self.size += 1
+        return True
+
+
 class State:
     """
     The accounts of one state root, with the changes made on top of it.
@@ -73,6 +110,7 @@ class State:
         read_code: Callable[[bytes], bytes | None],
         state_root: bytes = BLANK_ROOT,
         node_cache: NodeCache | None = None,
+        root_reads: RootReads | None = None,
     ) -> None:
         """
         @param read_node: fetches a trie node's RLP by its hash.
@@ -80,6 +118,9 @@ class State:
         @param state_root: the root the state starts from.
         @param node_cache: decoded trie nodes shared with other states (the
             readers'); lookups walk them instead of decoding their own.
+        @param root_reads: the reads of earlier states of C{state_root}:
+            this state starts with them, and records its own reads of the
+            tries there until its first commit.
         """
         self.read_node = read_node
         self.read_code = read_code
@@ -102,14 +143,28 @@ class State:
         self._created: set[Address] = set()
         self._touched: dict[Address, bool] = {}
         self._sticky_touched: set[Address] = set()
+        self._root_reads: RootReads | None = None
+        if root_reads is not None:
+            if root_reads.root != state_root:
+                raise ValueError("the reads are of another state root")
+            self._root_reads = root_reads
+            self._accounts.update(root_reads.accounts)
+            self._storage.update({address: dict(slots) for address, slots in root_reads.storage.items()})
 
     @classmethod
-    def from_store(cls, store: Any, state_root: bytes = BLANK_ROOT, node_cache: NodeCache | None = None) -> "State":
+    def from_store(
+        cls,
+        store: Any,
+        state_root: bytes = BLANK_ROOT,
+        node_cache: NodeCache | None = None,
+        root_reads: RootReads | None = None,
+    ) -> "State":
         """
         A state over a key-value store (columns C{TRIE_NODES} and C{CODE} of
         L{nodex.db.schema}).
 
         @param node_cache: decoded trie nodes shared with other states.
+        @param root_reads: the reads of earlier states of C{state_root} (see L{State}).
         """
         from nodex.db.schema import CODE, TRIE_NODES
 
@@ -118,6 +173,7 @@ class State:
             lambda code_hash: store.get(CODE, code_hash),
             state_root,
             node_cache,
+            root_reads,
         )
 
     def _read_node(self, node_hash: bytes) -> bytes | None:
@@ -203,6 +259,9 @@ class State:
         except (TrieError, RLPError) as exc:
             raise StateError(f"cannot read account {address.hex()}: {exc}") from exc
         self._accounts[address] = account
+        reads = self._root_reads
+        if reads is not None and reads._room():
+            reads.accounts[address] = account
         return account
 
     def set_account(self, address: Address, account: Account | None) -> None:
@@ -374,6 +433,12 @@ class State:
             except TrieError as exc:
                 raise StateError(f"cannot read storage of {address.hex()}: {exc}") from exc
             value = 0 if raw is None else decode_storage_value(raw)
+            reads = self._root_reads
+            if reads is not None and reads._room():
+                kept = reads.storage.get(address)
+                if kept is None:
+                    kept = reads.storage[address] = {}
+                kept[key] = value
         slots[key] = value
         return value
 
@@ -507,6 +572,8 @@ the caller to put in the C{TRIE_NODES} column; the code deployed
             is in L{new_codes}, which the caller clears once written.
         @raise StateError: a trie node needed for the update is missing.
         """
+        # The tries change to another root: no more reads of the first.
+        self._root_reads = None
         nodes: dict[bytes, bytes] = {}
         try:
             for address in self._dirty_accounts | set(self._dirty_storage):
@@ -554,4 +621,4 @@ the caller to put in the C{TRIE_NODES} column; the code deployed
         self._trie.put(address, account.encode())
 
 
-__all__ = ["RIPEMD160_ADDRESS", "State", "decode_storage_value", "encode_storage_value"]
+__all__ = ["RIPEMD160_ADDRESS", "ROOT_READS_KEPT", "RootReads", "State", "decode_storage_value", "encode_storage_value"]

@@ -552,3 +552,38 @@ class ImporterNodeCacheTests(ImporterFixture, SynchronousTestCase):
         """
         state = State.from_store(self.builder_store, state_root)
         return [state.get_balance(address) for address in (*ADDRESSES, RECIPIENT)]
+
+
+class ImporterRootReadsTests(ImporterFixture, SynchronousTestCase):
+    """
+    A state opened afresh on the root the last fresh one was opened on (a
+    rewind to a test suite's fixture before every test) starts with what
+    that one read there.
+    """
+
+    def test_rewind_again_and_again(self) -> None:
+        """
+        Rewound to block 1 again and again, the importer takes a block of
+        other transfers on it each time; the states after the first start
+        with the reads of block 1's root, and every block's state root is
+        the builder's (computed without them).
+        """
+        first = self.chain_of(2, transactions=True)
+        for step in self.importer.import_blocks(first, None, FILE):
+            self.assertEqual(step.result, ImportResult.IMPORTED_BEST)
+        for value in (5, 6, 7):
+            self.importer.rewind(1)
+            other = build_on(
+                self.builder_store, first[0].header, [transfer(0, 1, value=value), transfer(1, 0, value=value + 1)]
+            ).block
+            self.builder.import_blocks([other], None, FILE)
+            self.assertEqual(self.importer.import_blocks([other], None, FILE)[0].result, ImportResult.IMPORTED_BEST)
+            reads = self.importer._root_reads
+            self.assertEqual(reads.root, first[0].header.state_root)
+            for address in ADDRESSES[:2]:
+                self.assertIn(address, reads.accounts)
+            opened = self.importer._state_for(first[0].header)
+            self.assertEqual(
+                [opened.get_balance(address) for address in ADDRESSES[:2]],
+                [reads.accounts[address].balance for address in ADDRESSES[:2]],
+            )

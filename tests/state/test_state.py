@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.crypto import EMPTY_KECCAK, keccak256
 from nodex.primitives import Address
 from nodex.state.errors import StateError
-from nodex.state.state import RIPEMD160_ADDRESS, State, decode_storage_value, encode_storage_value
+from nodex.state.state import RIPEMD160_ADDRESS, RootReads, State, decode_storage_value, encode_storage_value
 from nodex.structures.accounts import EMPTY_TRIE_ROOT
 from nodex.trie import BLANK_ROOT
 
@@ -334,3 +334,86 @@ class StoreTests(SynchronousTestCase):
         self.assertEqual(reopened.get_balance(ALICE), 5)
         self.assertEqual(reopened.get_code(ALICE), b"\x60\x01")
         self.assertEqual(reopened.get_storage(ALICE, 3), 4)
+
+
+class RootReadsTests(SynchronousTestCase):
+    """
+    Tests for L{RootReads}: what the states of one root read there, for the
+    next state of that root.
+    """
+
+    def setUp(self) -> None:
+        state, self.nodes, self.codes = memory_state()
+        state.set_balance(ALICE, 5)
+        state.set_storage(ALICE, 1, 7)
+        state.set_storage(ALICE, 2, 8)
+        self.root = persist(state, self.nodes, self.codes)
+
+    def opened(self, reads: RootReads) -> State:
+        """
+        A state of the root, over the dictionaries, with C{reads}.
+        """
+        return State(self.nodes.get, self.codes.get, self.root, root_reads=reads)
+
+    def test_records_reads_not_changes(self) -> None:
+        """
+        A state records the accounts and slots it reads from its root's
+        tries, as they are there, never the values it changes them to; once
+        it commits (its tries are of another root) it records nothing more.
+        """
+        reads = RootReads(self.root)
+        state = self.opened(reads)
+        state.set_balance(ALICE, 9)
+        state.set_storage(ALICE, 1, 70)
+        self.assertEqual(state.get_balance(BOB), 0)
+        self.assertEqual(reads.accounts[ALICE].balance, 5)
+        self.assertIsNone(reads.accounts[BOB])
+        self.assertEqual(reads.storage, {ALICE: {1: 7}})
+        state.commit()
+        self.assertEqual(state.get_storage(ALICE, 2), 8)
+        self.assertEqual(reads.storage, {ALICE: {1: 7}})
+
+    def test_next_state_starts_with_them(self) -> None:
+        """
+        The next state of the root starts with the reads (without walking
+        the tries: here, with no trie nodes at all), changes its own copies,
+        and commits to the root a state without them would.
+        """
+        reads = RootReads(self.root)
+        first = self.opened(reads)
+        self.assertEqual(first.get_storage(ALICE, 1), 7)
+        first.set_balance(ALICE, 1)
+        first.set_storage(ALICE, 1, 0)
+        first_root, _ = first.commit()
+        second = State({}.get, self.codes.get, self.root, root_reads=reads)
+        self.assertEqual(second.get_balance(ALICE), 5)
+        self.assertEqual(second.get_storage(ALICE, 1), 7)
+        third = self.opened(reads)
+        third.set_balance(ALICE, 1)
+        third.set_storage(ALICE, 1, 0)
+        self.assertEqual(third.commit()[0], first_root)
+        self.assertEqual(reads.storage, {ALICE: {1: 7}})
+        self.assertEqual(reads.accounts[ALICE].balance, 5)
+
+    def test_other_root_refused(self) -> None:
+        """
+        Reads of another root are refused.
+        """
+        self.assertRaises(ValueError, self.opened, RootReads(BLANK_ROOT))
+
+    def test_bounded(self) -> None:
+        """
+        At most L{ROOT_READS_KEPT} accounts and slots are recorded; past
+        that the state reads as usual.
+        """
+        import nodex.state.state as module
+
+        module.ROOT_READS_KEPT, kept = 2, module.ROOT_READS_KEPT
+        self.addCleanup(setattr, module, "ROOT_READS_KEPT", kept)
+        reads = RootReads(self.root)
+        state = self.opened(reads)
+        self.assertEqual(state.get_storage(ALICE, 1), 7)
+        self.assertEqual(state.get_storage(ALICE, 2), 8)
+        self.assertEqual(state.get_balance(BOB), 0)
+        self.assertEqual(reads.size, 2)
+        self.assertEqual(len(reads.accounts) + sum(len(slots) for slots in reads.storage.values()), 2)
