@@ -31,7 +31,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
