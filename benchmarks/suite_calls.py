@@ -17,6 +17,12 @@ Scenarios:
 
   - C{chain_id}: C{eth_chainId} (the request path alone: HTTP, parse,
     dispatch, encode);
+  - C{chain_id_split}: the same with the head and the body written apart,
+    a millisecond between them (20 under callgrind), so that the node reads
+    them apart (as
+    Python's C{http.client}, and so web3.py, writes a request);
+  - C{chain_id_pipelined}: the same ten at a time in one write (HTTP
+    pipelining), the figures per request;
   - C{block_number}: C{eth_blockNumber};
   - C{estimate_transfer}: C{eth_estimateGas} of an ERC-20 C{transfer};
   - C{estimate_deploy}: C{eth_estimateGas} of the token's deployment;
@@ -70,7 +76,7 @@ from transfers import RawSender  # noqa: E402
 
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
-    "chain_id", "block_number", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
+    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
     "snapshot_revert", "call",
 )
 
@@ -93,26 +99,51 @@ def cpu_seconds(pid: int) -> float:
 class Client:
     """
     JSON-RPC over one keep-alive HTTP connection, each request written in
-    one piece as Node's HTTP client writes it (C{http.client} sends the
-    head and the body apart, which the node's direct lane leaves to
-    twisted.web).
+    one piece as Node's HTTP client writes it (or, with L{call_split}, its
+    head and body apart, as Python's C{http.client} writes them).
     """
 
-    def __init__(self, port: int) -> None:
+    HEAD = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+
+    def __init__(self, port: int, split_pause: float = 0.001) -> None:
         self._sender = RawSender(port)
         self._ids = 0
+        self._split_pause = split_pause
+
+    def _body(self, method: str, params: tuple[Any, ...]) -> bytes:
+        self._ids += 1
+        return json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method, "params": list(params)}).encode()
+
+    @staticmethod
+    def _result(method: str, answer: bytes) -> Any:
+        decoded = json.loads(answer)
+        if "error" in decoded:
+            raise RuntimeError(f"{method}: {decoded['error']}")
+        return decoded["result"]
 
     def call(self, method: str, *params: Any) -> Any:
         """
         One request; its result, or L{RuntimeError}.
         """
-        self._ids += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method, "params": list(params)}).encode()
-        head = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-        answer = json.loads(self._sender.exchange(head % len(body) + body))
-        if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']}")
-        return answer["result"]
+        body = self._body(method, params)
+        return self._result(method, self._sender.exchange(self.HEAD % len(body) + body))
+
+    def call_split(self, method: str, *params: Any) -> Any:
+        """
+        One request, its head and its body written apart (a pause between).
+        """
+        body = self._body(method, params)
+        self._sender._socket.sendall(self.HEAD % len(body))
+        time.sleep(self._split_pause)
+        return self._result(method, self._sender.exchange(body))
+
+    def call_pipelined(self, method: str, count: int) -> list[Any]:
+        """
+        C{count} requests without parameters in one write; their results.
+        """
+        bodies = [self._body(method, ()) for _ in range(count)]
+        self._sender._socket.sendall(b"".join(self.HEAD % len(body) + body for body in bodies))
+        return [self._result(method, self._sender.exchange(b"")) for _ in bodies]
 
 
 class CallgrindMeter:
@@ -227,6 +258,11 @@ class Scenarios:
         call = self.client.call
         if name == "chain_id":
             return {"eth_chainId": self.timed_batch(lambda: call("eth_chainId"))}
+        if name == "chain_id_split":
+            return {"eth_chainId, head and body apart": self.timed_batch(lambda: self.client.call_split("eth_chainId"))}
+        if name == "chain_id_pipelined":
+            cpu, wall = self.timed_batch(lambda: self.client.call_pipelined("eth_chainId", 10))
+            return {"eth_chainId, pipelined by ten (per request)": (cpu / 10, wall / 10)}
         if name == "block_number":
             return {"eth_blockNumber": self.timed_batch(lambda: call("eth_blockNumber"))}
         if name == "estimate_transfer":
@@ -343,7 +379,7 @@ def run_checkout(checkout: Path, options: argparse.Namespace) -> dict[str, tuple
     try:
         url = f"http://127.0.0.1:{port}/"
         wait_for_rpc(url, process, 600.0 if options.callgrind else 60.0)
-        client = Client(port)
+        client = Client(port, 0.02 if options.callgrind else 0.001)
         if options.callgrind:
             meter: Callable[[], float] = CallgrindMeter(process.pid, datadir)
         else:

@@ -2,15 +2,17 @@
 The HTTP channel of the JSON-RPC server, with a direct lane for the one
 request shape that makes up nearly all of its traffic.
 
-A client of the node sends, over a keep-alive connection, one request at a
-time: C{POST / HTTP/1.1}, a handful of headers, a JSON body with its
-C{Content-Length}, all in one TCP segment. L{RPCChannel} recognises such a
-request in the bytes it receives (L{simple_post}) and, when the transport
-rules accept it, hands the body to the dispatcher and writes the answer
-itself, without building a twisted.web C{Request}. Anything else — another
-method or path, HTTP/1.0, chunked bodies, C{Expect}, C{Origin} (CORS),
-C{Connection: close}, a body split over reads, pipelined requests, a Host or
-content type the rules refuse, a body over the limit — goes to twisted.web
+A client of the node sends, over a keep-alive connection, requests of one
+shape: C{POST / HTTP/1.1}, a handful of headers, a JSON body with its
+C{Content-Length}; Node's clients write each whole, in one TCP segment,
+Python's C{http.client} writes the head and the body apart, and a client
+may pipeline several. L{RPCChannel} recognises such requests in the bytes
+it receives (L{simple_head}) and, when the transport rules accept them,
+hands each body to the dispatcher and writes the answer itself, without
+building a twisted.web C{Request}. Anything else — another method or path,
+HTTP/1.0, chunked bodies, C{Expect}, C{Origin} (CORS), C{Connection:
+close}, a head split over reads, a Host or content type the rules refuse, a
+body over the limit — goes to twisted.web
 and the Klein resource unchanged, which answer it as before; the lane only
 takes what it can answer exactly as they would (same status, same headers,
 same body).
@@ -63,14 +65,17 @@ REFUSED = (
 _HEAD_START = len(SIMPLE_REQUEST_LINE)
 
 
-def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
+def simple_head(data: bytes) -> tuple[bytes | None, bytes | None, int, int] | None:
     """
-    Recognise one whole, ordinary JSON-RPC request in C{data}.
+    Recognise the head of an ordinary JSON-RPC request at the start of
+    C{data}; its body may be there whole, in part, or be followed by more
+    requests.
 
     @param data: the bytes received from an idle connection.
-    @return: the C{Host} and C{Content-Type} values (L{None} when absent)
-        and the body; or L{None} when C{data} is not exactly one
-        C{POST / HTTP/1.1} request with a C{Content-Length} body and only
+    @return: the C{Host} and C{Content-Type} values (L{None} when absent),
+        the body's length (C{Content-Length}) and where the body starts in
+        C{data}; or L{None} when C{data} does not start with a whole
+        C{POST / HTTP/1.1} head that has a C{Content-Length} and only
         headers that need nothing more, each name valid and present once.
     """
     if not data.startswith(SIMPLE_REQUEST_LINE):
@@ -84,7 +89,6 @@ def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
     head = data[_HEAD_START:end + 2]
     if _HEAD.fullmatch(head) is None:
         return None
-    body = data[end + 4:]
     host = content_type = None
     length = -1
     for name, value in _FIELD.findall(head):
@@ -105,9 +109,29 @@ def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
             return None
         elif name == b"connection" and value.lower() != b"keep-alive":
             return None
-    if length != len(body):
+    if length < 0:
         return None
-    return host, content_type, body
+    return host, content_type, length, end + 4
+
+
+def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
+    """
+    Recognise one whole, ordinary JSON-RPC request in C{data}.
+
+    @param data: the bytes received from an idle connection.
+    @return: the C{Host} and C{Content-Type} values (L{None} when absent)
+        and the body; or L{None} when C{data} is not exactly one
+        C{POST / HTTP/1.1} request with a C{Content-Length} body and only
+        headers that need nothing more, each name valid and present once
+        (L{simple_head}).
+    """
+    head = simple_head(data)
+    if head is None:
+        return None
+    host, content_type, length, start = head
+    if start + length != len(data):
+        return None
+    return host, content_type, data[start:]
 
 
 _date_cache: tuple[int, bytes] = (0, b"")
@@ -192,11 +216,15 @@ class RPCChannel(HTTPChannel):
     _in_request = False
     _handling = False
     _read_call: Any = None
+    _stalled = False
+    _partial_bytes = 0
+    _partial_wanted = 0
 
     def __init__(self) -> None:
         super().__init__()
         self._held: list[bytes] = []
         self._held_bytes = 0
+        self._partial: list[bytes] = []
 
     def connectionMade(self) -> None:
         """
@@ -226,26 +254,91 @@ class RPCChannel(HTTPChannel):
 
     def dataReceived(self, data: bytes) -> None:
         """
-        Answer a simple request directly; give anything else to twisted.web.
+        Answer simple requests directly; give anything else to twisted.web.
+
+        Several requests in one read (pipelined) are answered in order: the
+        next is read once the answer before it is written (an awaited one
+        holds the rest, L{_hold}), and not while the client leaves the
+        answers unread (the transport then pauses the channel; the rest is
+        held and read when it resumes, L{resumeProducing}). A request
+        whose whole head came but not all of its body (Python's
+        C{http.client} writes them apart) is kept until its body is whole,
+        if the transport rules accept its size.
+
         The first byte of a request starts its deadline: the head and body
         must have come by then (L{_begin_request}); a request that came
         whole in this read has met it, and runs no timer.
         """
         if self._refused:
             return
-        if self._answering:
+        if self._answering or self._stalled:
             self._hold(data)
             return
-        if not self.requests and self.persistent and self.line_mode and not self._buffer:
-            request = simple_post(data)
-            if request is not None:
+        if self._partial:
+            self._partial.append(data)
+            self._partial_bytes += len(data)
+            if self._partial_bytes < self._partial_wanted:
+                return
+            data = b"".join(self._partial)
+            self._partial = []
+        while not self.requests and self.persistent and self.line_mode and not self._buffer:
+            head = simple_head(data)
+            if head is None:
+                break
+            host, content_type, length, start = head
+            end = start + length
+            if end > len(data):
+                if not self._accepts(host, content_type, length):
+                    break
+                # The body is still to come: keep what came, within the
+                # body limit the rules just checked and the deadline.
                 if not self._in_request:
-                    self._begin_request(deadline=False)
-                if self._serve(*request):
-                    return
+                    self._begin_request()
+                self._partial = [data]
+                self._partial_bytes = len(data)
+                self._partial_wanted = end
+                return
+            if not self._in_request:
+                self._begin_request(deadline=False)
+            if not self._serve(host, content_type, data[start:end]):
+                break
+            if end == len(data):
+                return
+            data = data[end:]
+            if self._answering:
+                self._hold(data)
+                return
+            if self._waitingForTransport:
+                # The client does not read its answers: read no more of
+                # its requests until it does.
+                self._stalled = True
+                self._held.append(data)
+                self._held_bytes += len(data)
+                return
         if not self._in_request:
             self._begin_request()
         super().dataReceived(data)
+
+    def resumeProducing(self) -> None:
+        """
+        The transport took what was waiting to be sent: read the requests
+        held while it could not, then resume reading from the client.
+        """
+        if self._stalled:
+            self._stalled = False
+            self._waitingForTransport = False
+            data = b"".join(self._held)
+            self._held = []
+            self._held_bytes = 0
+            self.dataReceived(data)
+            if self._stalled or self._lost:
+                return
+        if self._paused_reading:
+            # Reading stays paused while an awaited answer holds enough
+            # (L{_hold}); L{_answered} resumes it.
+            self._waitingForTransport = False
+            return
+        super().resumeProducing()
 
     def connectionLost(self, reason: Failure) -> None:
         """
@@ -335,6 +428,14 @@ class RPCChannel(HTTPChannel):
         else:
             self._request_done()
 
+    def _accepts(self, host: bytes | None, content_type: bytes | None, length: int) -> bool:
+        """
+        Whether the lane may serve a request of these headers: the site
+        has a JSON-RPC server and its transport rules accept the request.
+        """
+        server: Any = getattr(self.site, "rpc_server", None)
+        return server is not None and server.accepts(host, content_type, length)
+
     def _serve(self, host: bytes | None, content_type: bytes | None, body: bytes) -> bool:
         """
         Answer one simple request, unless the transport rules refuse it
@@ -420,4 +521,4 @@ class RPCChannel(HTTPChannel):
             self._networkProducer.pauseProducing()
 
 
-__all__ = ["RPCChannel", "http_date", "response_bytes", "send_now", "simple_post"]
+__all__ = ["RPCChannel", "http_date", "response_bytes", "send_now", "simple_head", "simple_post"]

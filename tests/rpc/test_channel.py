@@ -198,8 +198,8 @@ class ChannelTests(SynchronousTestCase):
     def test_same_as_twisted_web(self) -> None:
         """
         The direct answer has the status, headers and body of the answer the
-        twisted.web path gives the same request (here sent in two pieces,
-        which the lane leaves to twisted.web).
+        twisted.web path gives the same request (here sent with its head in
+        two pieces, which the lane leaves to twisted.web).
         """
         request = post()
         [direct] = self.exchange(request)
@@ -232,11 +232,96 @@ class ChannelTests(SynchronousTestCase):
 
     def test_pipelined(self) -> None:
         """
-        Requests that arrive together are answered in order (by twisted.web).
+        Requests that arrive together are answered directly, in order, and
+        as twisted.web answers them.
         """
         second = post(b'{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')
-        responses = self.exchange(post() + second + post())
+        responses = self.exchange(post() + second + post(), direct=True)
         self.assertEqual([json.loads(body)["id"] for _, _, body in responses], [1, 2, 1])
+        routed = self.exchange(post()[:20], post()[20:] + second + post())
+        self.assertEqual([response[2] for response in routed], [response[2] for response in responses])
+
+    def test_pipelined_then_twisted_web(self) -> None:
+        """
+        Pipelined requests the lane does not take (here one with C{Expect},
+        and a head split over reads) are answered by twisted.web after the
+        lane's, in order.
+        """
+        second = post(b'{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}', b"Expect: 100-continue")
+        third = post(b'{"jsonrpc":"2.0","id":3,"method":"eth_chainId"}')
+        channel, transport, _ = self.connect()
+        channel.dataReceived(post() + second + third[:10])
+        channel.dataReceived(third[10:])
+        written = transport.value().replace(b"HTTP/1.1 100 Continue\r\n\r\n", b"")
+        self.assertEqual([json.loads(body)["id"] for _, _, body in parse_responses(written)], [1, 2, 3])
+
+    def test_pipelined_after_awaited_answer(self) -> None:
+        """
+        Requests pipelined behind one whose answer is awaited are held and
+        answered after it, in order.
+        """
+        channel, transport, methods = self.connect()
+        later = post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}')
+        channel.dataReceived(later + post() + later)
+        self.assertEqual(transport.value(), b"")
+        methods.waiting.pop().callback("first")
+        methods.waiting.pop().callback("second")
+        responses = parse_responses(transport.value())
+        self.assertEqual(
+            [json.loads(body).get("result") for _, _, body in responses], ["first", "0x21", "second"]
+        )
+
+    def test_pipelined_client_not_reading(self) -> None:
+        """
+        While the transport cannot take more answers (a client that sends
+        requests but reads no answers), no further pipelined request is
+        answered and nothing more is read; when it drains, the held requests
+        are answered in order and reading resumes.
+        """
+        channel, transport, _ = self.connect()
+        channel.requestFactory = lambda *args: self.fail("a twisted.web request was built")
+        writes = []
+
+        def write(data: bytes) -> None:
+            writes.append(data)
+            channel.pauseProducing()
+
+        transport.write = write  # type: ignore[method-assign]
+        channel.dataReceived(post() + post() + post())
+        self.assertEqual(len(writes), 1)
+        self.assertEqual(transport.producerState, "paused")
+        transport.write = writes.append  # type: ignore[method-assign]
+        channel.resumeProducing()
+        self.assertEqual(len(writes), 3)
+        self.assertEqual(transport.producerState, "producing")
+
+    def test_body_apart(self) -> None:
+        """
+        A request whose body comes in later reads than its head (Python's
+        C{http.client} writes them apart) is answered directly once whole,
+        as twisted.web answers it.
+        """
+        request = post()
+        head_end = request.index(b"\r\n\r\n") + 4
+        [(status, _, body)] = self.exchange(request[:head_end], request[head_end:], direct=True)
+        self.assertEqual((status, json.loads(body)["result"]), (200, "0x21"))
+        pieces = [request[:head_end], request[head_end:head_end + 5], request[head_end + 5:-1], request[-1:] + post()]
+        responses = self.exchange(*pieces, direct=True)
+        self.assertEqual([json.loads(body)["id"] for _, _, body in responses], [1, 1])
+
+    def test_body_apart_over_the_limit(self) -> None:
+        """
+        A head announcing a body over the limit is left to twisted.web at
+        once (the lane keeps none of it), which drains the body without
+        keeping it and answers 413.
+        """
+        request = post(b"[" + b" " * 5000 + b"]")
+        head_end = request.index(b"\r\n\r\n") + 4
+        channel, transport, _ = self.connect()
+        channel.dataReceived(request[:head_end])
+        self.assertEqual((channel._partial, len(channel.requests)), ([], 1))
+        channel.dataReceived(request[head_end:])
+        self.assertEqual(parse_responses(transport.value())[0][0], 413)
 
     def test_after_twisted_web(self) -> None:
         """
@@ -288,6 +373,21 @@ class ChannelTests(SynchronousTestCase):
         channel, transport, methods = self.connect(HTTPPolicy(max_body_bytes=100_000))
         channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
         channel.dataReceived(post(b"[" + b" " * 20_000 + b"]"))
+        self.assertEqual(transport.producerState, "paused")
+        methods.waiting.pop().callback("done")
+        self.assertEqual(transport.producerState, "producing")
+        self.assertEqual(len(parse_responses(transport.value())), 2)
+
+    def test_holding_stays_paused_when_the_transport_drains(self) -> None:
+        """
+        Reading stopped because enough is held stays stopped when the
+        transport drains meanwhile; the awaited answer resumes it.
+        """
+        channel, transport, methods = self.connect(HTTPPolicy(max_body_bytes=100_000))
+        channel.dataReceived(post(b'{"jsonrpc":"2.0","id":"a","method":"test_later"}'))
+        channel.dataReceived(post(b"[" + b" " * 20_000 + b"]"))
+        channel.pauseProducing()
+        channel.resumeProducing()
         self.assertEqual(transport.producerState, "paused")
         methods.waiting.pop().callback("done")
         self.assertEqual(transport.producerState, "producing")
@@ -483,6 +583,32 @@ class ConnectionLimitTests(SynchronousTestCase):
         self.assertFalse(transport.disconnecting)
         self.clock.advance(0.1)
         self.assertTrue(transport.disconnecting)
+        self.close(channel)
+
+    def test_body_apart_has_the_deadline(self) -> None:
+        """
+        A request whose body does not follow its head within the read
+        deadline is closed at it, as a slow head is.
+        """
+        channel, transport = self.connect()
+        request = post()
+        head_end = request.index(b"\r\n\r\n") + 4
+        channel.dataReceived(request[:head_end + 3])
+        self.clock.advance(20)
+        channel.dataReceived(request[head_end + 3:-1])
+        self.clock.advance(9.9)
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(0.1)
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual(transport.value(), b"")
+        self.close(channel)
+        channel, transport = self.connect("192.0.2.2")
+        channel.dataReceived(request[:head_end])
+        self.clock.advance(29)
+        channel.dataReceived(request[head_end:])
+        self.assertEqual(parse_responses(transport.value())[0][0], 200)
+        self.assertEqual(self.clock.getDelayedCalls()[0].getTime(), self.clock.seconds() + 120)
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)
         self.close(channel)
 
     def test_deadline_through_twisted_web(self) -> None:
