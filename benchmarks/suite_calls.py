@@ -24,6 +24,8 @@ Scenarios:
   - C{chain_id_pipelined}: the same ten at a time in one write (HTTP
     pipelining), the figures per request;
   - C{block_number}: C{eth_blockNumber};
+  - C{fee_history}: C{eth_feeHistory} of the latest block at the 50th
+    percentile, as Hardhat asks it before every C{eth_sendTransaction};
   - C{estimate_transfer}: C{eth_estimateGas} of an ERC-20 C{transfer};
   - C{estimate_deploy}: C{eth_estimateGas} of the token's deployment;
   - C{send_transfer}: C{eth_sendTransaction} of an ERC-20 C{transfer}
@@ -76,7 +78,7 @@ from transfers import RawSender  # noqa: E402
 
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
-    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
+    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
     "snapshot_revert", "call",
 )
 
@@ -265,6 +267,8 @@ class Scenarios:
             return {"eth_chainId, pipelined by ten (per request)": (cpu / 10, wall / 10)}
         if name == "block_number":
             return {"eth_blockNumber": self.timed_batch(lambda: call("eth_blockNumber"))}
+        if name == "fee_history":
+            return {"eth_feeHistory": self.timed_batch(lambda: call("eth_feeHistory", "0x1", "latest", [50]))}
         if name == "estimate_transfer":
             return {"eth_estimateGas transfer": self.timed_batch(lambda: call("eth_estimateGas", self.transfer()))}
         if name == "estimate_deploy":

@@ -11,12 +11,13 @@ JSON-RPC 2.0 forbids.  Its error codes and error type are used
 
 import json
 from collections.abc import Callable, Coroutine
+from contextvars import copy_context
 from dataclasses import dataclass
 from itertools import count
 from math import isfinite
 from typing import Any
 
-from twisted.internet.defer import Deferred, ensureDeferred, succeed
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -153,6 +154,33 @@ def _result_now(result: Deferred[Any]) -> list[Any]:
             # The caller answers the error: end the chain here.
             result.addErrback(lambda failure: None)
     return outcome
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """
+    Run a method's coroutine as far as it goes without waiting: its result
+    when it finishes at once (every Deferred it awaited had fired: cached
+    reads, work done on this thread), else a Deferred of its result, with
+    Twisted running the rest of it.
+
+    What C{ensureDeferred} does, without its Deferred and its callbacks
+    when the coroutine never waits (about a tenth of a request's time): the
+    coroutine runs in a copy of the current context, as Twisted runs it, and
+    a value it yields that is not a Deferred is sent back to it, as
+    Twisted's loop sends it; from its first wait on a Deferred not yet
+    fired, C{Deferred.fromCoroutine} (in that context) drives it, resending
+    it nothing but a wake-up: an awaited Deferred reads its own result.
+
+    @raise Exception: what the coroutine raised before it first waited.
+    """
+    context = copy_context()
+    try:
+        waiting = context.run(coroutine.send, None)
+        while not isinstance(waiting, Deferred):
+            waiting = context.run(coroutine.send, waiting)
+    except StopIteration as stop:
+        return stop.value
+    return context.run(Deferred.fromCoroutine, coroutine)
 
 
 def _error(error: RPCError, request_id: Any = None) -> Response:
@@ -385,11 +413,11 @@ class Dispatcher:
         try:
             method = self._registry.lookup(name)
             result = method.function(*method.decode_params(params))
+            if isinstance(result, Coroutine):
+                result = _run_coroutine(result)
         except Exception as exc:
             response = _error(rpc_error_for(exc), request_id)
             return self._finish(call_id, name, started, response, has_id)
-        if isinstance(result, Coroutine):
-            result = ensureDeferred(result)
         if isinstance(result, Deferred):
             outcome = _result_now(result)
             if not outcome:

@@ -13,6 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.errors import NodexError
 from nodex.rpc import decoders, encoders
+from nodex.rpc.client import CURRENT_CLIENT
 from nodex.rpc.dispatch import Dispatcher, EnvelopeLimits
 from nodex.rpc.errors import ERROR_CODES, InvalidParamsError
 from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings, Param
@@ -44,6 +45,8 @@ class ExampleMethods:
             Method("test_echo", self.echo, (Param("value", decoders.quantity),), encoders.quantity),
             Method("test_later", self.later, (), encoders.quantity),
             Method("test_coroutine", self.coroutine, (), encoders.quantity),
+            Method("test_awaiting", self.awaiting, (), encoders.quantity),
+            Method("test_raising", self.raising, (), encoders.quantity),
             Method("test_ready", self.ready, (), encoders.quantity),
             Method("test_failed", self.failed),
             Method("test_paused", self.paused, (), encoders.quantity),
@@ -97,6 +100,28 @@ class ExampleMethods:
         Seven, from a coroutine.
         """
         return 7
+
+    async def awaiting(self) -> int:
+        """
+        From a coroutine: four (awaited from a fired Deferred), then what
+        the test fires, then the client seen after the wait, or an error.
+        """
+        self.calls.append(f"awaiting {CURRENT_CLIENT.get()}")
+        ready = await succeed(4)
+        waiting: Deferred[int] = Deferred()
+        self.pending.append(waiting)
+        later = await waiting
+        self.calls.append(f"awaited {CURRENT_CLIENT.get()}")
+        if later < 0:
+            raise ExampleError("negative")
+        return ready + later
+
+    async def raising(self) -> int:
+        """
+        A coroutine that raises a mapped error before it waits.
+        """
+        await succeed(None)
+        raise ExampleError("at once")
 
     def mapped(self) -> None:
         """
@@ -355,6 +380,44 @@ class DispatcherTests(SynchronousTestCase):
         self.methods.pending[0].callback(3)
         self.assertEqual(json.loads(self.successResultOf(result))["result"], "0x3")
         self.assertEqual(self.answer({"jsonrpc": "2.0", "id": 1, "method": "test_coroutine"})["result"], "0x7")
+
+    def test_coroutine_answered_at_once(self) -> None:
+        """
+        A coroutine that awaits only fired Deferreds is answered at once,
+        without a Deferred (L{Dispatcher.answer}); one that raises before
+        waiting answers its error.
+        """
+        answer = self.dispatcher.answer(b'{"jsonrpc":"2.0","id":1,"method":"test_coroutine"}')
+        self.assertEqual(json.loads(answer)["result"], "0x7")  # type: ignore[arg-type]
+        answer = self.dispatcher.answer(b'{"jsonrpc":"2.0","id":1,"method":"test_raising"}')
+        self.assertEqual(json.loads(answer)["error"], {"code": -32010, "message": "at once"})  # type: ignore[arg-type]
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_coroutine_waiting(self) -> None:
+        """
+        A coroutine that waits on a Deferred is answered when it finishes,
+        sees the context it started in after the wait (the client, for the
+        quotas), fails with its error, and is cancelled at the time limit.
+        """
+        token = CURRENT_CLIENT.set("client-1")  # type: ignore[arg-type]
+        try:
+            result = self.dispatcher.answer(b'{"jsonrpc":"2.0","id":1,"method":"test_awaiting"}')
+        finally:
+            CURRENT_CLIENT.reset(token)
+        self.assertIsInstance(result, Deferred)
+        self.assertNoResult(result)
+        self.methods.pending.pop().callback(3)
+        self.assertEqual(json.loads(self.successResultOf(result))["result"], "0x7")
+        self.assertEqual(self.methods.calls, ["awaiting client-1", "awaited client-1"])
+        result = self.dispatcher.handle(b'{"jsonrpc":"2.0","id":2,"method":"test_awaiting"}')
+        self.methods.pending.pop().callback(-1)
+        self.assertEqual(json.loads(self.successResultOf(result))["error"], {"code": -32010, "message": "negative"})
+        result = self.dispatcher.handle(b'{"jsonrpc":"2.0","id":3,"method":"test_awaiting"}')
+        waiting = self.methods.pending.pop()
+        self.clock.advance(5.1)
+        self.assertEqual(json.loads(self.successResultOf(result))["error"]["code"], -32011)
+        self.assertTrue(waiting.called)
+        self.assertEqual(len(self.methods.calls), 5)
 
     def test_fired_deferred_answered_at_once(self) -> None:
         """
