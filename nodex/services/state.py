@@ -62,6 +62,10 @@ DEFAULT_READERS = 4
 ACCOUNT_CACHE_SIZE = 4096
 """Accounts kept by (state root, address) for reads on the reactor thread."""
 
+SHARED_ACCOUNTS_SIZE = 8192
+"""Accounts kept by (state root, address) for the states of calls and
+estimates, on any thread (L{ReaderState})."""
+
 CALL_CACHE_SIZE = 1024
 """Answers of calls kept by (block hash, call), for dapps that poll the same views."""
 
@@ -157,6 +161,7 @@ class StateService(Service):
         self._window_spent = 0.0
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
         self._calls: OrderedDict[tuple[bytes, CallRequest], bytes] = OrderedDict()
+        self._shared_accounts: dict[tuple[bytes, Address], Account | None] = {}
         # Shared by the reader threads: nodes are named by their hash, so
         # what is kept stays right whatever the chain does.
         self._node_cache = NodeCache()
@@ -647,7 +652,8 @@ class StateService(Service):
         """
         root = header.state_root
         read_node, read_code, node_cache = self._read_node, self._read_code, self._node_cache
-        return lambda: State(read_node, read_code, root, node_cache)
+        accounts = self._shared_accounts
+        return lambda: ReaderState(read_node, read_code, root, node_cache, accounts)
 
     def _read_code(self, code_hash: bytes) -> bytes | None:
         """
@@ -668,6 +674,65 @@ class StateService(Service):
                     codes[code_hash] = code
                     self._code_bytes += len(code)
         return code
+
+
+_MISSING: Any = object()
+
+
+class ReaderState(State):
+    """
+    A state for calls, estimates and replays whose first read of each
+    account comes from a cache shared by all such states of the service
+    (by state root and address), and goes into it: every call reads its
+    sender and its contract again, each a trie walk and a decoding (about a
+    tenth of an C{eth_call}'s instructions), and a state root never changes
+    what it holds.
+
+    An account this state has not changed is, at any root its own commits
+    reach, what it was at the root it started from; an account it changed
+    is in its own accounts, which are read first. So the cache, keyed by
+    the starting root, is never stale. Its dictionary operations are single
+    steps under the interpreter lock, so reader threads and the reactor
+    share it without a lock; past L{SHARED_ACCOUNTS_SIZE} entries it starts
+    again (rarely reached: simpler than an LRU).
+    """
+
+    def __init__(
+        self,
+        read_node: Callable[[bytes], bytes | None],
+        read_code: Callable[[bytes], bytes | None],
+        state_root: bytes,
+        node_cache: NodeCache | None,
+        shared_accounts: dict[tuple[bytes, Address], Account | None],
+    ) -> None:
+        """
+        @param shared_accounts: the accounts read by the service's states,
+            by (state root, address).
+        """
+        super().__init__(read_node, read_code, state_root, node_cache)
+        self._root = bytes(state_root)
+        self._shared_accounts = shared_accounts
+
+    def get_account(self, address: Address) -> Account | None:
+        """
+        The account at C{address}: this state's own, else the shared
+        cache's at the starting root, else read from the trie (and shared).
+        """
+        try:
+            return self._accounts[address]
+        except KeyError:
+            pass
+        key = (self._root, address)
+        shared = self._shared_accounts
+        account = shared.get(key, _MISSING)
+        if account is _MISSING:
+            account = super().get_account(address)
+            if len(shared) >= SHARED_ACCOUNTS_SIZE:
+                shared.clear()
+            shared[key] = account
+        else:
+            self._accounts[address] = account
+        return account
 
 
 def _cancellable(cancellation: Cancellation, function: Callable[..., T], *args: Any) -> T:
@@ -708,5 +773,7 @@ __all__ = [
     "INLINE_CALL_GAS",
     "INLINE_WINDOW",
     "INLINE_WINDOW_BUDGET",
+    "SHARED_ACCOUNTS_SIZE",
+    "ReaderState",
     "StateService",
 ]

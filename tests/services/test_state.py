@@ -16,11 +16,13 @@ from zope.interface.verify import verifyObject
 from nodex.chain.calls import CallRequest, CallTimeoutError, ExecutionRevertedError
 from nodex.crypto import keccak256
 from nodex.db.memory import MemoryStore
-from nodex.db.schema import CODE, TRIE_NODES, write_canonical_hash, write_code, write_header_rlp, write_trie_nodes
+from nodex.db.schema import (
+    CODE, TRIE_NODES, trie_node_reader, write_canonical_hash, write_code, write_header_rlp, write_trie_nodes,
+)
 from nodex.api.errors import BlockNotFoundError
 from nodex.api.state import IStateService
 from nodex.primitives import Address, Hash32
-from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, INLINE_WINDOW_BUDGET, StateService
+from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, INLINE_WINDOW_BUDGET, ReaderState, StateService
 from nodex.state.overrides import AccountOverride, StateOverrides
 from nodex.state.state import State
 from nodex.structures.accounts import Account
@@ -594,6 +596,84 @@ class ReaderCacheTests(SynchronousTestCase):
         request = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
         self.successResultOf(self.service.call(self.after, request, StateOverrides()))
         self.assertEqual(self.service._codes, {})
+
+
+class SharedAccountTests(SynchronousTestCase):
+    """
+    Tests for L{ReaderState}: the accounts the service's states share by
+    state root and address.
+    """
+
+    def setUp(self) -> None:
+        self.store, self.before, self.after = build_store()
+        self.shared: dict[Any, Any] = {}
+        self.walks: list[bytes] = []
+
+        def opener(root: bytes) -> ReaderState:
+            state = ReaderState(trie_node_reader(self.store), lambda code_hash: None, root, None, self.shared)
+            trie_get = state._trie.get
+
+            def get(key: bytes) -> bytes | None:
+                self.walks.append(key)
+                return trie_get(key)
+
+            state._trie.get = get  # type: ignore[method-assign]
+            return state
+
+        self.open = opener
+
+    def test_read_once_per_root(self) -> None:
+        """
+        An account read by one state is not read from the trie again by
+        another at the same root; at another root it is.
+        """
+        self.assertEqual(self.open(self.after.state_root).get_balance(ALICE), 10**18)
+        self.assertEqual(self.open(self.after.state_root).get_balance(ALICE), 10**18)
+        self.assertEqual(self.open(self.after.state_root).get_balance(NOBODY), 0)
+        self.assertEqual(self.open(self.after.state_root).get_balance(NOBODY), 0)
+        self.assertEqual(self.open(self.before.state_root).get_balance(ALICE), 1)
+        self.assertEqual(self.walks, [ALICE, NOBODY, ALICE])
+
+    def test_changes_stay_in_their_state(self) -> None:
+        """
+        A state's changes, committed or reverted, are its own: other states
+        at the root read what the root holds, and the changing state reads
+        its own values, after a commit too.
+        """
+        state = self.open(self.after.state_root)
+        state.begin_transaction()
+        state.set_balance(ALICE, 7)
+        state.set_balance(NOBODY, 9)
+        self.assertEqual(self.open(self.after.state_root).get_balance(ALICE), 10**18)
+        state.revert(0)
+        self.assertEqual(state.get_balance(NOBODY), 0)
+        state.set_balance(ALICE, 8)
+        state.commit()
+        self.assertEqual((state.get_balance(ALICE), state.get_nonce(ALICE)), (8, 3))
+        self.assertEqual(self.open(self.after.state_root).get_balance(ALICE), 10**18)
+        self.assertEqual(self.open(self.after.state_root).get_balance(NOBODY), 0)
+
+    def test_bounded(self) -> None:
+        """
+        Past L{SHARED_ACCOUNTS_SIZE} accounts the cache starts again.
+        """
+        from nodex.services import state as module
+
+        self.patch(module, "SHARED_ACCOUNTS_SIZE", 1)
+        self.open(self.after.state_root).get_balance(ALICE)
+        self.open(self.after.state_root).get_balance(NOBODY)
+        self.assertEqual(list(self.shared), [(self.after.state_root, NOBODY)])
+
+    def test_service_calls_share(self) -> None:
+        """
+        The service's calls open such states: a second call at the block
+        walks the trie for neither its sender nor its contract.
+        """
+        service = StateService(self.store, 33, maybeDeferred, Clock())
+        first = CallRequest(sender=ALICE, to=STORAGE, data=selector("get()"))
+        self.successResultOf(service.call(self.after, first, StateOverrides()))
+        self.assertIn((self.after.state_root, ALICE), service._shared_accounts)
+        self.assertIn((self.after.state_root, STORAGE), service._shared_accounts)
 
 
 class BlockHashTests(SynchronousTestCase):
