@@ -4,6 +4,7 @@ agreement with the twisted.web path.
 """
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -500,6 +501,32 @@ class RealSocketTests(TestCase):
         [(status, _, body)] = yield self.ask(b'{"jsonrpc":"2.0","id":1,"method":"test_big","params":["0x%x"]}' % size)
         self.assertEqual(status, 200)
         self.assertEqual(len(json.loads(body)["result"]), size)
+
+
+class RealSocketPipeliningTests(TestCase):
+    """
+    Pipelined requests over a real TCP connection.
+    """
+
+    @inlineCallbacks
+    def test_many_pipelined(self) -> Any:
+        """
+        Thousands of requests written at once, more than the sockets hold,
+        are all answered, in order; the last, with C{Connection: close},
+        by twisted.web, which then closes.
+        """
+        server, _ = make_server(HTTPPolicy(max_body_bytes=4096))
+        port = reactor.listenTCP(0, server.site(), interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        count = 5000
+        body = b'{"jsonrpc":"2.0","id":%d,"method":"test_big","params":["0x100"]}'
+        requests = b"".join(post(body % index) for index in range(count - 1))
+        client = _Collect(requests + post(body % (count - 1), b"Connection: close"))
+        client.dataReceived = client.received.append  # type: ignore[method-assign]
+        reactor.connectTCP("127.0.0.1", port.getHost().port, ClientFactory.forProtocol(lambda: client))
+        answers = yield client.done
+        self.assertEqual(answers.count(b"HTTP/1.1 200 OK\r\n"), count)
+        self.assertEqual([int(found) for found in re.findall(rb'"id":(\d+),', answers)], list(range(count)))
 
 
 class ConnectionLimitTests(SynchronousTestCase):
