@@ -310,10 +310,13 @@ class RPCChannel(HTTPChannel):
                 return
             if self._waitingForTransport:
                 # The client does not read its answers: read no more of
-                # its requests until it does.
+                # its requests until it does. The connection is busy, and
+                # the held request's deadline runs, as on twisted.web's
+                # path (a client that reads nothing is closed at it).
                 self._stalled = True
                 self._held.append(data)
                 self._held_bytes += len(data)
+                self._begin_request()
                 return
         if not self._in_request:
             self._begin_request()

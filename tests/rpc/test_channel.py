@@ -612,6 +612,36 @@ class ConnectionLimitTests(SynchronousTestCase):
         self.assertTrue(transport.disconnecting)
         self.close(channel)
 
+    def test_client_not_reading_has_the_deadline(self) -> None:
+        """
+        Requests held because the client reads no answers keep their
+        connection busy and are closed at their read deadline, as on
+        twisted.web's path; read in time, they are answered.
+        """
+        for drained, host in ((False, "192.0.2.1"), (True, "192.0.2.2")):
+            channel, transport = self.connect(host)
+            written = []
+
+            def write(data: bytes) -> None:
+                written.append(data)
+                channel.pauseProducing()
+
+            transport.write = write  # type: ignore[method-assign]
+            channel.dataReceived(post() + post())
+            self.assertEqual(len(written), 1)
+            self.assertNotIn(channel, self.site._idle)
+            self.clock.advance(29.9)
+            if drained:
+                transport.write = written.append  # type: ignore[method-assign]
+                channel.resumeProducing()
+                self.assertEqual(len(written), 2)
+                self.clock.advance(1)
+                self.assertFalse(transport.disconnecting)
+            else:
+                self.clock.advance(0.1)
+                self.assertTrue(transport.disconnecting)
+            self.close(channel)
+
     def test_body_apart_has_the_deadline(self) -> None:
         """
         A request whose body does not follow its head within the read
