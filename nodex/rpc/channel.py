@@ -275,6 +275,9 @@ class RPCChannel(HTTPChannel):
             self._hold(data)
             return
         if self._partial:
+            # Bytes received restart the idle timer, as twisted.web's do
+            # (the read deadline bounds the whole request).
+            self.resetTimeout()
             self._partial.append(data)
             self._partial_bytes += len(data)
             if self._partial_bytes < self._partial_wanted:
@@ -294,6 +297,7 @@ class RPCChannel(HTTPChannel):
                 # body limit the rules just checked and the deadline.
                 if not self._in_request:
                     self._begin_request()
+                self.resetTimeout()
                 self._partial = [data]
                 self._partial_bytes = len(data)
                 self._partial_wanted = end

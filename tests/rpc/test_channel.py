@@ -668,6 +668,34 @@ class ConnectionLimitTests(SynchronousTestCase):
         self.assertEqual(len(self.clock.getDelayedCalls()), 1)
         self.close(channel)
 
+    def test_body_apart_restarts_the_idle_timer(self) -> None:
+        """
+        Without a read deadline, each piece of a body restarts the idle
+        timer, as on twisted.web's path: a body that keeps coming is not
+        cut off, one that stops is closed at the idle timeout.
+        """
+        server, _ = make_server()
+        self.site = server.site(
+            ConnectionLimits(max_connections=3, max_connections_per_address=2, read_timeout=None, idle_timeout=120),
+            reactor=self.clock,
+        )
+        channel, transport = self.connect()
+        request = post()
+        head_end = request.index(b"\r\n\r\n") + 4
+        channel.dataReceived(request[:head_end])
+        self.clock.advance(100)
+        channel.dataReceived(request[head_end:head_end + 5])
+        self.clock.advance(100)
+        channel.dataReceived(request[head_end + 5:])
+        self.assertEqual(parse_responses(transport.value())[0][0], 200)
+        self.assertFalse(transport.disconnecting)
+        channel.dataReceived(request[:head_end])
+        self.clock.advance(119)
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(1)
+        self.assertTrue(transport.disconnecting)
+        self.close(channel)
+
     def test_deadline_through_twisted_web(self) -> None:
         """
         A request twisted.web reads (here with C{Expect}) has the same
