@@ -504,9 +504,17 @@ MESSAGE_TYPES: dict[int, type[Message]] = {
 
 def encode_message(message: Message) -> bytes:
     """
-    The payload of a message (without the frame's length prefix).
+    The payload of a message (without the frame's length prefix), encoded
+    once per message object: the relay sends one object to every peer that
+    gets it (a block, its announcement, a batch of transactions), and each
+    peer's frame seals the same payload (C{docs/p2p.md}, "Propagation").
+    Messages are frozen: the payload kept in the object's own dictionary
+    cannot go stale.
     """
-    return encode_list_of_encoded([_uint(message.code), *message.fields()])
+    cached = message.__dict__.get("_payload")
+    if cached is None:
+        cached = message.__dict__["_payload"] = encode_list_of_encoded([_uint(message.code), *message.fields()])
+    return cached
 
 
 def encode_frame(message: Message) -> bytes:

@@ -570,22 +570,23 @@ class ChainRelay:
         the block (L{import_one}), and the work decides nothing before that.
         """
         whole = max(1, int(math.sqrt(len(unaware))))
+        # One message object each, encoded once for all the peers (encode_message).
+        new_block = NewBlock(block, total_difficulty)
+        announcement = NewBlockHashes(((block.hash, block.number),))
         for index, peer in enumerate(unaware):
             if block.hash in peer.known_blocks:
                 continue
             peer.known_blocks.add(block.hash)
-            if index < whole:
-                peer.send(NewBlock(block, total_difficulty))
-            else:
-                peer.send(NewBlockHashes(((block.hash, block.number),)))
+            peer.send(new_block if index < whole else announcement)
 
     def send_status(self) -> None:
         """
         Tell every peer this node's head.
         """
         head = self.chain.head
+        status = Status(head.header.hash, head.header.number, head.total_difficulty)
         for peer in self._peers():
-            peer.send(Status(head.header.hash, head.header.number, head.total_difficulty))
+            peer.send(status)
 
     def transaction_pending(self, transaction: Transaction) -> None:
         """
@@ -630,13 +631,21 @@ class ChainRelay:
             transaction for transaction in outgoing.values()
             if self.pool is None or self.pool.get(transaction.hash) is not None
         ]
+        # Peers that lack the same transactions get the same message object,
+        # encoded once (encode_message): most often all of them.
+        messages: dict[tuple[bytes, ...], Transactions] = {}
         for peer in self._peers():
             known = peer.known_transactions
             fresh = [transaction for transaction in transactions if transaction.hash not in known]
+            if not fresh:
+                continue
             for transaction in fresh:
                 known.add(transaction.hash)
-            if fresh:
-                peer.send(Transactions(tuple(fresh)))
+            key = tuple(transaction.hash for transaction in fresh)
+            message = messages.get(key)
+            if message is None:
+                message = messages[key] = Transactions(tuple(fresh))
+            peer.send(message)
 
     def stop(self) -> None:
         """

@@ -92,6 +92,17 @@ class RoundTripTests(SynchronousTestCase):
         for message in messages:
             self.assertEqual(decode_message(encode_message(message)), message)
 
+    def test_encoded_once(self) -> None:
+        """
+        A message object is encoded once: sent to many peers, its payload
+        is the same bytes object each time, equal to a fresh encoding.
+        """
+        message = NewBlockHashes(((b"\x07" * 32, 1),))
+        payload = encode_message(message)
+        self.assertIs(encode_message(message), payload)
+        self.assertEqual(encode_message(NewBlockHashes(((b"\x07" * 32, 1),))), payload)
+        self.assertEqual(message, NewBlockHashes(((b"\x07" * 32, 1),)))
+
     def test_frame(self) -> None:
         """
         A frame is the payload's length in four big-endian bytes, then the payload.

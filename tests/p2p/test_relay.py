@@ -231,6 +231,8 @@ class DelayedTransactionRelayTests(SynchronousTestCase):
         self.assertEqual(self.peers[0].sent, [Transactions((one, two))])
         self.assertEqual(self.peers[1].sent, [Transactions((two,))])
         self.assertEqual(self.peers[2].sent, [Transactions((one, two))])
+        # Peers lacking the same transactions share one message (encoded once).
+        self.assertIs(self.peers[0].sent[0], self.peers[2].sent[0])
         self.pending(one)
         self.clock.advance(10)
         self.assertEqual([len(peer.sent) for peer in self.peers], [1, 1, 1])
@@ -504,6 +506,8 @@ class SideBlockTests(SynchronousTestCase):
         for peer in self.peers[1:3]:
             self.assertEqual(peer.sent, [NewBlockHashes(((self.side.hash, self.side.number),))])
         self.assertEqual(self.peers[3].sent, [])
+        # One announcement object for all (encoded once).
+        self.assertIs(self.peers[1].sent[0], self.peers[2].sent[0])
         self.relay.side_block(self.side)
         self.assertEqual(sum(len(peer.sent) for peer in self.peers), 3)
 
