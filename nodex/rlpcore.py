@@ -201,6 +201,39 @@ def decode_item(data: bytes, position: int, end: int, max_depth: int = DEFAULT_M
     return _decode_at(data, position, end, max_depth)
 
 
+def item_bounds(data: bytes, position: int, end: int) -> tuple[int, int, bool]:
+    """
+    Where the item starting at C{position} (and ending by C{end}) has its
+    payload, without decoding it: its prefix is checked as L{decode_item}
+    checks it, what it holds is not looked at.
+
+    @return: where its payload starts, where the item stops, and whether it is a list.
+    @raise RLPFormatError: the prefix is not canonical or the item runs past C{end}.
+    """
+    if position >= end:
+        raise RLPFormatError("an item was expected but the data ended")
+    first = data[position]
+    if first < 0x80:
+        return position, position + 1, False
+    is_list = first >= 0xC0
+    if first < 0xB8:
+        start, length = position + 1, first - 0x80
+        if length == 1 and start < end and data[start] < 0x80:
+            raise RLPFormatError("single byte below 0x80 must not have a prefix")
+    elif first < 0xC0:
+        size = first - 0xB7
+        length, start = _read_length(data, position + 1, size, end), position + 1 + size
+    elif first < 0xF8:
+        start, length = position + 1, first - 0xC0
+    else:
+        size = first - 0xF7
+        length, start = _read_length(data, position + 1, size, end), position + 1 + size
+    stop = start + length
+    if stop > end:
+        raise RLPFormatError("item runs past the end of the data")
+    return start, stop, is_list
+
+
 def list_payload_bounds(data: bytes) -> tuple[int, int]:
     """
     Where the payload of the list that spans all of C{data} starts and stops.
@@ -246,5 +279,6 @@ __all__ = [
     "encode",
     "encode_bytes",
     "encode_list_payload",
+    "item_bounds",
     "list_payload_bounds",
 ]

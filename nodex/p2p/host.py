@@ -16,6 +16,7 @@ from nodex.p2p.messages import Message
 
 if TYPE_CHECKING:
     from nodex.p2p.protocol import PeerProtocol
+    from nodex.structures.transactions import Transaction
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,12 @@ class PeerHost(Protocol):
     def peer_lost(self, peer: "PeerProtocol") -> None:
         """
         Forget a peer whose connection ended (adopted or not).
+        """
+
+    def known_transaction(self, tx_hash: bytes) -> "Transaction | None":
+        """
+        A transaction this node holds (its pool's), by hash: a peer's copy
+        of it is not decoded again (L{nodex.p2p.messages.decode_message}).
         """
 
     def decode_in_thread(self, payload: bytes) -> "Deferred[Message]":

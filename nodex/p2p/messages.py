@@ -11,13 +11,14 @@ This module is pure: it turns bytes into message objects and back, and
 raises L{MessageError} for anything that is not a well-formed message.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
 from abc import ABC, abstractmethod
 
+from nodex.crypto import keccak256
 from nodex.p2p.errors import MessageError
 from nodex.structures.blocks import Block, encode_body
 from nodex.structures.errors import InvalidTransactionError, RLPError
@@ -27,11 +28,14 @@ from nodex.structures.rlpcodec import (
     decode_bytes,
     decode_fixed,
     decode_list,
+    MAX_NESTING,
     decode_rlp,
+    decode_rlp_at,
     decode_uint,
     encode_list_of_encoded,
     encode_rlp,
     encode_uint,
+    item_bounds,
 )
 from nodex.structures.transactions import Transaction, decode_transaction_in_block
 
@@ -538,12 +542,27 @@ MAX_HELLO_BYTES, MAX_AUTH_BYTES = _largest_handshake()
 """The payloads of the longest hello (every integer at its largest) and of an auth."""
 
 
-def decode_message(payload: bytes) -> Message:
+KnownTransaction = Callable[[bytes], "Transaction | None"]
+"""
+A transaction this node holds, by hash (L{decode_message}).
+"""
+
+
+def decode_message(payload: bytes, known_transaction: KnownTransaction | None = None) -> Message:
     """
     Read the payload of one frame.
 
+    @param known_transaction: the transactions this node holds, by hash: a
+        TRANSACTIONS message's transaction whose bytes hash to one of them
+        is that transaction, not decoded again (L{_transactions_message}).
     @raise MessageError: not one RLP list, an unknown code, or a malformed field.
     """
+    if known_transaction is not None and payload and payload[0] >= 0xC0:
+        code_at = 1 if payload[0] < 0xF8 else payload[0] - 0xF6
+        if payload[code_at : code_at + 1] == _TRANSACTIONS_CODE:
+            message = _transactions_message(payload, known_transaction)
+            if message is not None:
+                return message
     try:
         items = decode_list(decode_rlp(payload), "message")
         if not items:
@@ -555,6 +574,53 @@ def decode_message(payload: bytes) -> Message:
         return cls.from_fields(items[1:])
     except (RLPError, InvalidTransactionError) as exc:
         raise MessageError(str(exc)) from exc
+
+
+_TRANSACTIONS_CODE = bytes([MessageCode.TRANSACTIONS])
+
+
+def _transactions_message(payload: bytes, known_transaction: KnownTransaction) -> "Transactions | None":
+    """
+    A TRANSACTIONS message, each transaction looked up by the hash of its
+    bytes before it is decoded: a gossiping network brings each transaction
+    over every connection, and all but the first copy are known.  Equal
+    hashes are equal bytes, which decode to the transaction already held;
+    the others are decoded with the same checks as L{decode_message}'s
+    (the depth of lists counted from the message's own list).
+
+    @return: the message, or L{None} when it is not a well-formed
+        TRANSACTIONS message (then the whole decoding says what is wrong).
+    """
+    try:
+        end = len(payload)
+        start, stop, is_list = item_bounds(payload, 0, end)
+        if not is_list or stop != end:
+            return None
+        code_start, code_stop, is_list = item_bounds(payload, start, stop)
+        if is_list or payload[code_start:code_stop] != _TRANSACTIONS_CODE:
+            return None
+        first, stop, is_list = item_bounds(payload, code_stop, end)
+        if not is_list or stop != end:
+            return None
+        transactions = []
+        position = first
+        while position < stop:
+            if len(transactions) == MAX_TRANSACTIONS_PER_MESSAGE:
+                return None
+            inner, after, is_list = item_bounds(payload, position, stop)
+            transaction = None
+            if is_list:
+                transaction = known_transaction(keccak256(payload[position:after]))
+            elif inner < after and payload[inner] < 0xC0:
+                # A typed transaction's raw bytes (its type byte first).
+                transaction = known_transaction(keccak256(payload[inner:after]))
+            if transaction is None:
+                transaction = decode_transaction_in_block(decode_rlp_at(payload, position, after, MAX_NESTING - 2))
+            transactions.append(transaction)
+            position = after
+        return Transactions(tuple(transactions))
+    except (RLPError, InvalidTransactionError):
+        return None
 
 
 def decode_and_hash(payload: bytes) -> Message:
@@ -614,6 +680,7 @@ __all__ = [
     "GetBlockHeaders",
     "GetPeers",
     "Hello",
+    "KnownTransaction",
     "MESSAGE_TYPES",
     "MAX_AUTH_BYTES",
     "MAX_BODIES_PER_MESSAGE",

@@ -67,6 +67,7 @@ from nodex.p2p.peerstore import PEER_STORE_FILE, PeerStore
 from nodex.p2p.protocol import PeerProtocol
 from nodex.p2p.relay import ChainRelay
 from nodex.p2p.sync import Synchroniser
+from nodex.structures.transactions import Transaction
 
 TEND_SECONDS = 30.0
 """How often the peer store is saved (when changed) and stored peers are dialed while outbound peers are lacking."""
@@ -410,6 +411,13 @@ class PeerNetwork(Service):
         decoder, self._decoder = self._decoder, None
         if decoder is not None:
             decoder.stop()
+
+    def known_transaction(self, tx_hash: bytes) -> Transaction | None:
+        """
+        A transaction of this node's pool, by hash (a peer's copy of it is not decoded again).
+        """
+        pool = self.pool
+        return pool.get(tx_hash) if pool is not None else None
 
     def decode_in_thread(self, payload: bytes) -> Deferred[Message]:
         """

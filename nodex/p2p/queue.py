@@ -136,7 +136,7 @@ class InboundQueue:
             decoding.addErrback(lambda failure: self.log.failure("handling a decoded peer message failed", failure))
             return
         try:
-            message = decode_message(payload)
+            message = decode_message(payload, self._host.known_transaction)
         except MessageError as exc:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, str(exc))
             self._release(len(payload))

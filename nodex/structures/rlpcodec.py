@@ -13,7 +13,8 @@ vectors and a differential test against pyrlp keep the two in agreement.)
 
 from collections.abc import Iterable
 
-from nodex.rlpcore import DEFAULT_MAX_DEPTH, RLPFormatError, RLPItem, encode, encode_list_payload
+from nodex.rlpcore import DEFAULT_MAX_DEPTH, RLPFormatError, RLPItem, decode_item, encode, encode_list_payload
+from nodex.rlpcore import item_bounds as _item_bounds
 from nodex.rlpcore import decode as _decode
 from nodex.structures.errors import RLPError
 
@@ -46,6 +47,36 @@ def decode_rlp(data: bytes) -> RLPItem:
         return _decode(data, MAX_NESTING)
     except RLPFormatError as exc:
         raise RLPError(f"malformed RLP: {exc}") from exc
+
+
+def item_bounds(data: bytes, position: int, end: int) -> tuple[int, int, bool]:
+    """
+    Where the item at C{position} has its payload and where it stops, and
+    whether it is a list, without decoding what it holds (only its prefix
+    is checked).
+
+    @raise RLPError: the prefix is not canonical or the item runs past C{end}.
+    """
+    try:
+        return _item_bounds(data, position, end)
+    except RLPFormatError as exc:
+        raise RLPError(f"malformed RLP: {exc}") from exc
+
+
+def decode_rlp_at(data: bytes, position: int, end: int, depth: int) -> RLPItem:
+    """
+    Decode the one item that spans C{data[position:end]}, with at most
+    C{depth} levels of lists.
+
+    @raise RLPError: as L{decode_rlp}.
+    """
+    try:
+        item, stop = decode_item(data, position, end, depth)
+    except RLPFormatError as exc:
+        raise RLPError(f"malformed RLP: {exc}") from exc
+    if stop != end:
+        raise RLPError("malformed RLP: trailing bytes after the item")
+    return item
 
 
 MAX_NESTING = DEFAULT_MAX_DEPTH
@@ -133,8 +164,10 @@ __all__ = [
     "decode_fixed",
     "decode_list",
     "decode_rlp",
+    "decode_rlp_at",
     "decode_uint",
     "encode_list_of_encoded",
+    "item_bounds",
     "encode_rlp",
     "encode_uint",
 ]

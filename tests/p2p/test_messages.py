@@ -8,6 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.p2p.errors import MessageError
 from nodex.p2p.messages import (
     MAX_HEADERS_PER_MESSAGE,
+    MAX_TRANSACTIONS_PER_MESSAGE,
     Auth,
     BlockBodies,
     BlockHeaders,
@@ -180,3 +181,68 @@ class MalformedTests(SynchronousTestCase):
         A peer address whose host is not ASCII.
         """
         self.assertRefused(encode_rlp([b"\x0e", [[b"\xff\xfe", b"\x01", b"\x01" * 64]]]), "ASCII")
+
+
+class KnownTransactionTests(SynchronousTestCase):
+    """
+    A TRANSACTIONS message's transactions that the node holds are looked
+    up by the hash of their bytes, not decoded again; what the lookup
+    changes is only the cost.
+    """
+
+    def setUp(self) -> None:
+        self.legacy = transfer(0, 0)
+        self.typed = fee_market_transfer(1, 0, 5, 2)
+        self.held = {self.legacy.hash: self.legacy, self.typed.hash: self.typed}
+        self.asked: list[bytes] = []
+
+    def known(self, tx_hash: bytes) -> Transaction | None:
+        self.asked.append(tx_hash)
+        return self.held.get(tx_hash)
+
+    def test_known_reused(self) -> None:
+        """
+        Held transactions (legacy and typed) are the held objects; another
+        is decoded; the message equals the one decoded without the lookup.
+        """
+        other = sample_transaction(3)
+        payload = encode_message(Transactions((self.legacy, other, self.typed)))
+        message = decode_message(payload, self.known)
+        self.assertEqual(message, decode_message(payload))
+        assert isinstance(message, Transactions)
+        self.assertIs(message.transactions[0], self.legacy)
+        self.assertIs(message.transactions[2], self.typed)
+        self.assertIsNot(message.transactions[1], other)
+        self.assertEqual(self.asked, [self.legacy.hash, other.hash, self.typed.hash])
+
+    def test_other_messages(self) -> None:
+        """
+        Other messages are decoded as without the lookup, which is not asked.
+        """
+        for message in (Ping(1), NewBlock(Block(sample_header(), (self.legacy,), ()), 3), Status(b"\x01" * 32, 1, 2)):
+            self.assertEqual(decode_message(encode_message(message), self.known), message)
+        self.assertEqual(self.asked, [])
+
+    def test_malformed_refused_alike(self) -> None:
+        """
+        A malformed message is refused with the same error, held
+        transactions or not: a legacy transaction's list wrapped as a typed
+        one's string, a message with a field too many, one with a
+        malformed transaction beside a held one, one with trailing bytes,
+        too many transactions.
+        """
+        legacy = self.legacy.encode_in_block()
+        payloads = [
+            # The held legacy transaction's bytes as an RLP string.
+            encode_rlp([bytes([MessageCode.TRANSACTIONS]), [legacy]]),
+            encode_rlp([bytes([MessageCode.TRANSACTIONS]), [], b""]),
+            encode_rlp([bytes([MessageCode.TRANSACTIONS]), [b"\x02\xc0"]]),
+            encode_message(Transactions((self.legacy,))) + b"\x00",
+            encode_rlp([bytes([MessageCode.TRANSACTIONS]), [b"\x01"] * (MAX_TRANSACTIONS_PER_MESSAGE + 1)]),
+        ]
+        for payload in payloads:
+            with self.assertRaises(MessageError) as plain:
+                decode_message(payload)
+            with self.assertRaises(MessageError) as looked_up:
+                decode_message(payload, self.known)
+            self.assertEqual(str(looked_up.exception), str(plain.exception))

@@ -91,6 +91,9 @@ class FakeHost:
     def peer_lost(self, peer: PeerProtocol) -> None:
         self.lost.append(peer)
 
+    def known_transaction(self, tx_hash: bytes) -> None:
+        return None
+
     def decode_in_thread(self, payload: bytes) -> Deferred[Message]:
         """
         Decode at once, or, when the test holds the decoder
