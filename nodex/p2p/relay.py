@@ -396,13 +396,20 @@ class ChainRelay:
         try:
             while waiting and not peer.closed:
                 block_hash = waiting[0]
-                while block_hash not in self.recent_blocks and await self.chain.get_header_by_hash(block_hash) is None:
+                while block_hash not in self.recent_blocks:
                     others = self._in_flight.get(block_hash)
                     if others is None:
-                        await self._fetch_from(peer, block_hash)
-                        break
-                    # Another peer's fetch of it is under way: wait for it,
-                    # and fetch from this peer only if that one failed.
+                        if await self.chain.get_header_by_hash(block_hash) is not None:
+                            break
+                        # The look-up took a turn: another peer's fetch may have started meanwhile.
+                        others = self._in_flight.get(block_hash)
+                        if others is None:
+                            await self._fetch_from(peer, block_hash)
+                            break
+                    # Another peer's fetch of it is under way: wait for it
+                    # (no look-up in the store first: the block is not
+                    # there yet), and fetch from this peer only if that one
+                    # failed.
                     waiter: Deferred[None] = Deferred()
                     others.append(waiter)
                     await waiter

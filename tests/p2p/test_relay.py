@@ -619,15 +619,21 @@ class StatusTests(SynchronousTestCase):
     def test_announced_block_fetched_once(self) -> None:
         """
         A block two peers announce is fetched from the first only; the
-        second's fetch waits for it, and asks its own peer only if the
+        second's fetch waits for it (without looking the block up in the
+        store: it is not there yet), and asks its own peer only if the
         first failed.
         """
         headers = chain_of(2)
         sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: None})()
-        relay = ChainRelay(FakeChain(headers[:1]), sync, list, lambda: True)  # type: ignore[arg-type]
+        chain = FakeChain(headers[:1])
+        looked_up: list[bytes] = []
+        get_header_by_hash = chain.get_header_by_hash
+        chain.get_header_by_hash = lambda block_hash: looked_up.append(block_hash) or get_header_by_hash(block_hash)  # type: ignore[method-assign]
+        relay = ChainRelay(chain, sync, list, lambda: True)  # type: ignore[arg-type]
         (first, first_wire), (second, second_wire) = established_peer(), established_peer()
         for peer in (first, second):
             relay.announced(peer, NewBlockHashes(((headers[1].hash, 1),)))
+        self.assertEqual(looked_up, [headers[1].hash])
         [request] = frames(first_wire)
         self.assertEqual(frames(second_wire), [])
         assert isinstance(request, GetBlockHeaders)
