@@ -705,7 +705,15 @@ class PeerNetwork(Service):
         serving = self._logged(Deferred.fromCoroutine(self.relay.serve(peer, message)))
         return serving.addBoth(lambda _: peer.end_serving())
 
-    def _new_block(self, peer: PeerProtocol, message: NewBlock) -> Deferred[Any]:
+    def _new_block(self, peer: PeerProtocol, message: NewBlock) -> Deferred[Any] | None:
+        # As a small TRANSACTIONS message: finding the lane idle, a block is
+        # sorted at once (nothing is ahead of it), and takes the lane only
+        # to be imported; most NEW_BLOCKs of a gossiping network bring a
+        # block this node has, and cost no lane, coroutine or Deferred.
+        if not peer.lane:
+            if not self.relay.sort_new_block(peer, message):
+                return None
+            return self._logged(peer.lane.submit(lambda: self.relay.import_one(peer, message.block)))
         return self._logged(peer.lane.submit(lambda: self.relay.new_block(peer, message)))
 
     def _transactions(self, peer: PeerProtocol, message: Transactions) -> Deferred[Any] | None:

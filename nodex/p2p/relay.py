@@ -237,15 +237,26 @@ class ChainRelay:
         its parents.  A block the peer sent before is a repeat; one this
         node has is not imported again.
         """
+        if self.sort_new_block(peer, message):
+            await self.import_one(peer, message.block)
+
+    def sort_new_block(self, peer: PeerProtocol, message: NewBlock) -> bool:
+        """
+        A block a peer sent whole, as it arrives: a repeat, a block this
+        node has or is importing, and one far ahead (a sync) cost nothing
+        more.
+
+        @return: whether it must go through L{import_one}.
+        """
         block = message.block
         if peer.known_blocks.note_received(block.hash):
             peer.repeated("a block")
-            return
+            return False
         self.heard_head(peer, block.hash, block.number, message.total_difficulty)
         if block.number > self.chain.head.header.number + FAR_AHEAD:
             self.sync.maybe_sync(peer)
-            return
-        await self.import_one(peer, block)
+            return False
+        return not (block.hash in self.recent_blocks or block.hash in self._importing)
 
     async def import_one(self, peer: PeerProtocol, block: Block) -> None:
         """

@@ -358,6 +358,53 @@ class TransactionArrivalTests(SynchronousTestCase):
         self.assertEqual(len(self.pool.added), SORTED_AT_ONCE + 1)
 
 
+class BlockArrivalTests(SynchronousTestCase):
+    """
+    How the peer network takes a NEW_BLOCK as it arrives.
+    """
+
+    setUp = TransactionArrivalTests.setUp
+
+    def test_known_sorted_at_once(self) -> None:
+        """
+        A block this node has, finding the lane idle, is sorted as it
+        arrives: no work in the peer's lane, no import; the peer is known
+        to have it; sent again, it is a repeat.
+        """
+        block = Block(chain_of(2)[1])
+        self.network.relay.recent_blocks.add(block.hash)
+        imported: list[object] = []
+        self.network.relay.import_one = lambda peer, block: imported.append(block)  # type: ignore[assignment, method-assign, return-value]
+        self.assertIsNone(self.network._new_block(self.peer, NewBlock(block, 500)))
+        self.assertEqual((len(self.peer.lane), imported), (0, []))
+        self.assertIn(block.hash, self.peer.known_blocks)
+        self.assertEqual(self.peer.total_difficulty, 500)
+        self.assertIsNone(self.network._new_block(self.peer, NewBlock(block, 500)))
+        self.assertEqual(self.peer.repeated_messages, 1)
+
+    def test_fresh_imported_in_the_lane(self) -> None:
+        """
+        A block to import goes through the lane; one that arrives while
+        the lane is busy is sorted in it, in order.
+        """
+        headers = chain_of(3)
+        imported: list[bytes] = []
+
+        async def import_one(peer: object, block: Block) -> None:
+            imported.append(block.hash)
+
+        self.network.relay.import_one = import_one  # type: ignore[method-assign]
+        self.successResultOf(self.network._new_block(self.peer, NewBlock(Block(headers[1]), 5)))  # type: ignore[arg-type]
+        self.assertEqual(imported, [headers[1].hash])
+        held: Deferred[None] = Deferred()
+        self.peer.lane.submit(lambda: held)
+        arrived = self.network._new_block(self.peer, NewBlock(Block(headers[2]), 6))
+        self.assertEqual((len(self.peer.lane), imported), (2, [headers[1].hash]))
+        held.callback(None)
+        self.successResultOf(arrived)  # type: ignore[arg-type]
+        self.assertEqual(imported, [headers[1].hash, headers[2].hash])
+
+
 class PeerTransactionsTests(SynchronousTestCase):
     """
     Transactions a peer sends.
