@@ -649,21 +649,23 @@ class ChainRelay:
             transaction for transaction in outgoing.values()
             if self.pool is None or self.pool.get(transaction.hash) is not None
         ]
-        # Peers that lack the same transactions get the same message object,
-        # encoded once (encode_message): most often all of them.
-        messages: dict[tuple[bytes, ...], Transactions] = {}
+        # The peers that lack all of them (most often all peers) get the
+        # same message object, encoded once (encode_message).
+        hashes = [transaction.hash for transaction in transactions]
+        every: Transactions | None = None
         for peer in self._peers():
             known = peer.known_transactions
-            fresh = [transaction for transaction in transactions if transaction.hash not in known]
+            fresh = [transaction for transaction, tx_hash in zip(transactions, hashes) if tx_hash not in known]
             if not fresh:
                 continue
             for transaction in fresh:
                 known.add(transaction.hash)
-            key = tuple(transaction.hash for transaction in fresh)
-            message = messages.get(key)
-            if message is None:
-                message = messages[key] = Transactions(tuple(fresh))
-            peer.send(message)
+            if len(fresh) < len(transactions):
+                peer.send(Transactions(tuple(fresh)))
+                continue
+            if every is None:
+                every = Transactions(tuple(transactions))
+            peer.send(every)
 
     def stop(self) -> None:
         """
