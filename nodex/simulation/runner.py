@@ -4,6 +4,7 @@ its miners and transaction load, its events and hostile peers, what it
 measures, and the summary (C{docs/simulation.md}).
 """
 
+import gc
 import hashlib
 import math
 import random
@@ -59,6 +60,18 @@ def hostile_address(index: int) -> str:
     The IP address of hostile peer C{index}.
     """
     return f"198.19.{index // 250}.{index % 250 + 1}"
+
+
+YOUNG_GENERATION = 10_000
+"""
+The garbage collector's youngest generation during a run: a young
+collection every 10,000 container allocations instead of Python's 700.
+A simulation's messages, Deferreds and coroutines mostly live for one
+simulated turn; with 700 many of them are still alive at a young
+collection, are promoted, and each full collection walks the objects of
+every node in the process (200 nodes x 10 blocks: 7.4 of 60 CPU s in the
+collector, 2.7 s with this).
+"""
 
 
 class Trace:
@@ -600,8 +613,19 @@ class Simulation:
 
     def run(self) -> dict[str, Any]:
         """
-        Build the network, run the scenario to its end, and return the summary.
+        Build the network, run the scenario to its end, and return the
+        summary; with the garbage collector's youngest generation at
+        L{YOUNG_GENERATION} objects for the run (C{docs/simulation.md},
+        "Cost").
         """
+        thresholds = gc.get_threshold()
+        gc.set_threshold(YOUNG_GENERATION, *thresholds[1:])
+        try:
+            return self._run()
+        finally:
+            gc.set_threshold(*thresholds)
+
+    def _run(self) -> dict[str, Any]:
         self._wall_started = wallclock.monotonic()
         self._last_progress = self._wall_started
         self.build()

@@ -4,6 +4,7 @@ production composes them, on a simulated network and clock.  Each run is
 a few seconds of CPU; the 200-node benchmark lives in C{benchmarks/}.
 """
 
+import gc
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from nodex.services.miner import Miner
 from nodex.services.pool import TransactionPool
 from nodex.services.reputation import ReputationService
 from nodex.simulation.hostile import PUNISHING_ATTACKS
-from nodex.simulation.runner import START, Simulation
+from nodex.simulation.runner import START, YOUNG_GENERATION, Simulation
 from nodex.simulation.scenario import Event, Scenario
 
 SMALL = Scenario(
@@ -77,8 +78,15 @@ class CompositionTests(SimulationTestCase):
         reputation service and the peer network of the composition root,
         its peers connected by the production protocol.
         """
-        simulation, summary = self.simulate(replace(SMALL, nodes=4, blocks=2, transactions_per_block=0.0))
+        thresholds = gc.get_threshold()
+        during: list[tuple[int, ...]] = []
+        scenario = replace(SMALL, nodes=4, blocks=2, transactions_per_block=0.0,
+                           setup=lambda simulation: during.append(gc.get_threshold()))
+        simulation, summary = self.simulate(scenario)
         self.assertTrue(summary["converged"])
+        # The collector's young generation is larger during the run only.
+        self.assertEqual(during, [(YOUNG_GENERATION, *thresholds[1:])])
+        self.assertEqual(gc.get_threshold(), thresholds)
         for node in simulation.nodes:
             core = node.core
             assert core is not None
