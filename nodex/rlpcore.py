@@ -136,6 +136,30 @@ def _read_length(data: bytes, position: int, size: int, end: int) -> int:
     return length
 
 
+def _prefix(data: bytes, position: int, end: int) -> tuple[int, int]:
+    """
+    Read the prefix of the string or list at C{position} (not a single
+    byte below 0x80, which is its own encoding).
+
+    @return: where its payload starts, and its length.
+    @raise RLPFormatError: a single byte below 0x80 with a prefix, or a
+        long-form length that is truncated or not canonical.
+    """
+    first = data[position]
+    if first < 0xB8:
+        start, length = position + 1, first - 0x80
+        if length == 1 and start < end and data[start] < 0x80:
+            raise RLPFormatError("single byte below 0x80 must not have a prefix")
+        return start, length
+    if first < 0xC0:
+        size = first - 0xB7
+        return position + 1 + size, _read_length(data, position + 1, size, end)
+    if first < 0xF8:
+        return position + 1, first - 0xC0
+    size = first - 0xF7
+    return position + 1 + size, _read_length(data, position + 1, size, end)
+
+
 def _decode_at(data: bytes, position: int, end: int, depth: int) -> tuple[RLPItem, int]:
     """
     Decode the item starting at C{position}, which must end by C{end}.
@@ -150,21 +174,10 @@ def _decode_at(data: bytes, position: int, end: int, depth: int) -> tuple[RLPIte
     first = data[position]
     if first < 0x80:
         return data[position : position + 1], position + 1
-    if first < 0xB8:
-        start, length = position + 1, first - 0x80
-        if length == 1 and start < end and data[start] < 0x80:
-            raise RLPFormatError("single byte below 0x80 must not have a prefix")
-    elif first < 0xC0:
-        size = first - 0xB7
-        length, start = _read_length(data, position + 1, size, end), position + 1 + size
-    else:
-        if depth <= 0:
-            raise RLPFormatError("lists nested too deeply")
-        if first < 0xF8:
-            start, length = position + 1, first - 0xC0
-        else:
-            size = first - 0xF7
-            length, start = _read_length(data, position + 1, size, end), position + 1 + size
+    if first >= 0xC0 and depth <= 0:
+        raise RLPFormatError("lists nested too deeply")
+    start, length = _prefix(data, position, end)
+    if first >= 0xC0:
         stop = start + length
         if stop > end:
             raise RLPFormatError("list runs past the end of the data")
@@ -212,26 +225,13 @@ def item_bounds(data: bytes, position: int, end: int) -> tuple[int, int, bool]:
     """
     if position >= end:
         raise RLPFormatError("an item was expected but the data ended")
-    first = data[position]
-    if first < 0x80:
+    if data[position] < 0x80:
         return position, position + 1, False
-    is_list = first >= 0xC0
-    if first < 0xB8:
-        start, length = position + 1, first - 0x80
-        if length == 1 and start < end and data[start] < 0x80:
-            raise RLPFormatError("single byte below 0x80 must not have a prefix")
-    elif first < 0xC0:
-        size = first - 0xB7
-        length, start = _read_length(data, position + 1, size, end), position + 1 + size
-    elif first < 0xF8:
-        start, length = position + 1, first - 0xC0
-    else:
-        size = first - 0xF7
-        length, start = _read_length(data, position + 1, size, end), position + 1 + size
+    start, length = _prefix(data, position, end)
     stop = start + length
     if stop > end:
         raise RLPFormatError("item runs past the end of the data")
-    return start, stop, is_list
+    return start, stop, data[position] >= 0xC0
 
 
 def list_payload_bounds(data: bytes) -> tuple[int, int]:

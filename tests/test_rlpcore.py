@@ -18,6 +18,7 @@ from nodex.rlpcore import (
     encode,
     encode_bytes,
     encode_list_payload,
+    item_bounds,
     list_payload_bounds,
 )
 
@@ -162,3 +163,37 @@ class DecodeTests(SynchronousTestCase):
         if expected is not None and _depth(expected) > 16:
             expected = None
         self.assertEqual(got, expected)
+
+
+class ItemBoundsTests(SynchronousTestCase):
+    """
+    L{item_bounds} finds an item's payload without decoding it, checking its prefix as decoding does.
+    """
+
+    def test_bounds(self) -> None:
+        """
+        A single byte, a short and a long string, a short and a long list
+        (inside some data): where the payload starts, where the item
+        stops, whether it is a list; what a list holds is not looked at.
+        """
+        long_string = encode(b"x" * 60)
+        long_list = encode([b"y" * 30, b"z" * 30])
+        data = b"\x05" + encode(b"abc") + long_string + b"\xc2\xff\xff" + long_list
+        self.assertEqual(item_bounds(data, 0, len(data)), (0, 1, False))
+        self.assertEqual(item_bounds(data, 1, len(data)), (2, 5, False))
+        self.assertEqual(item_bounds(data, 5, len(data)), (7, 67, False))
+        # b"\xff\xff" is no valid content: not looked at.
+        self.assertEqual(item_bounds(data, 67, len(data)), (68, 70, True))
+        self.assertEqual(item_bounds(data, 70, len(data)), (72, len(data), True))
+
+    def test_refused_as_decoding_refuses(self) -> None:
+        """
+        A prefixed single byte below 0x80, a long form for a short length,
+        an item past the end, no item at all.
+        """
+        for data, end in ((b"\x81\x05", 2), (b"\xb8\x05abcde", 7), (b"\x83ab", 3), (b"\xc3\x01\x02", 3), (b"", 0)):
+            with self.assertRaises(RLPFormatError):
+                item_bounds(data, 0, end)
+            if data:
+                with self.assertRaises(RLPFormatError):
+                    decode_item(data, 0, end)
