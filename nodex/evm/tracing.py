@@ -14,8 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from nodex.evm.frame import Evm, Message
-from nodex.evm.instructions import OPCODE_NAMES
+from nodex.evm.frame import Evm
 
 
 class Tracer(Protocol):

@@ -10,7 +10,6 @@ get another status (DESIGN §1): 405 wrong method, 415 wrong content type,
 
 import ipaddress
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from io import BytesIO
 from typing import Any

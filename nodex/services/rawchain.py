@@ -9,7 +9,6 @@ the reactor thread.
 """
 
 from collections.abc import Callable
-from typing import Any
 
 from twisted.internet.defer import Deferred, ensureDeferred
 from zope.interface import implementer

@@ -9,7 +9,6 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.chain.aside import FILE, SUBMITTED, Bounds, from_peer
 from nodex.chain.importer import HOLD_SECONDS, BlockImporter, ImportResult
 from nodex.chain.processing import validate_header
-from nodex.db.memory import MemoryStore
 from nodex.db.schema import read_canonical_hash, read_header_rlp
 from nodex.primitives import Hash32
 from nodex.state.state import State

@@ -7,7 +7,6 @@ authorized-keys file is refused.
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from twisted.internet import reactor

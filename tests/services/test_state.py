@@ -22,7 +22,7 @@ from nodex.db.schema import (
 from nodex.api.errors import BlockNotFoundError
 from nodex.api.state import IStateService
 from nodex.primitives import Address, Hash32
-from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, INLINE_WINDOW_BUDGET, ReaderState, StateService
+from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, ReaderState, StateService
 from nodex.state.overrides import AccountOverride, StateOverrides
 from nodex.state.state import State
 from nodex.structures.accounts import Account
