@@ -376,7 +376,21 @@ class TransactionPool(Service):
             if offered is not None:
                 return self._included_alone(offered, transaction)
         checking = self._run_in_thread(self._thd_validate, transaction, header)
-        return checking.addCallback(self._admit_unless_mined, transaction, relayed, header)
+        checking.addCallback(self._admit_unless_mined, transaction, relayed, header)
+        return checking.addErrback(self._refused_when_stopped)
+
+    def _refused_when_stopped(self, failure: Failure) -> Failure:
+        """
+        A check that failed after the pool stopped: a refusal of the moment
+        (L{TransactionRejectedError}), whatever broke.  A check still on a
+        thread when the node stops finds the store closed under it; its
+        caller (a peer's relay, a client's request, a rewound block's
+        transactions) is told the pool is gone, as for any refusal, instead
+        of an error that nobody expects while stopping.
+        """
+        if self._stopped and not failure.check(TransactionRejectedError):
+            return Failure(TransactionRejectedError("the transaction pool has stopped"))
+        return failure
 
     def _admit_unless_mined(
         self, found: tuple[int, int], transaction: Transaction, relayed: bool, header: Header, rechecks: int = 0

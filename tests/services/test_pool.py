@@ -550,11 +550,17 @@ class QueuedThread:
 
     def flush(self) -> None:
         """
-        Run the queued jobs in order.
+        Run the queued jobs in order; a job's exception fails its
+        Deferred, as a real thread's does.
         """
         while self.jobs:
             waiting, function, args = self.jobs.pop(0)
-            waiting.callback(function(*args))
+            try:
+                result = function(*args)
+            except Exception:
+                waiting.errback()
+            else:
+                waiting.callback(result)
 
 
 class TransactionPoolStoreThreadTests(PoolFixture, SynchronousTestCase):
@@ -1281,6 +1287,29 @@ class StaleCheckTests(PoolFixture, SynchronousTestCase):
         failure = self.failureResultOf(adding, TransactionRejectedError)
         self.assertEqual(failure.getErrorMessage(), "transaction nonce too low")
         self.assertEqual(len(self.pool), 0)
+
+    def test_store_closed_after_stop(self) -> None:
+        """
+        A check still running when the node stops, which finds the store
+        closed, ends as a refusal of the stopped pool, not as the store's
+        error.
+        """
+        adding = self.pool.add(legacy(0), relayed=True)
+        self.pool.stopService()
+        self.store.close()
+        self.checks.flush()
+        failure = self.failureResultOf(adding, TransactionRejectedError)
+        self.assertEqual(failure.getErrorMessage(), "the transaction pool has stopped")
+        self.assertEqual(len(self.pool), 0)
+
+    def test_store_error_while_running(self) -> None:
+        """
+        The same failure while the pool runs is not hidden: it is the store's error.
+        """
+        adding = self.pool.add(legacy(0), relayed=True)
+        self.store.close()
+        self.checks.flush()
+        self.assertIsNone(self.failureResultOf(adding).check(TransactionRejectedError))
 
     def test_head_moved_without_it(self) -> None:
         """
