@@ -57,7 +57,12 @@ Options of C{run}:
 
 The wall time is the C{hardhat test} process's, from its start to its exit
 (mocha's own figure, which excludes Hardhat's start-up, is printed beside
-it).  A run in which a test waited for mocha's timeout (40 s) is marked:
+it).  A reporter of the harness's (mocha's spec output, plus each test's
+time from the end of the test before it, its hooks and C{loadFixture}
+included) lets it also print, per round, each node's seconds over the tests
+that passed on every node of the round: a failing test ends early, so a
+node that fails tests (Anvil, below) does less of the suite's work than one
+that passes them all, and only these sums compare the same work.  A run in which a test waited for mocha's timeout (40 s) is marked:
 its time says nothing, and what it left in the node fails later tests.
 Anvil mines an automined transaction just after answering
 C{eth_sendTransaction}, so under load some tests that ask for the receipt
@@ -83,7 +88,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeprocess import NODEX_SERVER, free_port, rpc, wait_for_rpc
+from nodeprocess import NODEX_SERVER, free_port, wait_for_rpc
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 TAG = "v5.4.0"
@@ -196,8 +201,43 @@ module.exports = {
     initializers: true,
     exclude: ['vendor/**/*', '**/*WithInit.sol'],
   },
+  // The harness's reporter (mocha's spec output, plus each test's time).
+  mocha: process.env.OZ_BENCH_REPORTER ? { reporter: process.env.OZ_BENCH_REPORTER } : {},
 };
 """
+
+# A mocha reporter: the spec reporter's output, and for each test its full
+# title, its state and the time from the end of the test before it (its
+# hooks, loadFixture's evm_revert included) to its own end, written as JSON
+# to OZ_BENCH_TIMES when the run ends.
+REPORTER = """\
+// Written by nodex's benchmarks/openzeppelin.py.
+const fs = require('fs');
+const Spec = require('mocha/lib/reporters/spec');
+
+class TimedSpec extends Spec {
+  constructor(runner, options) {
+    super(runner, options);
+    const tests = [];
+    let last = process.hrtime.bigint();
+    runner.on('start', () => { last = process.hrtime.bigint(); });
+    runner.on('test end', test => {
+      const now = process.hrtime.bigint();
+      tests.push({ title: test.fullTitle(), state: test.state || 'pending', seconds: Number(now - last) / 1e9 });
+      last = now;
+    });
+    runner.on('fail', (runnable) => {
+      // A failing hook ends its tests without a 'test end': its time goes to no test.
+      if (runnable.type === 'hook') { last = process.hrtime.bigint(); }
+    });
+    runner.once('end', () => {
+      if (process.env.OZ_BENCH_TIMES) { fs.writeFileSync(process.env.OZ_BENCH_TIMES, JSON.stringify(tests)); }
+    });
+  }
+}
+module.exports = TimedSpec;
+"""
+REPORTER_NAME = "bench-reporter.js"
 
 def run_command(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
     """
@@ -250,6 +290,7 @@ class Outcome:
     wall: float
     mocha: str
     note: str = ""
+    tests: tuple[tuple[str, str, float], ...] = ()
 
 
 class Node:
@@ -379,7 +420,15 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
         command = ["taskset", "-c", "1", *command]
     node.start()
     try:
-        env = dict(os.environ, OZ_BENCH_URL=node.url, FORCE_COLOR="0")
+        times_file = tempfile.NamedTemporaryFile(prefix="oz-times-", suffix=".json", delete=False)
+        times_file.close()
+        env = dict(
+            os.environ,
+            OZ_BENCH_URL=node.url,
+            FORCE_COLOR="0",
+            OZ_BENCH_REPORTER=str(tree / REPORTER_NAME),
+            OZ_BENCH_TIMES=times_file.name,
+        )
         env.pop("NODE_PATH", None)  # the tree's own node_modules, not another install's
         paths = []
         for name in files:
@@ -391,6 +440,8 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
         wall = time.monotonic() - started
         output = ANSI.sub("", result.stdout.decode(errors="replace"))
         times = node.method_times()
+        tests = read_test_times(Path(times_file.name))
+        os.unlink(times_file.name)
     finally:
         node.stop()
     if options.verbose:
@@ -421,7 +472,47 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
     if counts["failing"] and not options.verbose:
         failures = output[output.find(f"{counts['failing']} failing") :]
         print("\n".join(failures.splitlines()[: options.show_failures]))
-    return Outcome(node.spec, counts["passing"], counts["failing"], counts["pending"], wall, mocha, note)
+    return Outcome(node.spec, counts["passing"], counts["failing"], counts["pending"], wall, mocha, note, tests)
+
+
+def read_test_times(path: Path) -> tuple[tuple[str, str, float], ...]:
+    """
+    The reporter's (title, state, seconds) of each test, a repeated title
+    numbered by its occurrence; nothing when the run wrote none.
+    """
+    try:
+        entries = json.loads(path.read_text() or "[]")
+    except (OSError, ValueError):
+        return ()
+    seen: dict[str, int] = {}
+    tests = []
+    for entry in entries:
+        title = entry["title"]
+        seen[title] = seen.get(title, 0) + 1
+        if seen[title] > 1:
+            title = f"{title} #{seen[title]}"
+        tests.append((title, entry["state"], float(entry["seconds"])))
+    return tuple(tests)
+
+
+def common_passing(outcomes: list[Outcome]) -> list[str]:
+    """
+    Per round, each node's seconds over the tests that passed on every node
+    of the round (a test that fails ends early, so a node failing more
+    tests does less work; these sums compare the same work).
+    """
+    lines = []
+    nodes = len({o.node for o in outcomes})
+    for start in range(0, len(outcomes), max(nodes, 1)):
+        group = [o for o in outcomes[start : start + nodes] if o.tests]
+        if len(group) < 2:
+            continue
+        passed = set.intersection(*({t for t, state, _ in o.tests if state == "passed"} for o in group))
+        sums = [sum(seconds for t, _, seconds in o.tests if t in passed) for o in group]
+        base = sums[-1]
+        parts = ", ".join(f"{o.node} {total:.1f} s ({total / base:.2f})" for o, total in zip(group, sums))
+        lines.append(f"round {start // nodes + 1}: {len(passed)} tests passed on every node: {parts}")
+    return lines
 
 
 def run(options: argparse.Namespace) -> int:
@@ -431,6 +522,9 @@ def run(options: argparse.Namespace) -> int:
     tree = options.workdir / TREE
     if not (tree / CONFIG_NAME).exists():
         raise SystemExit(f"{tree} is not set up: run `python {sys.argv[0]} setup` first")
+    # This harness's config and reporter (a tree set up by an older harness gets them too).
+    (tree / CONFIG_NAME).write_text(HARDHAT_CONFIG % {"solc": SOLC_VERSION})
+    (tree / REPORTER_NAME).write_text(REPORTER)
     outcomes: list[Outcome] = []
     status = 0
     for round_number in range(1, options.rounds + 1):
@@ -453,6 +547,9 @@ def run(options: argparse.Namespace) -> int:
                 print(outcome.note)
                 if not (outcome.passing or outcome.failing):
                     status = 1
+    print()
+    for line in common_passing(outcomes):
+        print(line)
     print()
     print("| node | passing | failing | pending | wall s | mocha | note |")
     print("|---|---:|---:|---:|---:|---|---|")
