@@ -320,6 +320,15 @@ def _strings_path(value: Any) -> str:
     return str(Path(value).expanduser()) if value else ""
 
 
+def _fetch_delay(value: Any) -> float:
+    """
+    How long an announced block waits for a whole copy before it is fetched: 0 (at once) to 10 seconds.
+    """
+    if type(value) not in (int, float) or not 0 <= value <= 10:
+        raise ValueError("want a number of seconds from 0 (at once) to 10")
+    return float(value)
+
+
 def _relay_delay(value: Any) -> float:
     """
     The mean wait before pending transactions go to peers: 0 (at once) to a minute.
@@ -503,6 +512,7 @@ SCHEMA: dict[str, Any] = {
         "max_handshake_failures": _integer(0, 10000),
         "reserved_slots": _integer(0, 10000),
         "transaction_delay": _relay_delay,
+        "fetch_delay": _fetch_delay,
         "encryption": _boolean,
         "tls": _boolean,
         "tls_ca_certificate": _string,
@@ -706,6 +716,7 @@ class P2PConfig:
     max_handshake_failures: int
     reserved_slots: int
     transaction_delay: float
+    fetch_delay: float
     encryption: bool
     tls: bool
     tls_ca_certificate: str

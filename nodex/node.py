@@ -1131,6 +1131,7 @@ def compose_p2p(
         max_handshake_failures=p2p.max_handshake_failures,
         reserved_slots=p2p.reserved_slots,
         transaction_delay=p2p.transaction_delay,
+        fetch_delay=p2p.fetch_delay,
         peer=PeerSettings(
             max_frame_bytes=p2p.max_frame_bytes,
             messages_per_second=p2p.messages_per_second,

@@ -95,6 +95,9 @@ class NetworkSettings:
         at most four times the mean) before pending transactions go to
         peers, all that became pending meanwhile in one message per peer;
         0 sends each at once (C{docs/p2p.md}, "Propagation").
+    @ivar fetch_delay: seconds a block a peer announced by hash waits for
+        another peer to send it whole before it is fetched from the
+        announcer; 0 fetches at once (C{docs/p2p.md}, "Propagation").
     """
 
     network_id: int
@@ -110,6 +113,7 @@ class NetworkSettings:
     max_reconnect_delay: float = 60.0
     progress_interval: float = 10.0
     transaction_delay: float = 1.0
+    fetch_delay: float = 0.5
     peer: PeerSettings = field(default_factory=PeerSettings)
     expected_ids: tuple[tuple[tuple[str, int], bytes], ...] = ()
 

@@ -174,6 +174,7 @@ class PeerNetwork(Service):
             chain, self.sync, self.established_peers, lambda: self.running,
             lambda event, node_id: reputation.record_event(event, node_id, self._last_addresses.get(node_id, "")),
             clock=clock, entropy=entropy, transaction_delay=settings.transaction_delay,
+            fetch_delay=settings.fetch_delay,
         )
         chain.add_observer(self.relay.chain_changed)
         chain.add_side_observer(self.relay.side_block)

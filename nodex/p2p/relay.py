@@ -122,6 +122,7 @@ class ChainRelay:
         clock: IReactorTime | None = None,
         entropy: Callable[[int], bytes] = os.urandom,
         transaction_delay: float = 0.0,
+        fetch_delay: float = 0.0,
     ) -> None:
         """
         @param sync: the synchroniser that orphans and far blocks hand over to.
@@ -133,6 +134,9 @@ class ChainRelay:
         @param entropy: random bytes, for the relay's random delays.
         @param transaction_delay: the mean delay before pending transactions
             go to peers (L{nodex.p2p.host.NetworkSettings.transaction_delay}).
+        @param fetch_delay: how long an announced block waits for a peer to
+            send it whole before it is fetched
+            (L{nodex.p2p.host.NetworkSettings.fetch_delay}; needs C{clock}).
         """
         self.chain = chain
         self.sync = sync
@@ -154,6 +158,10 @@ class ChainRelay:
         self._clock = clock
         self._entropy = entropy
         self._transaction_delay = transaction_delay if clock is not None else 0.0
+        self._fetch_delay = fetch_delay if clock is not None else 0.0
+        # The waits of announced blocks' fetches: each timed call with the
+        # Deferred it fires (fired at once when the relay stops).
+        self._pauses: dict[IDelayedCall, Deferred[None]] = {}
         self._outgoing: dict[bytes, Transaction] = {}
         self._relaying: IDelayedCall | None = None
 
@@ -405,7 +413,15 @@ class ChainRelay:
         Fetch and import the announced blocks of one peer, one after the other.
         """
         try:
-            while waiting and not peer.closed:
+            if self._fetch_delay > 0:
+                # A few of the peers that have the block send it whole (to
+                # about the square root of their peers), the others
+                # announce it, and an announcement often comes first: the
+                # fetch waits a moment for a whole copy, as geth's block
+                # fetcher does (500 ms), rather than ask for the header
+                # and the body of a block already on its way.
+                await self._pause(self._fetch_delay)
+            while waiting and not peer.closed and self._running():
                 block_hash = waiting[0]
                 while block_hash not in self.recent_blocks:
                     others = self._in_flight.get(block_hash)
@@ -430,6 +446,21 @@ class ChainRelay:
         finally:
             if self._fetching.get(peer) is waiting:
                 del self._fetching[peer]
+
+    def _pause(self, seconds: float) -> Deferred[None]:
+        """
+        A Deferred that fires C{seconds} from now, or when the relay stops.
+        """
+        assert self._clock is not None
+        done: Deferred[None] = Deferred()
+
+        def resume() -> None:
+            del self._pauses[call]
+            done.callback(None)
+
+        call = self._clock.callLater(seconds, resume)
+        self._pauses[call] = done
+        return done
 
     async def _fetch_from(self, peer: PeerProtocol, block_hash: bytes) -> None:
         """
@@ -669,12 +700,17 @@ class ChainRelay:
 
     def stop(self) -> None:
         """
-        Drop the transactions waiting to be relayed (the network stops).
+        Drop the transactions waiting to be relayed, and end the waits of
+        announced blocks' fetches (the network stops: they fetch nothing).
         """
         if self._relaying is not None and self._relaying.active():
             self._relaying.cancel()
         self._relaying = None
         self._outgoing = {}
+        pauses, self._pauses = self._pauses, {}
+        for call, done in pauses.items():
+            call.cancel()
+            done.callback(None)
 
 
 __all__ = [

@@ -230,8 +230,10 @@ class Simulation:
             "p2p": {
                 "endpoint": f"tcp:{P2P_PORT}",
                 "peers": [f"{honest_address(peer)}:{P2P_PORT}" for peer in bootstrap],
-                # The public networks' relay wait (regtest's preset sends at once).
+                # The public networks' relay waits (regtest's preset sends
+                # transactions and fetches announced blocks at once).
                 "transaction_delay": 1.0,
+                "fetch_delay": 0.5,
             },
             "mining": {"mode": "manual", "coinbase": "0x" + coinbase.hex()},
         }

@@ -690,6 +690,80 @@ class StatusTests(SynchronousTestCase):
         self.assertEqual(again.origin, headers[1].hash)
 
 
+class FetchDelayTests(SynchronousTestCase):
+    """
+    With a fetch delay, an announced block waits for a whole copy before it
+    is fetched from the announcer.
+    """
+
+    def setUp(self) -> None:
+        self.headers = chain_of(2)
+        self.clock = Clock()
+        sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: None})()
+        self.relay = ChainRelay(
+            FakeChain(self.headers[:1]), sync, list, lambda: True, clock=self.clock, fetch_delay=0.5,  # type: ignore[arg-type]
+        )
+        self.peer, self.wire = established_peer()
+
+    def test_fetched_after_the_delay(self) -> None:
+        """
+        Nothing is asked before the delay has passed; then the header.
+        """
+        self.relay.announced(self.peer, NewBlockHashes(((self.headers[1].hash, 1),)))
+        self.clock.advance(0.49)
+        self.assertEqual(frames(self.wire), [])
+        self.clock.advance(0.01)
+        [request] = frames(self.wire)
+        assert isinstance(request, GetBlockHeaders)
+        self.assertEqual(request.origin, self.headers[1].hash)
+
+    def test_whole_copy_meanwhile(self) -> None:
+        """
+        A block that arrives whole (and is imported) during the delay is not fetched.
+        """
+        self.relay.announced(self.peer, NewBlockHashes(((self.headers[1].hash, 1),)))
+        self.relay.recent_blocks.add(self.headers[1].hash)
+        self.clock.advance(0.5)
+        self.assertEqual(frames(self.wire), [])
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_announced_during_the_delay_is_arriving(self) -> None:
+        """
+        While its fetch waits, the announced block is on its way: the
+        status that follows the announcement starts no sync.
+        """
+        asked: list[object] = []
+        self.relay.sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: asked.append(peer)})()  # type: ignore[assignment]
+        self.relay.announced(self.peer, NewBlockHashes(((self.headers[1].hash, 1),)))
+        self.relay.status(self.peer, Status(self.headers[1].hash, 1, 2))
+        self.assertEqual(asked, [])
+
+    def test_stop_ends_the_wait(self) -> None:
+        """
+        When the relay stops, the waiting fetches end without asking
+        anything and leave no timed call behind.
+        """
+        running = [True]
+        self.relay._running = lambda: running[0]
+        self.relay.announced(self.peer, NewBlockHashes(((self.headers[1].hash, 1),)))
+        running[0] = False
+        self.relay.stop()
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        self.clock.advance(1)
+        self.assertEqual(frames(self.wire), [])
+        self.assertEqual(self.relay._fetching, {})
+
+    def test_no_clock_no_delay(self) -> None:
+        """
+        Without a clock the delay is ignored: the fetch starts at once.
+        """
+        sync = type("Sync", (), {"maybe_sync": lambda _, peer=None: None})()
+        relay = ChainRelay(FakeChain(self.headers[:1]), sync, list, lambda: True, fetch_delay=0.5)  # type: ignore[arg-type]
+        relay.announced(self.peer, NewBlockHashes(((self.headers[1].hash, 1),)))
+        [request] = frames(self.wire)
+        assert isinstance(request, GetBlockHeaders)
+
+
 class UnusedOrphanTests(SynchronousTestCase):
     """
     Blocks a peer sent that the chain kept aside and dropped unused.
