@@ -53,6 +53,7 @@ Options of C{run}:
     "anvil/nodex"} so that the Network Helpers accept the node, a fresh
     data directory per run).
   - C{--keep}: keep the nodes' data directories and logs (printed).
+  - C{--tests-json FILE}: each run's tests, with their states and seconds, as JSON.
   - C{--workdir}: where C{setup} put things (default C{/work/oz}).
 
 The wall time is the C{hardhat test} process's, from its start to its exit
@@ -550,6 +551,9 @@ def run(options: argparse.Namespace) -> int:
     print()
     for line in common_passing(outcomes):
         print(line)
+    if options.tests_json:
+        rows = [{"node": o.node, "run": index, "tests": o.tests} for index, o in enumerate(outcomes)]
+        Path(options.tests_json).write_text(json.dumps(rows))
     print()
     print("| node | passing | failing | pending | wall s | mocha | note |")
     print("|---|---:|---:|---:|---:|---|---|")
@@ -588,6 +592,7 @@ def main() -> int:
     run_parser.add_argument("--nodex-config", type=Path, help="a TOML file laid over the harness's settings")
     run_parser.add_argument("--keep", action="store_true", help="keep the nodes' data directories")
     run_parser.add_argument("--verbose", action="store_true", help="print mocha's whole output")
+    run_parser.add_argument("--tests-json", help="write each run's (title, state, seconds) per test to this file")
     run_parser.add_argument("--show-failures", type=int, default=60, help="lines of mocha's failures to print")
     options = parser.parse_args()
     # A SIGTERM stops the nodes and mocha as Ctrl-C does (the finally blocks run).
