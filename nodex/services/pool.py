@@ -69,6 +69,15 @@ crowd out the rest.
 POOL_KEY_PREFIX = b"pool:"
 """The prefix of the pool's keys in the C{METADATA} column."""
 
+NONCES_KEPT_BLOCKS = 64
+"""
+Blocks whose senders' nonces the pool keeps for L{TransactionPool.next_nonce}
+(by block hash; the oldest is dropped first).
+"""
+
+NONCES_PER_BLOCK = 4096
+"""The most senders' nonces kept for one block (a block of 30 M gas holds at most 1,428 transfers)."""
+
 AccountReader = Callable[[bytes, Address], Account | None]
 """Reads an account at a state root: C{(state_root, address) -> Account | None}."""
 
@@ -210,6 +219,7 @@ class TransactionPool(Service):
         self._store_thread = store_thread
         self._impersonating = impersonating
         self._stopped = False
+        self._nonces_at: dict[Hash32, dict[Address, int]] = {}
         chain.add_observer(self._chain_changed)
 
     def startService(self) -> None:
@@ -297,28 +307,61 @@ class TransactionPool(Service):
         nonce plus its pending transactions.
 
         A sender the pool does not follow (an automined transaction is
-        never pooled) has its account read at the head on this thread: one
-        trie path, a few nodes (tens of microseconds), where the crossing
-        to a reader thread and back cost more than the read (about a
-        twentieth of an C{eth_sendTransaction}; light work, as DESIGN §4
-        allows on the reactor thread; docs/chain-service.md).
+        never pooled) has its nonce at the head taken from what the pool
+        learnt of the head's block (L{_remember_nonces}): the nonce after
+        the sender's last transaction in the blocks the head was adopted
+        with, or one read at that block before.  Otherwise its account is
+        read at the head on this thread: one trie path, a few nodes (tens
+        of microseconds), where the crossing to a reader thread and back
+        cost more than the read (light work, as DESIGN §4 allows on the
+        reactor thread; docs/chain-service.md).
         """
-        sender = self._senders.get(Address(address))
+        address = Address(address)
+        sender = self._senders.get(address)
         if sender is not None and sender.state_nonce is not None:
             return succeed(self._after_in_flight(address, sender.state_nonce + sum(1 for _ in sender.pending_run())))
-        root = self._chain.head.header.state_root
-        reading = maybeDeferred(self._read_account, root, Address(address))
+        head = self._chain.head.header
+        known = self._nonces_at.get(head.hash)
+        nonce = None if known is None else known.get(address)
+        if nonce is not None:
+            return succeed(self._counted(address, nonce))
+        reading = maybeDeferred(self._read_account, head.state_root, address)
 
         def counted(account: Account | None) -> int:
             nonce = 0 if account is None else account.nonce
-            current = self._senders.get(Address(address))
-            if current is None:
-                return self._after_in_flight(address, nonce)
-            if current.state_nonce is None:
-                current.state_nonce = nonce
-            return self._after_in_flight(address, current.state_nonce + sum(1 for _ in current.pending_run()))
+            self._remember_nonces(head.hash, {address: nonce})
+            return self._counted(address, nonce)
 
         return reading.addCallback(counted)
+
+    def _counted(self, address: Address, nonce: int) -> int:
+        """
+        The next nonce of C{address}, whose nonce at the head is C{nonce}.
+        """
+        current = self._senders.get(address)
+        if current is None:
+            return self._after_in_flight(address, nonce)
+        if current.state_nonce is None:
+            current.state_nonce = nonce
+        return self._after_in_flight(address, current.state_nonce + sum(1 for _ in current.pending_run()))
+
+    def _remember_nonces(self, block_hash: Hash32, nonces: dict[Address, int]) -> None:
+        """
+        Keep senders' nonces in the state of block C{block_hash}: a block's
+        hash commits to its state, so they stay right whatever the chain
+        does later (a rewind to the block, a reorganisation back to it).
+        At most L{NONCES_PER_BLOCK} senders a block, for the last
+        L{NONCES_KEPT_BLOCKS} blocks.
+        """
+        kept = self._nonces_at.get(block_hash)
+        if kept is None:
+            if len(self._nonces_at) >= NONCES_KEPT_BLOCKS:
+                del self._nonces_at[next(iter(self._nonces_at))]
+            kept = self._nonces_at[block_hash] = {}
+        for address, nonce in nonces.items():
+            if len(kept) >= NONCES_PER_BLOCK:
+                break
+            kept[address] = nonce
 
     def _after_in_flight(self, address: bytes, nonce: int) -> int:
         """
@@ -709,11 +752,23 @@ class TransactionPool(Service):
             if sender is not None:
                 sender.state_nonce = None
         advanced: dict[Address, int] = {}
+        impersonated: set[Address] = set()
         for block in event.adopted:
             for transaction in block.transactions:
                 included.add(transaction.hash)
                 address = transaction.sender
                 advanced[address] = max(advanced.get(address, 0), transaction.nonce + 1)
+                if transaction.impersonated:
+                    impersonated.add(address)
+        if event.adopted:
+            # A signed transaction's sender has no code (EIP-3607), so
+            # nothing but its own transactions moves its nonce: after the
+            # head, it is the one after its last.  An impersonated sender
+            # may be a contract, whose CREATEs move it too: read it.
+            self._remember_nonces(
+                event.adopted[-1].hash,
+                {address: nonce for address, nonce in advanced.items() if address not in impersonated},
+            )
         mined = [self._by_hash[tx_hash] for tx_hash in included if tx_hash in self._by_hash]
         for transaction in mined:
             self._forget(transaction)

@@ -26,6 +26,7 @@ from nodex.chain.admission import check_admission, check_transaction
 from nodex.services.automine import RELAYED_GRACE_SECONDS, AutoMining
 from nodex.services.pool import (
     MAX_RECHECKS,
+    NONCES_KEPT_BLOCKS,
     POOL_KEY_PREFIX,
     TransactionPool,
     pool_key,
@@ -733,6 +734,82 @@ class TransactionPoolOrderingTests(PoolFixture, SynchronousTestCase):
         pool = self.make_pool()
         pool._run_in_thread = lambda *args: Deferred()  # type: ignore[method-assign]
         self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[1])), 0)
+
+    def counting_reads(self, pool: TransactionPool) -> list[Address]:
+        """
+        Make C{pool} record the addresses whose accounts it reads.
+        """
+        reads: list[Address] = []
+        read = pool._read_account
+
+        def counted(state_root: bytes, address: Address) -> Account | None:
+            reads.append(address)
+            return read(state_root, address)
+
+        pool._read_account = counted  # type: ignore[method-assign]
+        return reads
+
+    def test_next_nonce_after_the_senders_block(self) -> None:
+        """
+        After a block holding transactions of a sender the pool does not
+        follow (automined ones), its next nonce is the one after its last
+        in the block, without reading its account.
+        """
+        pool = self.make_pool()
+        reads = self.counting_reads(pool)
+        self.chain.adopt((legacy(0), legacy(1), legacy(0, key=KEYS[1])))
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 2)
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[1])), 1)
+        self.assertEqual(reads, [])
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[2])), 0)
+        self.assertEqual(reads, [ADDRESSES[2]])
+        self.successResultOf(pool.next_nonce(ADDRESSES[2]))
+        self.assertEqual(reads, [ADDRESSES[2]], "the nonce read at the head is kept for it")
+
+    def test_next_nonce_after_a_rewind(self) -> None:
+        """
+        The nonces are kept by block: after a rewind to a block, a sender's
+        next nonce is its nonce in that block's state, not after the later
+        blocks (read once, then kept for that block).
+        """
+        pool = self.make_pool()
+        reads = self.counting_reads(pool)
+        self.chain.adopt((legacy(0),))
+        fixture = self.chain.head.header.number
+        self.chain.adopt((legacy(1),))
+        self.chain.adopt((legacy(2),))
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 3)
+        self.successResultOf(self.chain.rewind(fixture))
+        self.chain.tell(ChainEvent((), (), rewound=True))
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 1)
+        self.chain.adopt((legacy(1, gas_price=2),))
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[0])), 2)
+        self.assertEqual(reads, [])
+
+    def test_next_nonce_of_an_impersonated_sender_read(self) -> None:
+        """
+        An impersonated sender may be a contract, whose nonce its CREATEs
+        move too: after its block, its nonce is read from the head's state.
+        """
+        pool = self.make_pool()
+        reads = self.counting_reads(pool)
+        marked = impersonate(LegacyTransaction(0, 0, 21000, RECIPIENT, 1, b""), ADDRESSES[1], CHAIN_ID)
+        self.chain.adopt((marked,), state_root=funded_state(self.store, {ADDRESSES[1]: (7, FUNDS)}))
+        self.assertEqual(self.successResultOf(pool.next_nonce(ADDRESSES[1])), 7)
+        self.assertEqual(reads, [ADDRESSES[1]])
+
+    def test_next_nonce_blocks_kept(self) -> None:
+        """
+        The nonces of at most L{NONCES_KEPT_BLOCKS} blocks are kept, the
+        oldest dropped first.
+        """
+        pool = self.make_pool()
+        first = self.chain.adopt((legacy(0),))
+        for nonce in range(1, NONCES_KEPT_BLOCKS + 1):
+            self.chain.adopt((legacy(nonce),))
+        self.assertEqual(len(pool._nonces_at), NONCES_KEPT_BLOCKS)
+        self.assertNotIn(first.hash, pool._nonces_at)
+        self.assertEqual(pool._nonces_at[self.chain.head.header.hash], {ADDRESSES[0]: NONCES_KEPT_BLOCKS + 1})
 
 
 class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
