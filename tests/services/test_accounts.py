@@ -5,6 +5,7 @@ folder.
 """
 
 import json
+from dataclasses import replace
 import os
 import stat
 from pathlib import Path
@@ -16,7 +17,7 @@ from twisted.logger import globalLogPublisher
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from nodex.crypto import keccak256, private_key_to_address
+from nodex.crypto import SECP256K1_N, keccak256, private_key_to_address, recover_address
 from nodex.api.accounts import IAccounts
 from nodex.services.accounts import (
     DEFAULT_UNLOCK_SECONDS,
@@ -36,6 +37,7 @@ from nodex.api.errors import (
     UnlockRefusedError,
     UnlockThrottledError,
 )
+from nodex.structures.errors import InvalidSignatureError
 from nodex.structures.transactions import FeeMarketTransaction, LegacyTransaction, decode_transaction
 from nodex.wallet.errors import InvalidPrivateKeyError, TypedDataError, WrongPassphraseError
 from nodex.wallet.keyfile import LIGHT_SCRYPT
@@ -112,6 +114,31 @@ class DevAccountsTests(SynchronousTestCase):
         again = decode_transaction(signed.encode())
         self.assertEqual((again.sender, again.chain_id), (COW, 33))
         self.assertEqual(signed.sender, again.sender)
+
+    def test_signed_sender_without_recovery(self) -> None:
+        """
+        The transaction C{eth_sendTransaction} hands to the pool names its
+        sender (the signing account) without a signature recovery (one
+        libsecp256k1 recovery, ~0.5 million instructions, would otherwise run
+        at admission); the same bytes sent raw recover it, and a signature
+        changed in transit is refused or names another sender.
+        """
+        import nodex.structures.transactions as transactions
+
+        def no_recovery(*args: object) -> bytes:
+            raise AssertionError("the sender was recovered")
+
+        self.patch(transactions, "recover_address", no_recovery)
+        signed = self.successResultOf(Wallet.regtest(33, Clock()).sign_transaction(TRANSFER, COW))
+        self.assertEqual(signed.sender, COW)
+        self.assertRaises(AssertionError, lambda: decode_transaction(signed.encode()).sender)
+        self.patch(transactions, "recover_address", recover_address)
+        self.assertEqual(decode_transaction(signed.encode()).sender, COW)
+        tampered = replace(signed, s=signed.s + 1)
+        tampered_sender = decode_transaction(tampered.encode()).sender
+        self.assertNotEqual(tampered_sender, COW)
+        high_s = replace(signed, s=SECP256K1_N - signed.s)
+        self.assertRaises(InvalidSignatureError, lambda: decode_transaction(high_s.encode()).sender)
 
     def test_sign_typed(self) -> None:
         """
