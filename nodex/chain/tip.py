@@ -161,7 +161,9 @@ class ChainTip:
         if parent.hash == self.tip.header.hash:
             top = parent.number
 
-            def canonical(number: int) -> Hash32 | None:
+            # A string: evaluated, C{Hash32 | None} would make a typing
+            # union at every call (once per block built on the tip).
+            def canonical(number: int) -> "Hash32 | None":
                 if not 0 <= number <= top:
                     return None
                 found = read_canonical_hash(store, number)

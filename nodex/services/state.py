@@ -347,7 +347,10 @@ class StateService(Service):
         known = {header.number - 1: header.parent_hash}
         lowest = [header]
 
-        def block_hash(number: int) -> Hash32 | None:
+        # The annotation is a string: a nested def evaluates its annotations
+        # at every call of the enclosing function, and C{Hash32 | None} makes
+        # a typing union each time (a NewType has no C{types.UnionType}).
+        def block_hash(number: int) -> "Hash32 | None":
             """
             The ancestor's hash at height C{number}.
             """

@@ -501,6 +501,28 @@ class ImporterLayerTests(SynchronousTestCase):
         self.assertEqual(output.strip(), "[]")
 
 
+class ImporterBlockHashesTests(ImporterFixture, SynchronousTestCase):
+    """
+    The BLOCKHASH lookup the writer makes for every block on its tip.
+    """
+
+    def test_no_typing_union_per_block(self) -> None:
+        """
+        Making the lookup builds no typing union (an evaluated C{Hash32 |
+        None} annotation of the nested lookup did, once per block), and it
+        answers the canonical ancestors.
+        """
+        import typing
+
+        def refused(*args: object) -> object:
+            raise AssertionError("a typing union was made")
+
+        self.patch(typing.NewType, "__or__", refused)
+        lookup = self.importer.block_hashes(self.importer.tip.header)
+        self.assertEqual(lookup(0), self.genesis.hash)
+        self.assertIsNone(lookup(1))
+
+
 class ImporterNodeCacheTests(ImporterFixture, SynchronousTestCase):
     """
     The writer's cache of decoded trie nodes: a state opened afresh after

@@ -718,6 +718,19 @@ class BlockHashTests(SynchronousTestCase):
         self.assertEqual(self.block_hash(self.c1, 1), bytes(32))
         self.assertEqual(self.block_hash(self.c1, 2), bytes(32))
 
+    def test_no_typing_union_per_call(self) -> None:
+        """
+        A call's BLOCKHASH lookup builds no typing union (an evaluated
+        C{Hash32 | None} annotation of the nested lookup did, once per call).
+        """
+        import typing
+
+        def refused(*args: object) -> object:
+            raise AssertionError("a typing union was made")
+
+        self.patch(typing.NewType, "__or__", refused)
+        self.assertEqual(self.block_hash(self.c2, 1), self.c1.hash)
+
     def test_side_chain(self) -> None:
         """
         At a block of a side chain, its own ancestors.
