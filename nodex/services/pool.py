@@ -764,7 +764,11 @@ class TransactionPool(Service):
             # A signed transaction's sender has no code (EIP-3607), so
             # nothing but its own transactions moves its nonce: after the
             # head, it is the one after its last.  An impersonated sender
-            # may be a contract, whose CREATEs move it too: read it.
+            # may be a contract, whose CREATEs move it too: read it.  (This
+            # holds for the forks nodex runs, up to Cancun: EIP-7702's
+            # delegated accounts, whose code may CREATE, and its
+            # authorizations, which move the signer's nonce in another
+            # sender's transaction, would break it.)
             self._remember_nonces(
                 event.adopted[-1].hash,
                 {address: nonce for address, nonce in advanced.items() if address not in impersonated},
