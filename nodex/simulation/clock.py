@@ -8,6 +8,12 @@ run in the order they were scheduled, so a run is a pure function of its
 inputs (C{docs/simulation.md}, "Determinism").
 """
 
+#: A call due this many seconds or more after it is scheduled waits in the
+#: far heap (timeouts, keep-alives, redials), nearer ones in the near heap
+#: (segments in flight, short waits): C{docs/simulation.md}, "Cost".
+FAR = 1.0
+
+from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
@@ -101,6 +107,16 @@ class SimulatedTime:
     @ivar errors: how many calls raised (each is logged).
     @ivar current: the clock of the node whose call runs now (L{None}:
         the simulated world's own), for the log.
+
+    The queue is three queues of C{(time, sequence, call)} entries whose
+    merge is the one order of C{(time, sequence)}: calls due now (a plain
+    FIFO: C{callLater(0)}, C{callFromThread}, an event at once), and two
+    heaps, near and far.  Every entry of the heaps at the current time was
+    queued before the time came, so before every call due now: the heaps'
+    calls at the current time run first, then the FIFO's, and the FIFO is
+    empty when the time moves.  Most calls run soon after they are queued
+    (segments in flight) while most entries wait long (timeouts, many of
+    them cancelled): apart, the near heap stays small and its pops cheap.
     """
 
     def __init__(self, start: float) -> None:
@@ -110,7 +126,9 @@ class SimulatedTime:
         self.now = float(start)
         self.calls_run = 0
         self.errors = 0
-        self._queue: list[tuple[float, int, Any]] = []
+        self._due: deque[tuple[float, int, Any]] = deque()
+        self._near: list[tuple[float, int, Any]] = []
+        self._far: list[tuple[float, int, Any]] = []
         self._sequence = 0
         self._stopped = False
         self.current: NodeClock | None = None
@@ -122,7 +140,7 @@ class SimulatedTime:
         event), not of any node.
         """
         self._sequence += 1
-        heappush(self._queue, (max(when, self.now), self._sequence, (func, args)))
+        self._queue_entry(when, (func, args))
 
     def later(self, delay: float, func: Callable[..., Any], *args: Any) -> None:
         """
@@ -136,7 +154,16 @@ class SimulatedTime:
         """
         self._sequence += 1
         call.sequence = self._sequence
-        heappush(self._queue, (max(when, self.now), self._sequence, call))
+        self._queue_entry(when, call)
+
+    def _queue_entry(self, when: float, call: Any) -> None:
+        now = self.now
+        if when <= now:
+            self._due.append((now, self._sequence, call))
+        elif when - now < FAR:
+            heappush(self._near, (when, self._sequence, call))
+        else:
+            heappush(self._far, (when, self._sequence, call))
 
     def stop(self) -> None:
         """
@@ -149,7 +176,13 @@ class SimulatedTime:
         """
         Entries in the queue (cancelled and dead calls included until they come up).
         """
-        return len(self._queue)
+        return len(self._due) + len(self._near) + len(self._far)
+
+    def entries(self) -> list[tuple[float, int, Any]]:
+        """
+        Every queued C{(time, sequence, call)} entry, in no order.
+        """
+        return [*self._due, *self._near, *self._far]
 
     def run(self, until: float | None = None) -> None:
         """
@@ -157,13 +190,36 @@ class SimulatedTime:
         called, or the next call is later than C{until} (then the time
         moves to C{until}).
         """
-        queue = self._queue
+        due = self._due
+        near = self._near
+        far = self._far
         self._stopped = False
-        while queue and not self._stopped:
-            when, sequence, call = queue[0]
-            if until is not None and when > until:
+        while not self._stopped:
+            # The earliest entry: the heaps' first at the current time, else
+            # the first due now, else the heaps' first.
+            if near:
+                entry = near[0]
+                heap = near
+                if far and far[0] < entry:
+                    entry = far[0]
+                    heap = far
+            elif far:
+                entry = far[0]
+                heap = far
+            else:
+                heap = None
+            if due and (heap is None or entry[0] > self.now):
+                when, sequence, call = entry = due[0]
+                if until is not None and when > until:
+                    break
+                due.popleft()
+            elif heap is not None:
+                when, sequence, call = entry
+                if until is not None and when > until:
+                    break
+                heappop(heap)
+            else:
                 break
-            heappop(queue)
             if type(call) is tuple:
                 self.now = when
                 self.calls_run += 1
@@ -247,7 +303,7 @@ class NodeClock:
         This node's calls still to run.
         """
         calls = [
-            entry for _, sequence, entry in self._time._queue
+            entry for _, sequence, entry in self._time.entries()
             if type(entry) is SimulatedCall and entry.clock is self and entry.sequence == sequence and entry.active()
         ]
         return sorted(calls, key=lambda call: (call.time, call.sequence))

@@ -2,6 +2,8 @@
 Tests of the simulated time and each node's clock.
 """
 
+import random
+
 from twisted.internet.error import AlreadyCalled, AlreadyCancelled
 from twisted.internet.interfaces import IReactorTime
 from twisted.trial.unittest import SynchronousTestCase
@@ -26,6 +28,57 @@ class SimulatedTimeTests(SynchronousTestCase):
         time.later(0, lambda: seen.append(("now", time.now)))
         time.run()
         self.assertEqual(seen, [("now", 1000), ("a", 1001), ("b", 1002), ("c", 1002)])
+
+    def test_due_now_after_queued_for_now(self) -> None:
+        """
+        Calls queued earlier for the time that has come (far and near) run
+        before calls made at that time for at once, each group in the order
+        it was made.
+        """
+        time = SimulatedTime(0)
+        seen: list[str] = []
+
+        def first() -> None:
+            seen.append("first")
+            time.later(0, seen.append, "now 1")
+            time.at(-5, seen.append, "past")
+            time.later(0, seen.append, "now 2")
+
+        time.at(10, first)
+        time.at(10, seen.append, "far")
+        time.at(9.5, lambda: time.at(10, seen.append, "near"))
+        time.run()
+        self.assertEqual(seen, ["first", "far", "near", "now 1", "past", "now 2"])
+        self.assertEqual(time.pending, 0)
+
+    def test_order_as_one_heap(self) -> None:
+        """
+        Many calls at random delays (at once, near, far, some equal), some
+        made by running calls, run in the order of one queue by time and
+        then by when they were made.
+        """
+        rng = random.Random(7)
+        delays = [0.0, 0.0, 0.25, 0.5, 0.999, 1.0, 3.0, 120.0]
+        time = SimulatedTime(100)
+        order: list[tuple[float, int]] = []
+        made = [0]
+
+        def call(key: tuple[float, int], spawn: int) -> None:
+            order.append(key)
+            for _ in range(spawn):
+                schedule(rng.randrange(3) if len(order) < 400 else 0)
+
+        def schedule(spawn: int) -> None:
+            delay = rng.choice(delays) if rng.random() < 0.5 else rng.random() * 3
+            made[0] += 1
+            when = time.now + delay
+            time.at(when, call, (when, made[0]), spawn)
+
+        for _ in range(50):
+            schedule(2)
+        time.run()
+        self.assertGreater(len(order), 400)
+        self.assertEqual(order, sorted(order))
 
     def test_until(self) -> None:
         """
