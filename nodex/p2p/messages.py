@@ -554,7 +554,9 @@ def decode_message(payload: bytes, known_transaction: KnownTransaction | None = 
 
     @param known_transaction: the transactions this node holds, by hash: a
         TRANSACTIONS message's transaction whose bytes hash to one of them
-        is that transaction, not decoded again (L{_transactions_message}).
+        is that transaction, not decoded again (L{_transactions_message});
+        a block's (NEW_BLOCK, BLOCK_BODIES) is that transaction, its sender
+        already recovered (L{_known_in_blocks}).
     @raise MessageError: not one RLP list, an unknown code, or a malformed field.
     """
     if known_transaction is not None and payload and payload[0] >= 0xC0:
@@ -571,9 +573,57 @@ def decode_message(payload: bytes, known_transaction: KnownTransaction | None = 
         cls = MESSAGE_TYPES.get(code)
         if cls is None:
             raise RLPError(f"unknown message code {code}")
-        return cls.from_fields(items[1:])
+        message = cls.from_fields(items[1:])
     except (RLPError, InvalidTransactionError) as exc:
         raise MessageError(str(exc)) from exc
+    if known_transaction is not None and (cls is NewBlock or cls is BlockBodies):
+        return _known_in_blocks(message, known_transaction)  # type: ignore[arg-type]
+    return message
+
+
+def _known_in_blocks(message: "NewBlock | BlockBodies", known_transaction: KnownTransaction) -> Message:
+    """
+    A block message whose transactions this node holds are its own objects:
+    the pool recovered their senders when it took them, and the block's
+    import would recover each again (C{docs/p2p.md}, "Propagation").  The
+    whole message was decoded, and so checked, first; equal hashes are
+    equal bytes, so the block is the same.
+    """
+    if type(message) is NewBlock:
+        block = message.block
+        transactions = _known(block.transactions, known_transaction)
+        if transactions is None:
+            return message
+        return NewBlock(Block(block.header, transactions, block.uncles), message.total_difficulty)
+    bodies = message.bodies  # type: ignore[union-attr]
+    known_bodies = []
+    changed = False
+    for transactions, uncles in bodies:
+        known = _known(transactions, known_transaction)
+        if known is not None:
+            changed = True
+            transactions = known
+        known_bodies.append((transactions, uncles))
+    if not changed:
+        return message
+    return BlockBodies(message.request_id, tuple(known_bodies))  # type: ignore[union-attr]
+
+
+def _known(
+    transactions: tuple[Transaction, ...], known_transaction: KnownTransaction
+) -> tuple[Transaction, ...] | None:
+    """
+    C{transactions} with those this node holds replaced by its own, or
+    L{None} when it holds none of them.
+    """
+    replaced = None
+    for index, transaction in enumerate(transactions):
+        held = known_transaction(transaction.hash)
+        if held is not None and held is not transaction:
+            if replaced is None:
+                replaced = list(transactions)
+            replaced[index] = held
+    return None if replaced is None else tuple(replaced)
 
 
 _TRANSACTIONS_CODE = bytes([MessageCode.TRANSACTIONS])

@@ -219,9 +219,57 @@ class KnownTransactionTests(SynchronousTestCase):
         """
         Other messages are decoded as without the lookup, which is not asked.
         """
-        for message in (Ping(1), NewBlock(Block(sample_header(), (self.legacy,), ()), 3), Status(b"\x01" * 32, 1, 2)):
+        for message in (Ping(1), Status(b"\x01" * 32, 1, 2), GetBlockBodies(1, (b"\x01" * 32,))):
             self.assertEqual(decode_message(encode_message(message), self.known), message)
         self.assertEqual(self.asked, [])
+
+    def test_blocks_known_reused(self) -> None:
+        """
+        A block's transactions that the node holds (NEW_BLOCK, BLOCK_BODIES)
+        are the held objects, their senders already recovered; another is
+        decoded; the message equals the one decoded without the lookup.
+        """
+        other = sample_transaction(3)
+        self.legacy.sender
+        new_block = NewBlock(Block(sample_header(), (self.legacy, other, self.typed), (sample_header(4),)), 3)
+        bodies = BlockBodies(7, (((other,), ()), ((self.typed, self.legacy), ()), ((), (sample_header(4),))))
+        for sent in (new_block, bodies):
+            payload = encode_message(sent)
+            message = decode_message(payload, self.known)
+            self.assertEqual(message, decode_message(payload))
+            self.assertEqual(message, sent)
+        new_block_decoded = decode_message(encode_message(new_block), self.known)
+        assert isinstance(new_block_decoded, NewBlock)
+        held, unheld, typed = new_block_decoded.block.transactions
+        self.assertIs(held, self.legacy)
+        self.assertIn("sender", held.__dict__)
+        self.assertIsNot(unheld, other)
+        self.assertNotIn("sender", unheld.__dict__)
+        self.assertIs(typed, self.typed)
+        bodies_decoded = decode_message(encode_message(bodies), self.known)
+        assert isinstance(bodies_decoded, BlockBodies)
+        self.assertIsNot(bodies_decoded.bodies[0][0][0], other)
+        self.assertIs(bodies_decoded.bodies[1][0][0], self.typed)
+        self.assertIs(bodies_decoded.bodies[1][0][1], self.legacy)
+
+    def test_blocks_unknown_alike(self) -> None:
+        """
+        A block none of whose transactions the node holds is decoded as
+        without the lookup; a malformed block is refused with the same
+        error, held transactions or not.
+        """
+        sent = NewBlock(Block(sample_header(), (sample_transaction(3),), ()), 3)
+        payload = encode_message(sent)
+        self.assertEqual(decode_message(payload, self.known), sent)
+        malformed = encode_rlp([
+            bytes([MessageCode.BLOCK_BODIES]), b"\x07",
+            [[[self.legacy.encode_in_block(), b"\x02\xc0"], []]],
+        ])
+        with self.assertRaises(MessageError) as plain:
+            decode_message(malformed)
+        with self.assertRaises(MessageError) as looked_up:
+            decode_message(malformed, self.known)
+        self.assertEqual(str(looked_up.exception), str(plain.exception))
 
     def test_malformed_refused_alike(self) -> None:
         """
