@@ -62,15 +62,18 @@ def hostile_address(index: int) -> str:
     return f"198.19.{index // 250}.{index % 250 + 1}"
 
 
-YOUNG_GENERATION = 10_000
+YOUNG_GENERATION = 100_000
 """
 The garbage collector's youngest generation during a run: a young
-collection every 10,000 container allocations instead of Python's 700.
-A simulation's messages, Deferreds and coroutines mostly live for one
-simulated turn; with 700 many of them are still alive at a young
-collection, are promoted, and each full collection walks the objects of
-every node in the process (200 nodes x 10 blocks: 7.4 of 60 CPU s in the
-collector, 2.7 s with this).
+collection when the tracked objects grew by 100,000 since the last one,
+instead of Python's 700.  A simulation's messages, Deferreds and
+coroutines mostly live for one simulated turn; with 700 many of them are
+still alive at a young collection, are promoted, and each full collection
+walks the objects of every node in the process (200 nodes x 10 blocks:
+7.4 of 60 CPU s in the collector, 2.7 s with 10,000).  With 10,000 the
+middle collections still took 1.4 of 97 CPU s at 200 nodes x 30 blocks,
+0.05 s with 100,000; the young ones 2.6 and 1.9 s (C{benchmarks/RESULTS.md},
+session 11).
 """
 
 
