@@ -30,10 +30,15 @@ class KnownSet:
         """
         Remember C{entry}; C{received} when the peer sent it.
         """
-        self._entries[entry] = received or self._entries.get(entry, False)
-        self._entries.move_to_end(entry)
-        if len(self._entries) > self._limit:
-            self._entries.popitem(last=False)
+        entries = self._entries
+        if entry in entries:
+            if received:
+                entries[entry] = True
+            entries.move_to_end(entry)
+            return
+        entries[entry] = received
+        if len(entries) > self._limit:
+            entries.popitem(last=False)
 
     def note_received(self, entry: Hashable) -> bool:
         """
@@ -41,8 +46,15 @@ class KnownSet:
 
         @return: whether it had sent it before (a repeat).
         """
-        before = self._entries.get(entry, False)
-        self.add(entry, received=True)
+        entries = self._entries
+        before = entries.get(entry)
+        if before is None:
+            entries[entry] = True
+            if len(entries) > self._limit:
+                entries.popitem(last=False)
+            return False
+        entries[entry] = True
+        entries.move_to_end(entry)
         return before
 
     def __contains__(self, entry: Hashable) -> bool:
