@@ -106,9 +106,11 @@ class PeerNetwork(Service):
     @ivar relay: what is done with peers' blocks and transactions, and how new ones spread.
     @ivar pool: where peers' transactions go and whose new ones are spread
         (may be set after construction, since the pool is composed later).
+    @ivar peer_settings: the limits of each connection (C{settings.peer}).
     """
 
     log = Logger()
+    peer_settings: PeerSettings
 
     def __init__(
         self,
@@ -191,11 +193,18 @@ class PeerNetwork(Service):
         pool.add_observer(self.relay.transaction_pending)
 
     @property
-    def peer_settings(self) -> PeerSettings:
+    def settings(self) -> NetworkSettings:
         """
-        The limits of each connection.
+        The network's settings; C{peer_settings}, the limits of each
+        connection, follows them (a plain attribute: every message reads
+        it, some more than once).
         """
-        return self.settings.peer
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: NetworkSettings) -> None:
+        self._settings = settings
+        self.peer_settings = settings.peer
 
     # IPeerNetwork
 

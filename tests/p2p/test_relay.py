@@ -29,7 +29,7 @@ from nodex.p2p.messages import (
     Transactions,
     encode_frame,
 )
-from nodex.p2p.host import NetworkSettings
+from nodex.p2p.host import NetworkSettings, PeerSettings
 from nodex.p2p.network import SORTED_AT_ONCE, PeerNetwork
 from nodex.p2p.relay import MAX_UNUSED_ORPHANS, SIDE_BLOCK_DEPTH, TRANSACTION_CHECKS, ChainRelay, side_block_refusal
 from nodex.primitives import Hash32
@@ -319,6 +319,17 @@ class TransactionArrivalTests(SynchronousTestCase):
         self.pool = AcceptingPool()
         self.network.relay.pool = self.pool  # type: ignore[assignment]
         self.peer, _ = established_peer()
+
+    def test_peer_settings_follow(self) -> None:
+        """
+        The connections' limits are the settings' (a plain attribute),
+        also after the settings are replaced.
+        """
+        self.assertIs(self.network.peer_settings, self.network.settings.peer)
+        replaced = NetworkSettings(7772, GENESIS, peer=PeerSettings(max_queued_messages=3))
+        self.network.settings = replaced
+        self.assertIs(self.network.peer_settings, replaced.peer)
+        self.assertEqual(self.network.peer_settings.max_queued_messages, 3)
 
     def test_known_sorted_at_once(self) -> None:
         """
