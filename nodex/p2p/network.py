@@ -351,7 +351,9 @@ class PeerNetwork(Service):
             if room <= 0:
                 return
             target = (entry.host, entry.port)
-            if entry.node_id in (own, *connected) or target in self._dialing or target in self.settings.bootstrap:
+            if entry.node_id == own or entry.node_id in connected:
+                continue
+            if target in self._dialing or target in self.settings.bootstrap:
                 continue
             self.dial(entry.host, entry.port)
             room -= 1
