@@ -230,15 +230,22 @@ class InboundQueue:
         rate = self._host.peer_settings.messages_per_second
         now = self._clock.seconds()
         self._last_received = now
-        if self._tokens is None:
-            self._tokens, self._refilled = float(rate), now
-        # Refilled up to a second's worth; the credit of a pause stays until spent.
-        self._tokens = max(self._tokens, min(self._tokens + (now - self._refilled) * rate, rate))
+        tokens = self._tokens
+        if tokens is None:
+            tokens, self._refilled = float(rate), now
+        # Refilled up to a second's worth; the credit of a pause stays until
+        # spent (max(tokens, min(refilled, rate)), without the calls).
+        refilled = tokens + (now - self._refilled) * rate
+        if refilled > rate:
+            refilled = rate
+        if refilled > tokens:
+            tokens = refilled
         self._refilled = now
-        if self._tokens < 1:
+        if tokens < 1:
+            self._tokens = tokens
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FLOOD, "too many messages per second")
             return False
-        self._tokens -= 1
+        self._tokens = tokens - 1
         return True
 
 
