@@ -28,7 +28,7 @@ from nodex.crypto import (
     sha256,
 )
 from nodex.p2p.errors import MessageError
-from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, whole_frame
+from nodex.p2p.framing import HANDSHAKE_FRAME_BYTES, FrameTooLargeError, whole_frame
 from nodex.p2p.messages import FRAME_HEADER_BYTES
 
 EPHEMERAL_KEY_BYTES = 64
@@ -141,9 +141,15 @@ class _Direction:
         self.counter += 1
         self.sealed += size
         if self.counter >= self._rekey_frames or self.sealed >= self._rekey_bytes:
-            self.key = next_key(self.key)
-            self.aead = chacha20_poly1305(self.key)
-            self.counter = self.sealed = 0
+            self.rekey()
+
+    def rekey(self) -> None:
+        """
+        Replace the key; count afresh.
+        """
+        self.key = next_key(self.key)
+        self.aead = chacha20_poly1305(self.key)
+        self.counter = self.sealed = 0
 
 
 def seal(key: bytes, counter: int, payload: bytes) -> bytes:
@@ -182,7 +188,14 @@ class SecureFraming:
         self._private_key: bytes | None = private_key or new_private_key()
         self.preamble = ephemeral_public_key(self._private_key)
         self._rekey = (rekey_frames, rekey_bytes)
+        # What arrived and is not opened yet: a segment kept as it came
+        # (C{_data}, read from C{_position} on) while it starts at a frame's
+        # start, else the bytes gathered in C{_buffer} (a frame split over
+        # segments, or the key exchange).  Most segments carry whole frames,
+        # which are opened straight from the segment, without a copy.
         self._buffer = bytearray()
+        self._data = b""
+        self._position = 0
         self._send: _Direction | None = None
         self._receive: _Direction | None = None
 
@@ -195,9 +208,23 @@ class SecureFraming:
 
     def feed(self, data: bytes) -> None:
         """
-        Take bytes received from the peer.
+        Take bytes received from the peer: kept as they are while nothing
+        else waits (once the session is known), else added to the buffer.
         """
+        if self._position == len(self._data) and not self._buffer and self.session is not None and type(data) is bytes:
+            self._data, self._position = data, 0
+            return
+        self._spill()
         self._buffer += data
+
+    def _spill(self) -> None:
+        """
+        Move what is left of the kept segment into the buffer.
+        """
+        data, position = self._data, self._position
+        if position < len(data):
+            self._buffer += memoryview(data)[position:]
+        self._data, self._position = b"", 0
 
     def exchange(self) -> bool:
         """
@@ -232,24 +259,51 @@ class SecureFraming:
         @raise FrameAuthenticationError: the frame's tag does not check.
         @raise KeyExchangeError: the peer's ephemeral key is not a point.
         """
+        data, position = self._data, self._position
+        size = len(data)
+        if position < size:
+            # A kept segment (the session is known): a whole frame is
+            # opened from it in place; a partial one moves to the buffer.
+            header = position + FRAME_HEADER_BYTES
+            if header <= size:
+                length = int.from_bytes(data[position:header], "big")
+                if length > self.limit:
+                    raise FrameTooLargeError(length, self.limit)
+                end = header + length + TAG_BYTES
+                if end <= size:
+                    self._position = end
+                    view = memoryview(data)
+                    return self._open(view[header:end], view[position:header], length)
+            self._spill()
+        elif size:
+            self._data, self._position = b"", 0
         if not self.exchange():
             return None
-        direction = self._receive
-        assert direction is not None
         buffer = self._buffer
         end = whole_frame(buffer, self.limit, TAG_BYTES)
         if end is None:
             return None
-        length = end - FRAME_HEADER_BYTES - TAG_BYTES
         sealed = bytes(buffer[:end])
         del buffer[:end]
+        return self._open(sealed[FRAME_HEADER_BYTES:], sealed[:FRAME_HEADER_BYTES], end - FRAME_HEADER_BYTES - TAG_BYTES)
+
+    def _open(self, sealed: Any, header: Any, length: int) -> bytes:
+        """
+        Open one frame (its ciphertext and tag, authenticated with its length prefix).
+        """
+        direction = self._receive
+        assert direction is not None
+        counter = direction.counter
         try:
-            payload = direction.aead.decrypt(nonce(direction.counter), sealed[FRAME_HEADER_BYTES:], sealed[:FRAME_HEADER_BYTES])
+            payload: bytes = direction.aead.decrypt(counter.to_bytes(12, "big"), sealed, header)
         except AeadTagError:
             raise FrameAuthenticationError(
-                f"frame {direction.counter} of its key fails authentication (tampered, replayed or reordered)"
+                f"frame {counter} of its key fails authentication (tampered, replayed or reordered)"
             ) from None
-        direction.advance(length)
+        direction.counter = counter = counter + 1
+        direction.sealed += length
+        if counter >= direction._rekey_frames or direction.sealed >= direction._rekey_bytes:
+            direction.rekey()
         return payload
 
     def frame(self, payload: bytes) -> bytes:
@@ -258,8 +312,15 @@ class SecureFraming:
         """
         direction = self._send
         assert direction is not None, "no frame before the key exchange"
-        sealed = _seal(direction.aead, direction.counter, payload)
-        direction.advance(len(payload))
+        size = len(payload)
+        length = size.to_bytes(FRAME_HEADER_BYTES, "big")
+        counter = direction.counter
+        sealed = length + direction.aead.encrypt(counter.to_bytes(12, "big"), payload, length)
+        # (L{_Direction.advance}, inline: a call per frame.)
+        direction.counter = counter = counter + 1
+        direction.sealed += size
+        if counter >= direction._rekey_frames or direction.sealed >= direction._rekey_bytes:
+            direction.rekey()
         return sealed
 
     @property
@@ -267,7 +328,7 @@ class SecureFraming:
         """
         Bytes received and not yet opened.
         """
-        return len(self._buffer)
+        return len(self._buffer) + len(self._data) - self._position
 
 
 __all__ = [

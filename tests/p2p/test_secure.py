@@ -156,6 +156,43 @@ class FramingTests(SynchronousTestCase):
         self.assertEqual(responder.next_frame(), b"hello there")
         self.assertEqual(responder.buffered, 0)
 
+    def test_segments_across_frames(self) -> None:
+        """
+        Frames opened straight from the segments that carry them: a segment
+        ending inside a frame, segments fed before the frames of the first
+        are read, a frame's length prefix split between segments; each
+        payload is C{bytes}, and nothing stays buffered.
+        """
+        initiator, responder = pair()
+        sealed = [initiator.frame(b"frame %d" % index) for index in range(5)]
+        responder.feed(sealed[0] + sealed[1][:7])
+        self.assertEqual(responder.next_frame(), b"frame 0")
+        self.assertIsNone(responder.next_frame())
+        self.assertEqual(responder.buffered, 7)
+        responder.feed(sealed[1][7:] + sealed[2])
+        responder.feed(sealed[3][:2])
+        responder.feed(sealed[3][2:])
+        responder.feed(sealed[4])
+        opened = [responder.next_frame() for _ in range(5)]
+        self.assertEqual(opened, [b"frame 1", b"frame 2", b"frame 3", b"frame 4", None])
+        self.assertEqual({type(payload) for payload in opened[:4]}, {bytes})
+        self.assertEqual(responder.buffered, 0)
+        responder.feed(initiator.frame(b"last"))
+        self.assertEqual(responder.buffered, 4 + 4 + TAG_BYTES)
+        self.assertEqual(responder.next_frame(), b"last")
+
+    def test_limit_in_segment(self) -> None:
+        """
+        A frame past the limit is refused on its length prefix after a whole
+        frame of the same segment opened.
+        """
+        initiator, responder = pair()
+        responder.limit = 10
+        responder.feed(initiator.frame(b"x" * 10) + initiator.frame(b"y" * 11))
+        self.assertEqual(responder.next_frame(), b"x" * 10)
+        with self.assertRaises(FrameTooLargeError):
+            responder.next_frame()
+
     def assertRefuses(self, change: Callable[[list[bytes]], list[bytes]]) -> None:
         """
         Frames changed by C{change} on the way fail authentication at the first changed one.
