@@ -285,11 +285,13 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         Route one message by the table of the connection's state; in an
         established connection, what the table lacks goes to the host.
         """
-        if message.code == MessageCode.DISCONNECT:
+        code = message.code
+        if code == _DISCONNECT:
             self._receive_disconnect(message)  # type: ignore[arg-type]
             return None
-        handler = _HANDLERS[self.state].get(message.code)
-        if self.state != ESTABLISHED:
+        state = self.state
+        if state != ESTABLISHED:
+            handler = _HANDLERS[state].get(code)
             if handler is None:
                 self._unexpected_before_handshake(message)
             else:
@@ -298,6 +300,7 @@ class PeerProtocol(InboundQueue, PeerRequests, Protocol):
         if not self._host.is_allowed(self.node_id, self.address):
             self.disconnect(DisconnectReason.BAD_REPUTATION)
             return None
+        handler = _ESTABLISHED_HANDLERS.get(code)
         if handler is not None:
             handler(self, message)
             return None
@@ -552,6 +555,9 @@ connection every other message goes to the host's table
 (L{nodex.p2p.network.PeerNetwork}).  Before the handshake is done, a
 message a state's table lacks is out of order.
 """
+
+_ESTABLISHED_HANDLERS = _HANDLERS[ESTABLISHED]
+_DISCONNECT = MessageCode.DISCONNECT
 
 
 __all__ = ["SIDE_BLOCK_QUOTA", "SIDE_BLOCK_WINDOW", "THREAD_DECODE_BYTES", "PeerProtocol"]

@@ -89,59 +89,85 @@ class InboundQueue:
         waiting for it.  Each frame stays in the queue, counted by number
         and bytes, until its message is handled; while the queue is full
         the peer's stream is paused.
+
+        (The loop is the path of every message: it reads the limits once,
+        and a frame cut while nothing waits ahead of it is decoded without
+        passing through the deque, in the same order.)
         """
         if self._pumping:
             return
         self._pumping = True
+        frames = self._frames
+        settings = self._host.peer_settings
+        most, most_bytes = settings.max_queued_messages, settings.max_queued_bytes
         try:
             while not self.closed:
-                if self._frames and not self._decoding:
-                    self._decode(self._frames.popleft())
+                if frames and not self._decoding:
+                    self._decode(frames.popleft())
                     continue
-                if self._over_budget() or not self._cut():
+                if self._held >= most or self._held_bytes >= most_bytes:
                     break
+                payload = self._cut()
+                if payload is None:
+                    break
+                if frames or self._decoding:
+                    frames.append(payload)
+                else:
+                    self._decode(payload)
         finally:
             self._pumping = False
-        self._flow()
+        if self._paused or self._held >= most or self._held_bytes >= most_bytes:
+            self._flow()
 
-    def _cut(self) -> bool:
+    def _cut(self) -> bytes | None:
         """
-        Cut the next whole frame out of the stream into the queue.
+        Cut the next whole frame out of the stream, counted in the queue.
 
-        @return: whether one was cut.
+        @return: its payload, or L{None} when none was cut.
         """
         try:
             payload = self.framing.next_frame()
         except FrameTooLargeError as exc:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.FRAME_TOO_LARGE, str(exc))
-            return False
+            return None
         except FrameAuthenticationError as exc:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.BAD_FRAME, str(exc))
-            return False
+            return None
         if payload is None or not self._count_message():
-            return False
+            return None
         self._held += 1
         self._held_bytes += len(payload)
-        self._frames.append(payload)
-        return True
+        return payload
 
     def _decode(self, payload: bytes) -> None:
         """
-        Decode one frame at once, or start its decoding on the decoder thread.
+        Decode one frame at once and handle it, or start its decoding on
+        the decoder thread.  (Called only by L{_pump}: a message handled at
+        once leaves the queue without a new pump.)
         """
-        if len(payload) >= THREAD_DECODE_BYTES:
+        size = len(payload)
+        if size >= THREAD_DECODE_BYTES:
             self._decoding = True
             decoding = self._host.decode_in_thread(payload)
-            decoding.addCallbacks(self._decoded, self._undecodable, (len(payload),), errbackArgs=(len(payload),))
+            decoding.addCallbacks(self._decoded, self._undecodable, (size,), errbackArgs=(size,))
             decoding.addErrback(lambda failure: self.log.failure("handling a decoded peer message failed", failure))
             return
         try:
             message = decode_message(payload, self._host.known_transaction)
         except MessageError as exc:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, str(exc))
-            self._release(len(payload))
+            self._release(size)
             return
-        self._dispatch(message, len(payload))
+        try:
+            handling = self._handle(message)
+        except Exception:
+            self._release(size)
+            raise
+        if handling is None:
+            self._held -= 1
+            self._held_bytes -= size
+        else:
+            handling.addBoth(self._released, size)
 
     def _decoded(self, message: Message, size: int) -> None:
         """
