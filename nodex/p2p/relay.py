@@ -159,9 +159,9 @@ class ChainRelay:
         self._entropy = entropy
         self._transaction_delay = transaction_delay if clock is not None else 0.0
         self._fetch_delay = fetch_delay if clock is not None else 0.0
-        # The waits of announced blocks' fetches: each timed call with the
-        # Deferred it fires (fired at once when the relay stops).
-        self._pauses: dict[IDelayedCall, Deferred[None]] = {}
+        # The waits of announced blocks' fetches: each timed call with what
+        # it does (done at once when the relay stops).
+        self._pauses: dict[IDelayedCall, Callable[[], None]] = {}
         self._outgoing: dict[bytes, Transaction] = {}
         self._relaying: IDelayedCall | None = None
 
@@ -403,24 +403,42 @@ class ChainRelay:
                 # at once up to its first wait, and ends on an empty queue
                 # (which left every announced block to a sync run).
                 waiting = self._fetching[peer] = deque((block_hash,))
-                fetching = Deferred.fromCoroutine(self._fetch_announced(peer, waiting))
-                fetching.addErrback(self._fetch_failed, peer)
+                if self._fetch_delay > 0:
+                    # A few of the peers that have the block send it whole (to
+                    # about the square root of their peers), the others
+                    # announce it, and an announcement often comes first: the
+                    # fetch waits a moment for a whole copy, as geth's block
+                    # fetcher does (500 ms), rather than ask for the header
+                    # and the body of a block already on its way.
+                    self._after(self._fetch_delay, self._announced_due, peer, waiting)
+                else:
+                    self._start_fetch(peer, waiting)
             elif len(waiting) < MAX_ANNOUNCED_FETCHES:
                 waiting.append(block_hash)
+
+    def _announced_due(self, peer: PeerProtocol, waiting: deque[bytes]) -> None:
+        """
+        The wait for whole copies of a peer's announced blocks is over: drop
+        those that came meanwhile (most often all of them, then without a
+        coroutine or a Deferred), fetch the rest (L{_fetch_announced}).
+        """
+        recent = self.recent_blocks
+        while waiting and waiting[0] in recent and not peer.closed and self._running():
+            waiting.popleft()
+        if waiting and not peer.closed and self._running():
+            self._start_fetch(peer, waiting)
+        elif self._fetching.get(peer) is waiting:
+            del self._fetching[peer]
+
+    def _start_fetch(self, peer: PeerProtocol, waiting: deque[bytes]) -> None:
+        fetching = Deferred.fromCoroutine(self._fetch_announced(peer, waiting))
+        fetching.addErrback(self._fetch_failed, peer)
 
     async def _fetch_announced(self, peer: PeerProtocol, waiting: deque[bytes]) -> None:
         """
         Fetch and import the announced blocks of one peer, one after the other.
         """
         try:
-            if self._fetch_delay > 0:
-                # A few of the peers that have the block send it whole (to
-                # about the square root of their peers), the others
-                # announce it, and an announcement often comes first: the
-                # fetch waits a moment for a whole copy, as geth's block
-                # fetcher does (500 ms), rather than ask for the header
-                # and the body of a block already on its way.
-                await self._pause(self._fetch_delay)
             while waiting and not peer.closed and self._running():
                 block_hash = waiting[0]
                 while block_hash not in self.recent_blocks:
@@ -447,20 +465,18 @@ class ChainRelay:
             if self._fetching.get(peer) is waiting:
                 del self._fetching[peer]
 
-    def _pause(self, seconds: float) -> Deferred[None]:
+    def _after(self, seconds: float, action: Callable[..., None], *args: Any) -> None:
         """
-        A Deferred that fires C{seconds} from now, or when the relay stops.
+        Call C{action(*args)} C{seconds} from now, or when the relay stops.
         """
         assert self._clock is not None
-        done: Deferred[None] = Deferred()
 
-        def resume() -> None:
+        def due() -> None:
             del self._pauses[call]
-            done.callback(None)
+            action(*args)
 
-        call = self._clock.callLater(seconds, resume)
-        self._pauses[call] = done
-        return done
+        call = self._clock.callLater(seconds, due)
+        self._pauses[call] = lambda: action(*args)
 
     async def _fetch_from(self, peer: PeerProtocol, block_hash: bytes) -> None:
         """
@@ -708,9 +724,9 @@ class ChainRelay:
         self._relaying = None
         self._outgoing = {}
         pauses, self._pauses = self._pauses, {}
-        for call, done in pauses.items():
+        for call, action in pauses.items():
             call.cancel()
-            done.callback(None)
+            action()
 
 
 __all__ = [

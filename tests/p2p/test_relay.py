@@ -737,6 +737,21 @@ class FetchDelayTests(SynchronousTestCase):
         self.clock.advance(0.5)
         self.assertEqual(frames(self.wire), [])
         self.assertEqual(self.clock.getDelayedCalls(), [])
+        self.assertEqual(self.relay._fetching, {})
+
+    def test_some_whole_meanwhile(self) -> None:
+        """
+        Of two blocks announced, the one that arrived whole during the
+        delay is dropped, the other fetched.
+        """
+        headers = chain_of(3)
+        self.relay.chain = FakeChain(headers[:1])  # type: ignore[assignment]
+        self.relay.announced(self.peer, NewBlockHashes(((headers[1].hash, 1), (headers[2].hash, 2))))
+        self.relay.recent_blocks.add(headers[1].hash)
+        self.clock.advance(0.5)
+        [request] = frames(self.wire)
+        assert isinstance(request, GetBlockHeaders)
+        self.assertEqual(request.origin, headers[2].hash)
 
     def test_announced_during_the_delay_is_arriving(self) -> None:
         """
