@@ -173,6 +173,16 @@ class PeerHost(Protocol):
         of it is not decoded again (L{nodex.p2p.messages.decode_message}).
         """
 
+    def decode(self, payload: bytes) -> Message:
+        """
+        Decode a frame's payload on the reactor thread (with the
+        transactions this node holds: L{known_transaction}); gossip that
+        other peers sent byte for byte may come decoded already
+        (L{nodex.p2p.messages.RecentMessages}).
+
+        @raise MessageError: the payload is not a message.
+        """
+
     def decode_in_thread(self, payload: bytes) -> "Deferred[Message]":
         """
         Decode a large frame's payload off the reactor thread

@@ -11,6 +11,7 @@ This module is pure: it turns bytes into message objects and back, and
 raises L{MessageError} for anything that is not a well-formed message.
 """
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -506,6 +507,9 @@ MESSAGE_TYPES: dict[int, type[Message]] = {
 }
 """The message class of each code."""
 
+_GOSSIP = frozenset((NewBlock, NewBlockHashes, Transactions, Status))
+"""The messages whose same bytes come from many peers (L{RecentMessages})."""
+
 def encode_message(message: Message) -> bytes:
     """
     The payload of a message (without the frame's length prefix), encoded
@@ -673,6 +677,55 @@ def _transactions_message(payload: bytes, known_transaction: KnownTransaction) -
         return None
 
 
+RECENT_MESSAGES = 256
+"""Gossip payloads a node keeps decoded (L{RecentMessages})."""
+
+RECENT_MESSAGE_BYTES = 8 * 1024
+"""The longest payload kept (longer ones are decoded off the reactor and not kept)."""
+
+
+class RecentMessages:
+    """
+    The gossip a node decoded lately, by payload: the same block, its
+    announcement, a batch of transactions or a status comes from several
+    peers, byte for byte the same, and is decoded once.  Equal bytes decode
+    to equal messages (messages and what they carry are frozen), and only
+    payloads that decoded are kept: a malformed one is refused on every
+    arrival, as before.  Bounded by L{RECENT_MESSAGES} payloads of at most
+    L{RECENT_MESSAGE_BYTES} each, the oldest forgotten first (C{docs/p2p.md},
+    "Propagation").
+    """
+
+    def __init__(self, known_transaction: KnownTransaction | None = None, size: int = RECENT_MESSAGES) -> None:
+        """
+        @param known_transaction: as L{decode_message}'s.
+        @param size: how many payloads to keep.
+        """
+        self._known_transaction = known_transaction
+        self._size = size
+        self._recent: OrderedDict[bytes, Message] = OrderedDict()
+
+    def decode(self, payload: bytes) -> Message:
+        """
+        L{decode_message} of C{payload}, or the message its bytes decoded to lately.
+
+        @raise MessageError: as L{decode_message}.
+        """
+        recent = self._recent
+        message = recent.get(payload)
+        if message is not None:
+            return message
+        message = decode_message(payload, self._known_transaction)
+        if type(message) in _GOSSIP and len(payload) <= RECENT_MESSAGE_BYTES:
+            recent[payload] = message
+            if len(recent) > self._size:
+                recent.popitem(last=False)
+        return message
+
+    def __len__(self) -> int:
+        return len(self._recent)
+
+
 def decode_and_hash(payload: bytes) -> Message:
     """
     L{decode_message}, then the hash of every header and transaction the
@@ -745,6 +798,9 @@ __all__ = [
     "Peers",
     "Ping",
     "Pong",
+    "RECENT_MESSAGES",
+    "RECENT_MESSAGE_BYTES",
+    "RecentMessages",
     "Status",
     "Transactions",
     "decode_and_hash",

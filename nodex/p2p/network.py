@@ -58,6 +58,7 @@ from nodex.p2p.messages import (
     NewBlockHashes,
     PeerAddress,
     Peers,
+    RecentMessages,
     Status,
     Transactions,
     decode_and_hash,
@@ -170,6 +171,7 @@ class PeerNetwork(Service):
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self._decoder: ThreadPool | None = None
+        self._recent_messages = RecentMessages(self.known_transaction)
         self._make_decoder = decoder_pool or (lambda: ThreadPool(1, 1, "nodex-p2p-decode"))
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
         self.relay = ChainRelay(
@@ -430,6 +432,15 @@ class PeerNetwork(Service):
         """
         pool = self.pool
         return pool.get(tx_hash) if pool is not None else None
+
+    def decode(self, payload: bytes) -> Message:
+        """
+        Decode a small frame's payload: gossip that another peer sent byte
+        for byte lately is decoded once (L{RecentMessages}).
+
+        @raise nodex.p2p.errors.MessageError: the payload is not a message.
+        """
+        return self._recent_messages.decode(payload)
 
     def decode_in_thread(self, payload: bytes) -> Deferred[Message]:
         """

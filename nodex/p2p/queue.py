@@ -21,7 +21,7 @@ from nodex.api.peers import PeerEvent
 from nodex.p2p.errors import DisconnectReason, MessageError
 from nodex.p2p.framing import FrameTooLargeError, Framing
 from nodex.p2p.host import PeerHost
-from nodex.p2p.messages import Message, decode_message
+from nodex.p2p.messages import Message
 from nodex.p2p.secure import FrameAuthenticationError
 
 THREAD_DECODE_BYTES = 8 * 1024
@@ -153,7 +153,7 @@ class InboundQueue:
             decoding.addErrback(lambda failure: self.log.failure("handling a decoded peer message failed", failure))
             return
         try:
-            message = decode_message(payload, self._host.known_transaction)
+            message = self._host.decode(payload)
         except MessageError as exc:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, str(exc))
             self._release(size)

@@ -24,6 +24,8 @@ from nodex.p2p.messages import (
     Peers,
     Ping,
     Pong,
+    RECENT_MESSAGE_BYTES,
+    RecentMessages,
     Status,
     Transactions,
     decode_message,
@@ -294,3 +296,78 @@ class KnownTransactionTests(SynchronousTestCase):
             with self.assertRaises(MessageError) as looked_up:
                 decode_message(payload, self.known)
             self.assertEqual(str(looked_up.exception), str(plain.exception))
+
+
+class RecentMessagesTests(SynchronousTestCase):
+    """
+    L{RecentMessages}: gossip that comes byte for byte from several peers is decoded once.
+    """
+
+    def test_same_bytes_once(self) -> None:
+        """
+        The same payload of a block, an announcement, transactions or a
+        status decodes to the same message object; other bytes do not.
+        """
+        recent = RecentMessages()
+        for message in (
+            NewBlock(Block(sample_header(), (sample_transaction(0),), ()), 11),
+            NewBlockHashes(((b"\x09" * 32, 4),)),
+            Transactions((sample_transaction(1),)),
+            Status(b"\x08" * 32, 3, 9),
+        ):
+            payload = encode_message(message)
+            first = recent.decode(payload)
+            self.assertEqual(first, message)
+            self.assertIs(recent.decode(bytes(bytearray(payload))), first)
+        self.assertEqual(len(recent), 4)
+        other = recent.decode(encode_message(Status(b"\x08" * 32, 3, 10)))
+        self.assertEqual(other, Status(b"\x08" * 32, 3, 10))
+
+    def test_held_transactions(self) -> None:
+        """
+        A transaction this node holds is its own object (as L{decode_message}'s).
+        """
+        held = sample_transaction(2)
+        recent = RecentMessages(lambda tx_hash: held if tx_hash == held.hash else None)
+        message = recent.decode(encode_message(Transactions((sample_transaction(2),))))
+        assert isinstance(message, Transactions)
+        self.assertIs(message.transactions[0], held)
+
+    def test_malformed_every_time(self) -> None:
+        """
+        A payload that does not decode is refused at each arrival and never kept.
+        """
+        recent = RecentMessages()
+        payload = encode_message(NewBlockHashes(((b"\x09" * 32, 4),)))[:-1]
+        for _ in range(2):
+            with self.assertRaises(MessageError):
+                recent.decode(payload)
+        self.assertEqual(len(recent), 0)
+
+    def test_requests_not_kept(self) -> None:
+        """
+        Requests, answers and keep-alives, which no two peers send alike, are not kept.
+        """
+        recent = RecentMessages()
+        for message in (Ping(1), GetBlockHeaders(1, 5, 1, 0, False), GetPeers()):
+            payload = encode_message(message)
+            self.assertEqual(recent.decode(payload), message)
+            self.assertIsNot(recent.decode(payload), recent.decode(payload))
+        self.assertEqual(len(recent), 0)
+
+    def test_bounded(self) -> None:
+        """
+        The oldest payload is forgotten past the size; a long payload is not kept.
+        """
+        recent = RecentMessages(size=2)
+        payloads = [encode_message(NewBlockHashes(((bytes([index]) * 32, index),))) for index in range(3)]
+        first = recent.decode(payloads[0])
+        recent.decode(payloads[1])
+        recent.decode(payloads[2])
+        self.assertEqual(len(recent), 2)
+        self.assertIsNot(recent.decode(payloads[0]), first)
+        long = encode_message(Transactions(tuple(sample_transaction(nonce, b"\x01" * 1000) for nonce in range(9))))
+        self.assertGreater(len(long), RECENT_MESSAGE_BYTES)
+        recent = RecentMessages()
+        self.assertIsNot(recent.decode(long), recent.decode(long))
+        self.assertEqual(len(recent), 0)

@@ -94,6 +94,9 @@ class FakeHost:
     def known_transaction(self, tx_hash: bytes) -> None:
         return None
 
+    def decode(self, payload: bytes) -> Message:
+        return decode_message(payload, self.known_transaction)
+
     def decode_in_thread(self, payload: bytes) -> Deferred[Message]:
         """
         Decode at once, or, when the test holds the decoder
