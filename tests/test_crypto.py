@@ -159,3 +159,23 @@ class KeystorePrimitiveTests(SynchronousTestCase):
         self.assertEqual(len(keys), 8)
         for key in keys:
             self.assertTrue(0 < int.from_bytes(key, "big") < crypto.SECP256K1_N)
+
+
+class HKDFTests(SynchronousTestCase):
+    """
+    L{crypto.hkdf_sha256}: RFC 5869's HKDF with SHA-256.
+    """
+
+    def test_rfc_5869_vectors(self) -> None:
+        """
+        Test cases 1 and 3 of RFC 5869 (A.1, A.3), the second as two keys.
+        """
+        okm = crypto.hkdf_sha256(bytes([0x0B]) * 22, bytes(range(13)), bytes(range(0xF0, 0xFA)), 1, 42)
+        self.assertEqual(
+            okm[0].hex(), "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+        )
+        first, second = crypto.hkdf_sha256(bytes([0x0B]) * 22, b"", b"", 2, 21)
+        self.assertEqual(
+            (first + second).hex(),
+            "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8",
+        )
