@@ -142,8 +142,7 @@ class InboundQueue:
     def _decode(self, payload: bytes) -> None:
         """
         Decode one frame at once and handle it, or start its decoding on
-        the decoder thread.  (Called only by L{_pump}: a message handled at
-        once leaves the queue without a new pump.)
+        the decoder thread.
         """
         size = len(payload)
         if size >= THREAD_DECODE_BYTES:
@@ -158,16 +157,7 @@ class InboundQueue:
             self.offence(PeerEvent.INVALID_MESSAGE, DisconnectReason.PROTOCOL_ERROR, str(exc))
             self._release(size)
             return
-        try:
-            handling = self._handle(message)
-        except Exception:
-            self._release(size)
-            raise
-        if handling is None:
-            self._held -= 1
-            self._held_bytes -= size
-        else:
-            handling.addBoth(self._released, size)
+        self._dispatch(message, size)
 
     def _decoded(self, message: Message, size: int) -> None:
         """
