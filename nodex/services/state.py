@@ -29,7 +29,6 @@ from nodex.chain.calls import (
     call_environment,
     call_within,
     estimate_gas,
-    estimate_within,
     execute_call,
 )
 from nodex.chain.rules import DEFAULT_FORK_SCHEDULE, ForkSchedule
@@ -95,6 +94,15 @@ at once, no longer hold the reactor for the sum of their trials (at most
 about a fifth of its time goes to trials, plus one trial's overrun).
 """
 
+INLINE_ESTIMATE_TIME = 0.01
+"""
+Seconds an estimate may run on the reactor thread (L{StateService.estimate_gas})
+before it is given up there and made in the reader pool instead: its
+runs are not bounded by gas (the search's first run has all the gas), so
+its deadline stops them (at a frame's start, or at a jump after each
+L{nodex.evm.cancellation.CHECK_GAS} gas).
+"""
+
 DEFAULT_TIME_LIMIT = 5.0
 """Seconds a call or an estimate may take (the reference's C{rpc.timeout})."""
 
@@ -157,6 +165,7 @@ class StateService(Service):
         self.estimate_gas_cap = call_gas_cap if estimate_gas_cap is None else estimate_gas_cap
         self._time_limit = time_limit
         self.inline_call_gas = inline_call_gas
+        self.inline_estimate_time = INLINE_ESTIMATE_TIME
         self._window_start = float("-inf")
         self._window_spent = 0.0
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
@@ -563,20 +572,26 @@ class StateService(Service):
 
     def _estimate_at_once(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int | Failure | None:
         """
-        Try the estimate on this thread, in runs of at most
-        L{inline_call_gas} gas each and within the inline trials' time
-        budget, as L{call} tries calls (L{nodex.chain.calls.estimate_within}:
-        three runs of a few thousand gas answer most estimates of a test
-        suite, and the crossing to a reader thread and back cost more).
+        Make the estimate on this thread, the search the pool would make
+        (L{nodex.chain.calls.estimate_gas}, so the same answer), while the
+        inline trials' time budget allows, and for at most
+        L{INLINE_ESTIMATE_TIME}: a test suite's estimates take one to a
+        few runs of a few thousand gas each, and the crossing to a reader
+        thread and back cost more.  An estimate whose runs pass that
+        deadline is given up here and made in the pool from the start.
 
-        @return: the estimate or the failure, or L{None} when the estimate
-            needs more (it then runs in the pool).
+        @return: the estimate or the failure, or L{None} when it is to be
+            made in the pool.
         """
         if not self.inline_call_gas or not self._inline_allowed():
             return None
         started = self._clock.seconds()
+        cancellation = Cancellation(started + self.inline_estimate_time, self._clock.seconds)
         try:
-            return self._estimate(header, request, overrides, self.inline_call_gas)
+            with cancellable(cancellation):
+                return self._estimate(header, request, overrides)
+        except ExecutionCancelledError:
+            return None
         except Exception:
             return Failure()
         finally:
@@ -586,23 +601,16 @@ class StateService(Service):
         """
         Run the search in the reader thread.
         """
-        estimate = self._estimate(header, request, overrides, None)
-        assert estimate is not None
-        return estimate
+        return self._estimate(header, request, overrides)
 
-    def _estimate(
-        self, header: Header, request: CallRequest, overrides: StateOverrides, budget: int | None
-    ) -> int | None:
+    def _estimate(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int:
         """
-        The estimate, searched with all the gas, or tried within C{budget}
-        gas a run (L{None} if that is not enough to know it).
+        The estimate, searched with all the gas.
         """
         block = call_environment(header, self._chain_id, self._block_hashes(header), self._forks)
         upper = min(header.gas_limit, self.estimate_gas_cap)
         try:
-            if budget is None:
-                return estimate_gas(self._opener(header), block, request, overrides, upper)
-            return estimate_within(self._opener(header), block, request, overrides, upper, budget)
+            return estimate_gas(self._opener(header), block, request, overrides, upper)
         except StateOverrideError:
             raise
         except (StateError, TrieError) as exc:

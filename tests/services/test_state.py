@@ -22,7 +22,7 @@ from nodex.db.schema import (
 from nodex.api.errors import BlockNotFoundError
 from nodex.api.state import IStateService
 from nodex.primitives import Address, Hash32
-from nodex.services.state import INLINE_CALL_GAS, INLINE_WINDOW, ReaderState, StateService
+from nodex.services.state import INLINE_CALL_GAS, INLINE_ESTIMATE_TIME, INLINE_WINDOW, ReaderState, StateService
 from nodex.state.overrides import AccountOverride, StateOverrides
 from nodex.state.state import State
 from nodex.structures.accounts import Account
@@ -474,8 +474,8 @@ class InlineCallTests(CountedRunsMixin, SynchronousTestCase):
 
 class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
     """
-    Tests for estimates tried on the calling thread, in runs of at most
-    L{INLINE_CALL_GAS}, before the reader pool.
+    Tests for estimates made on the calling thread within
+    L{INLINE_ESTIMATE_TIME}, before the reader pool.
     """
 
     def setUp(self) -> None:
@@ -514,10 +514,10 @@ class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
         failure.trap(ExecutionRevertedError)
         self.assertEqual(self.runs, [])
 
-    def test_gas_reader_goes_to_the_pool(self) -> None:
+    def test_gas_reader_at_once(self) -> None:
         """
         Code that reads GAS (as a call forwarding its gas does) is
-        estimated in the pool.
+        estimated at once too, with the pool's answer.
         """
         # GAS, POP, STOP.
         code = bytes.fromhex("5a5000")
@@ -527,20 +527,52 @@ class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
             self.successResultOf(self.estimate(self.service, request, code)),
             self.successResultOf(self.estimate(self.pooled, request, code)),
         )
-        self.assertEqual(len(self.runs), 1)
+        self.assertEqual(self.runs, [])
 
-    def test_beyond_the_trial_goes_to_the_pool(self) -> None:
+    def test_beyond_the_trial_gas_at_once(self) -> None:
         """
-        A call that needs more than the trial's gas is estimated in the pool.
+        A call that needs more than L{INLINE_CALL_GAS} is estimated at once
+        while its runs stay within L{INLINE_ESTIMATE_TIME}: its runs are not
+        bounded by that gas.
         """
-        # A countdown from 60,000 (about 1.5 Mgas): PUSH2 60000, JUMPDEST,
-        # PUSH1 1, SWAP1, SUB, DUP1, PUSH1 3, JUMPI, STOP.
-        code = bytes.fromhex("61ea60" "5b" "6001" "90" "03" "80" "6003" "57" "00")
+        code = COUNTDOWN
         target = Address(b"\x55" * 20)
         request = CallRequest(sender=ALICE, to=target)
         estimate = self.successResultOf(self.estimate(self.service, request, code))
         self.assertGreater(estimate, INLINE_CALL_GAS)
+        self.assertEqual(estimate, self.successResultOf(self.estimate(self.pooled, request, code)))
+        self.assertEqual(self.runs, [])
+
+    def test_past_the_deadline_goes_to_the_pool(self) -> None:
+        """
+        An estimate whose runs pass L{INLINE_ESTIMATE_TIME} is given up on
+        this thread (its EVM stops at a jump after 100,000 gas) and made in
+        the pool, with the pool's answer; the time it took counts against
+        the window's budget.
+        """
+        # The clock moves a millisecond every time it is read: the countdown
+        # of 1.5 Mgas reads it at least fifteen times (a jump after each
+        # 100,000 gas).
+        seconds = self.clock.seconds
+
+        def reading() -> float:
+            self.clock.advance(0.001)
+            return seconds()
+
+        self.patch(self.clock, "seconds", reading)
+        target = Address(b"\x55" * 20)
+        request = CallRequest(sender=ALICE, to=target)
+        estimate = self.successResultOf(self.estimate(self.service, request, COUNTDOWN))
+        self.assertEqual(estimate, self.successResultOf(self.estimate(self.pooled, request, COUNTDOWN)))
         self.assertEqual(len(self.runs), 1)
+        self.assertGreaterEqual(self.service._window_spent, INLINE_ESTIMATE_TIME)
+
+
+COUNTDOWN = bytes.fromhex("61ea60" "5b" "6001" "90" "03" "80" "6003" "57" "00")
+"""
+A countdown from 60,000 (about 1.5 Mgas): PUSH2 60000, JUMPDEST, PUSH1 1,
+SWAP1, SUB, DUP1, PUSH1 3, JUMPI, STOP.
+"""
 
 
 BLOCKHASH_CODE = bytes.fromhex("5f35405f5260205ff3")
