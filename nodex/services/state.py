@@ -12,6 +12,7 @@ gas, L{nodex.evm.cancellation}), so that a long call neither holds up
 other answers nor keeps a reader thread busy for nothing.
 """
 
+import time
 from collections import OrderedDict
 from threading import Lock
 from collections.abc import Callable
@@ -96,7 +97,7 @@ about a fifth of its time goes to trials, plus one trial's overrun).
 
 INLINE_ESTIMATE_TIME = 0.01
 """
-Seconds an estimate may run on the reactor thread (L{StateService.estimate_gas})
+Seconds of CPU an estimate may take on the reactor thread (L{StateService.estimate_gas})
 before it is given up there and made in the reader pool instead: its
 runs are not bounded by gas (the search's first run has all the gas), so
 its deadline stops them (at a frame's start, or at a jump after each
@@ -166,6 +167,7 @@ class StateService(Service):
         self._time_limit = time_limit
         self.inline_call_gas = inline_call_gas
         self.inline_estimate_time = INLINE_ESTIMATE_TIME
+        self._thread_time = time.thread_time
         self._window_start = float("-inf")
         self._window_spent = 0.0
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
@@ -586,7 +588,10 @@ class StateService(Service):
         if not self.inline_call_gas or not self._inline_allowed():
             return None
         started = self._clock.seconds()
-        cancellation = Cancellation(started + self.inline_estimate_time, self._clock.seconds)
+        # The deadline is on this thread's CPU clock: an estimate the
+        # machine's other work preempts is not given up for that.
+        now = self._thread_time
+        cancellation = Cancellation(now() + self.inline_estimate_time, now)
         try:
             with cancellable(cancellation):
                 return self._estimate(header, request, overrides)

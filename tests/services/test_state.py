@@ -533,8 +533,10 @@ class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
         """
         A call that needs more than L{INLINE_CALL_GAS} is estimated at once
         while its runs stay within L{INLINE_ESTIMATE_TIME}: its runs are not
-        bounded by that gas.
+        bounded by that gas.  (The thread's CPU clock is stopped: the
+        countdown takes longer than that on a real one.)
         """
+        self.patch(self.service, "_thread_time", lambda: 0.0)
         code = COUNTDOWN
         target = Address(b"\x55" * 20)
         request = CallRequest(sender=ALICE, to=target)
@@ -550,16 +552,17 @@ class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
         the pool, with the pool's answer; the time it took counts against
         the window's budget.
         """
-        # The clock moves a millisecond every time it is read: the countdown
-        # of 1.5 Mgas reads it at least fifteen times (a jump after each
-        # 100,000 gas).
-        seconds = self.clock.seconds
+        # The thread's CPU clock moves a millisecond every time it is read
+        # (and the reactor's with it): the countdown of 1.5 Mgas reads it
+        # at least fifteen times (a jump after each 100,000 gas).
+        cpu = [0.0]
 
         def reading() -> float:
             self.clock.advance(0.001)
-            return seconds()
+            cpu[0] += 0.001
+            return cpu[0]
 
-        self.patch(self.clock, "seconds", reading)
+        self.patch(self.service, "_thread_time", reading)
         target = Address(b"\x55" * 20)
         request = CallRequest(sender=ALICE, to=target)
         estimate = self.successResultOf(self.estimate(self.service, request, COUNTDOWN))
