@@ -168,6 +168,7 @@ class StateService(Service):
         self.inline_call_gas = inline_call_gas
         self.inline_estimate_time = INLINE_ESTIMATE_TIME
         self._thread_time = time.thread_time
+        self._wall_time = time.perf_counter
         self._window_start = float("-inf")
         self._window_spent = 0.0
         self._accounts: OrderedDict[tuple[bytes, bytes], Account | None] = OrderedDict()
@@ -588,10 +589,7 @@ class StateService(Service):
         if not self.inline_call_gas or not self._inline_allowed():
             return None
         started = self._clock.seconds()
-        # The deadline is on this thread's CPU clock: an estimate the
-        # machine's other work preempts is not given up for that.
-        now = self._thread_time
-        cancellation = Cancellation(now() + self.inline_estimate_time, now)
+        cancellation = self._inline_cancellation()
         try:
             with cancellable(cancellation):
                 return self._estimate(header, request, overrides)
@@ -601,6 +599,25 @@ class StateService(Service):
             return Failure()
         finally:
             self._window_spent += self._clock.seconds() - started
+
+    def _inline_cancellation(self) -> Cancellation:
+        """
+        The cancellation of a run on this thread: due once the thread has
+        spent L{inline_estimate_time} seconds of CPU from now, so that a
+        run the machine's other work preempts is not given up for that.
+        The thread's CPU clock is a system call (about a microsecond, and a
+        frame start looks at it): it is read only once the monotonic clock
+        (read in user space) shows that much time gone, since a thread
+        cannot have used more CPU than the time that passed.
+        """
+        budget = self.inline_estimate_time
+        wall, cpu = self._wall_time, self._thread_time
+        wall_due = wall() + budget
+
+        def now() -> float:
+            return cpu() if wall() >= wall_due else float("-inf")
+
+        return Cancellation(cpu() + budget, now)
 
     def _thd_estimate_gas(self, header: Header, request: CallRequest, overrides: StateOverrides) -> int:
         """

@@ -537,6 +537,7 @@ class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
         countdown takes longer than that on a real one.)
         """
         self.patch(self.service, "_thread_time", lambda: 0.0)
+        self.patch(self.service, "_wall_time", lambda: 0.0)
         code = COUNTDOWN
         target = Address(b"\x55" * 20)
         request = CallRequest(sender=ALICE, to=target)
@@ -563,12 +564,42 @@ class InlineEstimateTests(CountedRunsMixin, SynchronousTestCase):
             return cpu[0]
 
         self.patch(self.service, "_thread_time", reading)
+        self.patch(self.service, "_wall_time", reading)
         target = Address(b"\x55" * 20)
         request = CallRequest(sender=ALICE, to=target)
         estimate = self.successResultOf(self.estimate(self.service, request, COUNTDOWN))
         self.assertEqual(estimate, self.successResultOf(self.estimate(self.pooled, request, COUNTDOWN)))
         self.assertEqual(len(self.runs), 1)
         self.assertGreaterEqual(self.service._window_spent, INLINE_ESTIMATE_TIME)
+
+    def test_preempted_stays_at_once(self) -> None:
+        """
+        The deadline is on the thread's CPU clock: a run during which the
+        monotonic clock moves far (the thread preempted) but the thread's
+        CPU clock does not is not given up; the CPU clock is read only
+        once the monotonic clock is past the budget.
+        """
+        wall = [0.0]
+        cpu_reads: list[float] = []
+
+        def wall_reading() -> float:
+            wall[0] += 0.001
+            return wall[0]
+
+        def cpu_reading() -> float:
+            cpu_reads.append(wall[0])
+            return 0.0
+
+        self.patch(self.service, "_wall_time", wall_reading)
+        self.patch(self.service, "_thread_time", cpu_reading)
+        target = Address(b"\x55" * 20)
+        request = CallRequest(sender=ALICE, to=target)
+        estimate = self.successResultOf(self.estimate(self.service, request, COUNTDOWN))
+        self.assertEqual(estimate, self.successResultOf(self.estimate(self.pooled, request, COUNTDOWN)))
+        self.assertEqual(self.runs, [])
+        # The reading that set the deadline, then only readings past the budget.
+        self.assertGreater(len(cpu_reads), 1)
+        self.assertTrue(all(when > INLINE_ESTIMATE_TIME for when in cpu_reads[1:]))
 
 
 COUNTDOWN = bytes.fromhex("61ea60" "5b" "6001" "90" "03" "80" "6003" "57" "00")
