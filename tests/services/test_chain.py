@@ -34,6 +34,7 @@ from nodex.primitives import Address, Hash32
 import nodex.chain.tip as tip_module
 from nodex.chain.importer import BlockImporter
 import nodex.services.chain as chain_module
+from nodex.services.chainreader import RECENT_ANCESTORS
 from nodex.chain.logs.index import LogIndexer, indexed_through, stale_sections
 from nodex.services.chain import (
     BAD_BLOCKS_KEPT,
@@ -832,6 +833,32 @@ class RecentReadsTests(SynchronousTestCase):
             self.successResultOf(self.chain.get_total_difficulty(block.hash)), self.chain.head.total_difficulty
         )
         self.assertEqual(self.threads.reads, [])
+
+    def test_recent_ancestors_at_once(self) -> None:
+        """
+        The canonical blocks just below the head come at once, by their
+        parents among the recent blocks; below L{RECENT_ANCESTORS} (and the
+        genesis block, never written as a recent block) they are read in
+        the reader pool.
+        """
+        blocks = []
+        parent = self.genesis
+        for _ in range(RECENT_ANCESTORS + 2):
+            block = build_on(self.store, parent).block
+            self.successResultOf(import_one(self.chain, block))
+            blocks.append(block)
+            parent = block.header
+        head = blocks[-1].header.number
+        for number in range(head - RECENT_ANCESTORS, head + 1):
+            self.assertEqual(self.successResultOf(self.chain.get_block_by_number(number)), blocks[number - 1])
+        self.assertEqual(self.threads.reads, [])
+        deeper = self.chain.get_block_by_number(head - RECENT_ANCESTORS - 1)
+        genesis = self.chain.get_block_by_number(0)
+        self.assertNoResult(deeper)
+        self.assertNoResult(genesis)
+        self.threads.release()
+        self.assertEqual(self.successResultOf(deeper), blocks[head - RECENT_ANCESTORS - 2])
+        self.assertEqual(self.successResultOf(genesis).header, self.genesis)
 
     def test_unknown_and_side_in_thread(self) -> None:
         """
