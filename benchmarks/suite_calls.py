@@ -37,7 +37,10 @@ Scenarios:
   - C{snapshot_revert}: C{evm_snapshot}, one C{send_transfer}, C{evm_revert}
     (what C{loadFixture} costs a test), at the chain's length, then again
     after C{hardhat_mine} of C{--long} blocks;
-  - C{call}: C{eth_call} of C{balanceOf} a different holder each time.
+  - C{call}: C{eth_call} of C{balanceOf} a different holder each time;
+  - C{call_parent}: the same at the block below the head (as
+    hardhat-chai-matchers' C{changeTokenBalance} asks, before and after a
+    transaction's block).
 
 Usage::
 
@@ -79,7 +82,7 @@ from transfers import RawSender  # noqa: E402
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
     "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
-    "snapshot_revert", "call",
+    "snapshot_revert", "call", "call_parent",
 )
 
 
@@ -291,6 +294,15 @@ class Scenarios:
                 self.recipients += 1
                 call("eth_call", {"to": self.token, "data": "0x70a08231" + word(self.recipients)}, "latest")
             return {"eth_call balanceOf": self.timed_batch(balance)}
+        if name == "call_parent":
+            # A block on the deployment's, so that the parent is a recent block too.
+            call("eth_sendTransaction", self.send())
+            parent = hex(int(call("eth_blockNumber"), 16) - 1)
+
+            def balance_before() -> None:
+                self.recipients += 1
+                call("eth_call", {"to": self.token, "data": "0x70a08231" + word(self.recipients)}, parent)
+            return {"eth_call balanceOf at the head's parent": self.timed_batch(balance_before)}
         raise SystemExit(f"unknown scenario {name}")
 
     def send(self) -> dict[str, str]:
