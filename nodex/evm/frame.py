@@ -100,7 +100,8 @@ class ExecutionContext:
     @ivar tracer: the attached tracer, or L{None}.
     @ivar fork: the rule set (the block's), read once per frame.
     @ivar limit_dependent: set once something happened whose outcome could
-        differ with more gas: the GAS instruction ran, or a frame halted
+        differ with more gas: the GAS instruction ran (other than as the gas
+        argument of the call right after it), or a frame halted
         exceptionally (out of gas among the reasons).  While it is unset,
         the same message given more gas runs the same way to the same
         output (L{nodex.chain.calls.call_within}).

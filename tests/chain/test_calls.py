@@ -333,6 +333,34 @@ class CallWithinTests(SynchronousTestCase):
         """
         self.assertEqual(self.within().output, word(5))  # type: ignore[attr-defined]
 
+    def test_gas_forwarded_to_a_call(self) -> None:
+        """
+        GAS read as a call's gas argument (C{GAS CALL}, as Solidity forwards
+        all its gas) does not make the run depend on its gas: a view that
+        calls another contract so is answered within the budget, with the
+        full run's output.  The same value put to another use (here
+        C{GAS POP} before the call) does.
+        """
+        # STATICCALL Storage.get() with all the gas, return its word:
+        # PUSH1 32, PUSH0, PUSH1 4, PUSH1 28, PUSH20 STORAGE, GAS, STATICCALL,
+        # POP, PUSH1 32, PUSH0, RETURN; the selector at memory 28.
+        store_selector = bytes.fromhex("63") + selector("get()") + bytes.fromhex("5f52")
+        call_get = bytes.fromhex("60205f6004601c73") + STORAGE
+        tail = bytes.fromhex("fa5060205ff3")
+        forwarding = store_selector + call_get + bytes.fromhex("5a") + tail
+        result = self.within(forwarding)
+        self.assertIsNotNone(result)
+        self.assertEqual(result.output, word(5))  # type: ignore[attr-defined]
+        target = Address(b"\x61" * 20)
+        full = execute_call(
+            self.open_state, BLOCK, CallRequest(sender=ALICE, to=target),
+            StateOverrides({target: AccountOverride(code=forwarding)}), 50_000_000,
+        )
+        self.assertEqual(full.output, word(5))
+        # GAS, POP, then GAS for the call: the first read is another use.
+        looked_at = store_selector + call_get + bytes.fromhex("5a505a") + tail
+        self.assertIsNone(self.within(looked_at))
+
     def test_gas_dependent_runs_refused(self) -> None:
         """
         Reading GAS, running out of gas (in the call or in a callee it

@@ -65,11 +65,23 @@ def get_pc(evm: Evm) -> None:
     evm.pc += 1
 
 
+_CALLS_TAKING_GAS = frozenset((0xF1, 0xF2, 0xF4, 0xFA))
+"""CALL, CALLCODE, DELEGATECALL, STATICCALL: their top argument is the gas to forward."""
+
+
 def gas_left(evm: Evm) -> None:
     """
     GAS: push the gas left after paying for this instruction.
+
+    Read as a call's gas argument (the next instruction is a call, as
+    Solidity forwards all the gas: C{GAS CALL}), the value cannot change
+    the run: the call then charges its memory and extra costs and forwards
+    all but a 64th of what is left (EIP-150), which is less than the value
+    read, whatever it was.  Only another use of the value makes the run
+    depend on the gas it was given (L{nodex.evm.frame.ExecutionContext.limit_dependent}).
     """
-    evm.context.limit_dependent = True
+    if evm.code[evm.pc + 1] not in _CALLS_TAKING_GAS:
+        evm.context.limit_dependent = True
     stack = evm.stack
     if len(stack) >= STACK_LIMIT:
         raise StackOverflowError
