@@ -28,6 +28,8 @@ Scenarios:
     percentile, as Hardhat asks it before every C{eth_sendTransaction};
   - C{estimate_transfer}: C{eth_estimateGas} of an ERC-20 C{transfer};
   - C{estimate_deploy}: C{eth_estimateGas} of the token's deployment;
+  - C{estimate_send}: C{eth_estimateGas} of a C{transfer}, then its
+    C{eth_sendTransaction} with that gas (Hardhat's pair), timed together;
   - C{send_transfer}: C{eth_sendTransaction} of an ERC-20 C{transfer}
     (gas given; automined: the answer follows the block);
   - C{lookups}: after one C{send_transfer} (not counted), what ethers and
@@ -81,7 +83,7 @@ from transfers import RawSender  # noqa: E402
 
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
-    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "send_transfer", "lookups",
+    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "estimate_send", "send_transfer", "lookups",
     "snapshot_revert", "call", "call_parent",
 )
 
@@ -279,6 +281,12 @@ class Scenarios:
             return {"eth_estimateGas deploy": self.timed_batch(lambda: call("eth_estimateGas", deploy))}
         if name == "send_transfer":
             return {"eth_sendTransaction transfer": self.timed_batch(lambda: call("eth_sendTransaction", self.send()))}
+        if name == "estimate_send":
+            def estimate_then_send() -> None:
+                transfer = self.transfer()
+                gas = call("eth_estimateGas", transfer)
+                call("eth_sendTransaction", dict(transfer, gas=gas))
+            return {"eth_estimateGas then eth_sendTransaction (the pair)": self.timed_batch(estimate_then_send)}
         if name == "lookups":
             return self.lookups()
         if name == "snapshot_revert":
