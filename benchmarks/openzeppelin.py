@@ -292,6 +292,7 @@ class Outcome:
     mocha: str
     note: str = ""
     tests: tuple[tuple[str, str, float], ...] = ()
+    cpu: float | None = None
 
 
 class Node:
@@ -380,6 +381,27 @@ class Node:
                     seconds[method] = seconds.get(method, 0.0) + float(value)
         return sorted(((m, counts[m], seconds.get(m, 0.0)) for m in counts), key=lambda row: -row[2])
 
+    def cpu_seconds(self) -> float | None:
+        """
+        The CPU time all the threads of a node started here have used so
+        far, to the nanosecond (the scheduler's C{schedstat}): less moved
+        by the machine's other work than wall time.  L{None} for a node
+        given by URL or run in-process.
+        """
+        if self.process is None:
+            return None
+        total = 0
+        try:
+            tasks = list(Path(f"/proc/{self.process.pid}/task").iterdir())
+        except FileNotFoundError:
+            return None
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # a thread that ended meanwhile
+        return total / 1e9
+
     def stop(self) -> None:
         """
         Stop a node started here; remove its data unless kept.
@@ -436,9 +458,12 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
             path = tree / name
             found = sorted(path.rglob("*.test.js")) if path.is_dir() else [path]
             paths += [str(p.relative_to(tree)) for p in found]
+        cpu_before = node.cpu_seconds()
         started = time.monotonic()
         result = subprocess.run([*command, *paths], cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         wall = time.monotonic() - started
+        cpu_after = node.cpu_seconds()
+        cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         output = ANSI.sub("", result.stdout.decode(errors="replace"))
         times = node.method_times()
         tests = read_test_times(Path(times_file.name))
@@ -473,7 +498,7 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
     if counts["failing"] and not options.verbose:
         failures = output[output.find(f"{counts['failing']} failing") :]
         print("\n".join(failures.splitlines()[: options.show_failures]))
-    return Outcome(node.spec, counts["passing"], counts["failing"], counts["pending"], wall, mocha, note, tests)
+    return Outcome(node.spec, counts["passing"], counts["failing"], counts["pending"], wall, mocha, note, tests, cpu)
 
 
 def read_test_times(path: Path) -> tuple[tuple[str, str, float], ...]:
@@ -541,7 +566,8 @@ def run(options: argparse.Namespace) -> int:
             print(
                 f"round {round_number} {spec}: {outcome.passing} passing, {outcome.failing} failing, "
                 f"{outcome.pending} pending; {outcome.wall:.1f} s wall (mocha {outcome.mocha or '?'}); "
-                f"load {load:.2f}",
+                + ("" if outcome.cpu is None else f"node CPU {outcome.cpu:.1f} s; ")
+                + f"load {load:.2f}",
                 flush=True,
             )
             if outcome.note:
@@ -555,11 +581,12 @@ def run(options: argparse.Namespace) -> int:
         rows = [{"node": o.node, "run": index, "tests": o.tests} for index, o in enumerate(outcomes)]
         Path(options.tests_json).write_text(json.dumps(rows))
     print()
-    print("| node | passing | failing | pending | wall s | mocha | note |")
-    print("|---|---:|---:|---:|---:|---|---|")
+    print("| node | passing | failing | pending | wall s | node CPU s | mocha | note |")
+    print("|---|---:|---:|---:|---:|---:|---|---|")
     for o in outcomes:
         note = o.note if len(o.note) < 80 else "no summary"
-        print(f"| {o.node} | {o.passing} | {o.failing} | {o.pending} | {o.wall:.1f} | {o.mocha} | {note} |")
+        cpu = "" if o.cpu is None else f"{o.cpu:.1f}"
+        print(f"| {o.node} | {o.passing} | {o.failing} | {o.pending} | {o.wall:.1f} | {cpu} | {o.mocha} | {note} |")
     return status
 
 
