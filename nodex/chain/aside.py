@@ -237,12 +237,15 @@ class HeldBlocks:
         seconds = self.bounds.seconds
         if seconds is None:
             return []
-        expired = []
-        for entry in list(self._held.values()):
+        # Oldest first (the dict keeps arrival order): the scan stops at the
+        # first block still in time, so a call costs what it expires, not
+        # what is held (it runs on every import).
+        old = []
+        for entry in self._held.values():
             if now - entry.since < seconds:
                 break
-            expired.append(self._remove(entry))
-        return expired
+            old.append(entry)
+        return [self._remove(entry) for entry in old]
 
     def _oldest_of(self, source: BlockSource) -> Held:
         """
