@@ -47,6 +47,7 @@ from nodex.structures.errors import InvalidSignatureError, InvalidTransactionErr
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction, decode_transaction
 from nodex.trie import SecureTrie
+from nodex.trie.nodecache import NodeCache
 
 GLOBAL_SLOTS = 4096
 """Transactions the whole pool holds before it evicts."""
@@ -88,14 +89,29 @@ PoolObserver = Callable[[Transaction], "Deferred[Any] | None"]
 """Called with each transaction that becomes pending; may return a Deferred."""
 
 
-def store_account_reader(store: KeyValueStore) -> AccountReader:
+POOL_NODE_CACHE_SIZE = 1024
+"""
+Decoded state trie nodes the pool's account reader keeps: the trie's upper
+levels, which every admission walks (1 + 16 + 256 nodes for the first three
+levels of a large state), and the recent senders' paths.
+"""
+
+
+def store_account_reader(store: KeyValueStore, node_cache: NodeCache | None = None) -> AccountReader:
     """
     An L{AccountReader} over the state tries of a store.
+
+    @param node_cache: decoded nodes the reads walk and keep (a
+        L{NodeCache} is safe to share between the reader threads); by
+        default one of L{POOL_NODE_CACHE_SIZE} nodes of its own.  Each
+        admission reads its sender at the head state: without it, every
+        read decoded the nodes from the root down again.
     """
     read_node = trie_node_reader(store)
+    cache = NodeCache(POOL_NODE_CACHE_SIZE) if node_cache is None else node_cache
 
     def read_account(state_root: bytes, address: Address) -> Account | None:
-        raw = SecureTrie(read_node, state_root).get(address)
+        raw = SecureTrie(read_node, state_root, cache).get(address)
         return None if raw is None else Account.decode(raw)
 
     return read_account
@@ -905,6 +921,7 @@ __all__ = [
     "MAX_RECHECKS",
     "GLOBAL_SLOTS",
     "POOL_KEY_PREFIX",
+    "POOL_NODE_CACHE_SIZE",
     "AccountReader",
     "PoolObserver",
     "TransactionPool",

@@ -43,7 +43,8 @@ from nodex.structures.transactions import (
     impersonate,
     sign_transaction,
 )
-from nodex.trie import BLANK_ROOT, SecureTrie
+from nodex.trie import BLANK_ROOT, MissingTrieNodeError, SecureTrie
+from nodex.trie.nodecache import NodeCache
 
 CHAIN_ID = 33
 KEYS = [keccak256(seed.encode()) for seed in ("cow", "cow1", "cow2")]
@@ -913,6 +914,33 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         read = store_account_reader(store)
         self.assertEqual(read(root, ADDRESSES[0]), Account(nonce=3, balance=7))
         self.assertIsNone(read(root, ADDRESSES[1]))
+
+    def test_store_account_reader_keeps_nodes(self) -> None:
+        """
+        The default account reader keeps the decoded nodes it walked: a
+        second read at the same state reads nothing from the store, and a
+        missing state still fails as missing.
+        """
+        store = MemoryStore()
+        root = funded_state(store, {ADDRESSES[0]: (3, 7), ADDRESSES[1]: (1, 2)})
+        reads: list[bytes] = []
+        get = store.get
+
+        def counted(column: str, key: bytes) -> bytes | None:
+            reads.append(key)
+            return get(column, key)
+
+        store.get = counted  # type: ignore[method-assign]
+        cache = NodeCache(16)
+        read = store_account_reader(store, cache)
+        found = (read(root, ADDRESSES[0]), read(root, ADDRESSES[1]))
+        self.assertEqual(found, (Account(nonce=3, balance=7), Account(nonce=1, balance=2)))
+        first = len(reads)
+        self.assertGreater(first, 0)
+        self.assertEqual((read(root, ADDRESSES[0]), read(root, ADDRESSES[1])), found)
+        self.assertEqual(len(reads), first)
+        self.assertGreater(len(cache), 0)
+        self.assertRaises(MissingTrieNodeError, read, b"\x07" * 32, ADDRESSES[0])
 
     def test_rejection_in_failure(self) -> None:
         """
