@@ -139,8 +139,15 @@ class SimulatedTime:
         of the simulated world itself (a segment arriving, a scenario
         event), not of any node.
         """
-        self._sequence += 1
-        self._queue_entry(when, (func, args))
+        # L{_queue_entry}, inline: one call per segment in flight.
+        self._sequence = sequence = self._sequence + 1
+        now = self.now
+        if when <= now:
+            self._due.append((now, sequence, (func, args)))
+        elif when - now < FAR:
+            heappush(self._near, (when, sequence, (func, args)))
+        else:
+            heappush(self._far, (when, sequence, (func, args)))
 
     def later(self, delay: float, func: Callable[..., Any], *args: Any) -> None:
         """
@@ -288,8 +295,10 @@ class NodeClock:
         Run C{callable} C{delay} seconds from now (at once when C{delay} is 0:
         after the calls already due).
         """
-        call = SimulatedCall(self._time.now + self.skew + delay, callable, args, kw, self)
-        self._time.push(self._time.now + delay, call)
+        time = self._time
+        now = time.now
+        call = SimulatedCall(now + self.skew + delay, callable, args, kw, self)
+        time.push(now + delay, call)
         return call
 
     def schedule(self, call: SimulatedCall) -> None:

@@ -169,6 +169,21 @@ class SimulatedNetwork:
         self.trace = trace or (lambda event: None)
         self.connections_made = 0
 
+    @property
+    def model(self) -> LinkModel:
+        """
+        How the links behave (may be replaced during a run).
+        """
+        return self._model
+
+    @model.setter
+    def model(self, model: LinkModel) -> None:
+        self._model = model
+        # What each segment reads of the model (L{SimulatedTransport._transmit}).
+        self._lossless = not model.loss
+        self._jitter = bool(model.jitter)
+        self._window = model.window
+
     def add_host(self, address: str, clock: NodeClock, index: int) -> "SimulatedHost":
         """
         A new host at C{address}, whose protocols run on C{clock}.
@@ -580,18 +595,23 @@ class SimulatedTransport:
         if self.disconnecting or self._closed or not data:
             return
         data = bytes(data)
-        self._host.counters.sent += len(data)
-        if self.peer is None:
+        size = len(data)
+        self._host.counters.sent += size
+        peer = self.peer
+        if peer is None:
             self._early.append(data)
             return
-        if self._unsent or not self._room(len(data)):
-            self._unsent.append(data)
-            self._unsent_bytes += len(data)
-            if self._producer is not None and not self._producer_paused and self._unsent_bytes > WRITE_BUFFER_BYTES:
-                self._producer_paused = True
-                self._producer.pauseProducing()
-            return
-        self._send(data)
+        if not self._unsent:
+            # L{_room}, inline: a write is a simulated segment.
+            waiting = self._in_flight + peer._received_bytes
+            if waiting == 0 or waiting + size <= self._network._window:
+                self._send(data)
+                return
+        self._unsent.append(data)
+        self._unsent_bytes += size
+        if self._producer is not None and not self._producer_paused and self._unsent_bytes > WRITE_BUFFER_BYTES:
+            self._producer_paused = True
+            self._producer.pauseProducing()
 
     def writeSequence(self, data: list[bytes]) -> None:
         """
@@ -699,14 +719,14 @@ class SimulatedTransport:
     def _room(self, size: int) -> bool:
         peer = self.peer
         waiting = self._in_flight + (peer._received_bytes if peer is not None else 0)
-        return waiting == 0 or waiting + size <= self._network.model.window
+        return waiting == 0 or waiting + size <= self._network._window
 
     def _send(self, data: bytes) -> None:
         network = self._network
         self._in_flight += len(data)
         peer = self.peer
         assert peer is not None
-        if network.blocked(self._host.address, peer._host.address):
+        if network._groups is not None and network.blocked(self._host.address, peer._host.address):
             network.hold(self, data)
             return
         self._transmit(data)
@@ -725,15 +745,20 @@ class SimulatedTransport:
     def _transmit(self, data: bytes) -> None:
         network = self._network
         link = self._link
-        now = network.time.now
+        time = network.time
+        now = time.now
         start = self._busy_until if self._busy_until > now else now
         done = start + len(data) / link.bandwidth
         self._busy_until = done
-        arrival = done + network.segment_delay(link, self._rng)
+        if network._lossless:
+            # L{SimulatedNetwork.segment_delay} without losses, inline.
+            arrival = done + (self._rng.uniform(link.low, link.high) if network._jitter else link.latency)
+        else:
+            arrival = done + network.segment_delay(link, self._rng)
         if arrival < self._last_arrival:
             arrival = self._last_arrival
         self._last_arrival = arrival
-        network.time.at(arrival, self._arrive, data)
+        time.at(arrival, self._arrive, data)
 
     def _arrive(self, data: bytes) -> None:
         """
@@ -749,11 +774,13 @@ class SimulatedTransport:
                 self._network.time.later(self._link.latency, self._reset_by_peer)
             return
         if data:
+            size = len(data)
             counters = peer._host.counters
-            counters.received += len(data)
+            counters.received += size
             counters.segments_received += 1
-            self._host.counters.segments_sent += 1
-            self._network.trace((2, self._host.index, peer._host.index, len(data)))
+            host = self._host
+            host.counters.segments_sent += 1
+            self._network.trace((2, host.index, peer._host.index, size))
         if peer._reading_paused or peer._received:
             peer._received.append(data)
             if data:
