@@ -93,8 +93,9 @@ class Trace:
         self.events = 0
 
     def __call__(self, event: tuple[int, ...]) -> None:
-        self._batch.append((round((self._time.now - START) * 1_000_000), *event))
-        if len(self._batch) >= 8192:
+        batch = self._batch
+        batch.append((round((self._time.now - START) * 1_000_000),) + event)
+        if len(batch) >= 8192:
             self.flush()
 
     def flush(self) -> None:
