@@ -104,6 +104,19 @@ def funded_state(store: MemoryStore, balances: dict[Address, tuple[int, int]]) -
 
 
 @implementer(IChainService)
+
+def recording_last(function: Callable[..., Any], into: list[Any]) -> Callable[..., Any]:
+    """
+    C{function}, noting the last argument of each call in C{into} (the
+    address an account read is for, the key a store read is for).
+    """
+
+    def recorded(*args: Any) -> Any:
+        into.append(args[-1])
+        return function(*args)
+
+    return recorded
+
 class FakeChainService:
     """
     An in-memory chain: canonical blocks appended by L{adopt}, with their
@@ -741,13 +754,7 @@ class TransactionPoolOrderingTests(PoolFixture, SynchronousTestCase):
         Make C{pool} record the addresses whose accounts it reads.
         """
         reads: list[Address] = []
-        read = pool._read_account
-
-        def counted(state_root: bytes, address: Address) -> Account | None:
-            reads.append(address)
-            return read(state_root, address)
-
-        pool._read_account = counted  # type: ignore[method-assign]
+        pool._read_account = recording_last(pool._read_account, reads)  # type: ignore[method-assign]
         return reads
 
     def test_next_nonce_after_the_senders_block(self) -> None:
@@ -924,13 +931,7 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         store = MemoryStore()
         root = funded_state(store, {ADDRESSES[0]: (3, 7), ADDRESSES[1]: (1, 2)})
         reads: list[bytes] = []
-        get = store.get
-
-        def counted(column: str, key: bytes) -> bytes | None:
-            reads.append(key)
-            return get(column, key)
-
-        store.get = counted  # type: ignore[method-assign]
+        store.get = recording_last(store.get, reads)  # type: ignore[method-assign]
         cache = NodeCache(16)
         read = store_account_reader(store, cache)
         found = (read(root, ADDRESSES[0]), read(root, ADDRESSES[1]))
