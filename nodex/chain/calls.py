@@ -434,53 +434,6 @@ def estimate_gas(
     return high
 
 
-def estimate_within(
-    open_state: Callable[[], State],
-    block: BlockEnvironment,
-    request: CallRequest,
-    overrides: StateOverrides,
-    upper_bound: int,
-    budget: int,
-) -> int | None:
-    """
-    The answer L{estimate_gas} would give, when runs of at most C{budget}
-    gas can tell it (the common case: no gas read, no subcall to feed, no
-    search needed); else L{None}.
-
-    A first run with the budget that neither read GAS nor halted
-    exceptionally took the path of the run with all the gas (see
-    L{call_within}), so it tells the same gas consumed; the two runs that
-    confirm it need no more gas than that.  A call with a gas price is
-    never tried (the balance bounds its search).
-
-    @raise ExecutionRevertedError: the call reverts, whatever its gas.
-    @raise InsufficientFundsError: the sender cannot pay the value.
-    """
-    if request.gas_price:
-        return None
-    high = upper_bound if request.gas is None else min(request.gas, upper_bound)
-    low = request_intrinsic_gas(request) - 1
-    if high <= low or low >= budget:
-        return None
-    run = _runs_on_one_state(open_state, block, request, overrides)
-    result = run(min(high, budget))
-    if result.limit_dependent:
-        return None
-    if not result.success:
-        if result.reverted:
-            raise ExecutionRevertedError(result.output)
-        return None
-    low = max(low, result.gas_used - 1)
-    consumed = result.gas_used + result.refund
-    if _exact_from_first_run(result, min(high, budget)):
-        return consumed
-    if not low < consumed < high:
-        return None
-    if _succeeds(run, consumed) and (consumed - 1 == low or not _succeeds(run, consumed - 1)):
-        return consumed
-    return None
-
-
 def _exact_from_first_run(result: CallResult, gas: int) -> bool:
     """
     Whether a successful run with C{gas} proves, without another run, that
@@ -550,7 +503,6 @@ __all__ = [
     "call_within",
     "decode_revert_reason",
     "estimate_gas",
-    "estimate_within",
     "execute_call",
     "insufficient_funds_for_gas",
     "request_intrinsic_gas",

@@ -20,7 +20,6 @@ from nodex.chain.calls import (
     call_within,
     decode_revert_reason,
     estimate_gas,
-    estimate_within,
     execute_call,
 )
 from nodex.chain.execution import CallResult, run_call
@@ -121,57 +120,6 @@ class RevertReasonTests(SynchronousTestCase):
         """
         for payload in (b"", PANIC_SELECTOR + word(1), b"\x12\x34\x56\x78", ERROR_SELECTOR + word(32) + word(99)):
             self.assertIsNone(decode_revert_reason(payload))
-
-
-class EstimateWithinTests(SynchronousTestCase):
-    """
-    Tests for L{estimate_within}.
-    """
-
-    def setUp(self) -> None:
-        """
-        Build the world.
-        """
-        self.open_state = make_world()
-
-    def test_same_answer(self) -> None:
-        """
-        Within the budget, the answer is L{estimate_gas}'s: a transfer, a
-        storage write with and without a refund, a creation.
-        """
-        creation = bytes.fromhex(json.loads((CONTRACTS / "Storage.json").read_text())["bytecode"][2:]) + word(5)
-        requests = [
-            CallRequest(sender=ALICE, to=Address(b"\x01" * 20), value=1),
-            CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7)),
-            CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(0)),
-            CallRequest(sender=ALICE, to=None, data=creation),
-        ]
-        for request in requests:
-            self.assertEqual(
-                estimate_within(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000, 1_000_000),
-                estimate_gas(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000),
-            )
-
-    def test_cannot_tell(self) -> None:
-        """
-        A call that reads GAS (the forwarder), one that needs more than the
-        budget, and one with a gas price give L{None}.
-        """
-        for request, budget in (
-            (CallRequest(sender=ALICE, to=FORWARDER, data=selector("set(uint256)") + word(7)), 1_000_000),
-            (CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7)), 25_000),
-            (CallRequest(sender=ALICE, to=STORAGE, data=selector("set(uint256)") + word(7), gas_price=1), 1_000_000),
-        ):
-            self.assertIsNone(estimate_within(self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000, budget))
-
-    def test_revert(self) -> None:
-        """
-        A revert within the budget is the estimate's revert.
-        """
-        request = CallRequest(sender=ALICE, to=REVERTER, data=selector("revertWithReason()"))
-        self.assertRaises(
-            ExecutionRevertedError, estimate_within, self.open_state, BLOCK, request, NO_OVERRIDES, 30_000_000, 100_000
-        )
 
 
 class ExecuteCallTests(SynchronousTestCase):
