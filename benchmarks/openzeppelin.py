@@ -441,8 +441,10 @@ def run_suite(node: Node, options: argparse.Namespace) -> Outcome:
         command += ["--grep", options.grep]
     if options.pin:
         command = ["taskset", "-c", "1", *command]
-    node.start()
     try:
+        # Inside the try: a node that started but never answered (the wait
+        # gave up) is stopped too, not left running.
+        node.start()
         times_file = tempfile.NamedTemporaryFile(prefix="oz-times-", suffix=".json", delete=False)
         times_file.close()
         env = dict(
