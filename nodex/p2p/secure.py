@@ -293,17 +293,13 @@ class SecureFraming:
         """
         direction = self._receive
         assert direction is not None
-        counter = direction.counter
         try:
-            payload: bytes = direction.aead.decrypt(counter.to_bytes(12, "big"), sealed, header)
+            payload: bytes = direction.aead.decrypt(nonce(direction.counter), sealed, header)
         except AeadTagError:
             raise FrameAuthenticationError(
-                f"frame {counter} of its key fails authentication (tampered, replayed or reordered)"
+                f"frame {direction.counter} of its key fails authentication (tampered, replayed or reordered)"
             ) from None
-        direction.counter = counter = counter + 1
-        direction.sealed += length
-        if counter >= direction._rekey_frames or direction.sealed >= direction._rekey_bytes:
-            direction.rekey()
+        direction.advance(length)
         return payload
 
     def frame(self, payload: bytes) -> bytes:
@@ -312,15 +308,8 @@ class SecureFraming:
         """
         direction = self._send
         assert direction is not None, "no frame before the key exchange"
-        size = len(payload)
-        length = size.to_bytes(FRAME_HEADER_BYTES, "big")
-        counter = direction.counter
-        sealed = length + direction.aead.encrypt(counter.to_bytes(12, "big"), payload, length)
-        # (L{_Direction.advance}, inline: a call per frame.)
-        direction.counter = counter = counter + 1
-        direction.sealed += size
-        if counter >= direction._rekey_frames or direction.sealed >= direction._rekey_bytes:
-            direction.rekey()
+        sealed = _seal(direction.aead, direction.counter, payload)
+        direction.advance(len(payload))
         return sealed
 
     @property

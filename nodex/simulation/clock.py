@@ -139,15 +139,8 @@ class SimulatedTime:
         of the simulated world itself (a segment arriving, a scenario
         event), not of any node.
         """
-        # L{_queue_entry}, inline: one call per segment in flight.
-        self._sequence = sequence = self._sequence + 1
-        now = self.now
-        if when <= now:
-            self._due.append((now, sequence, (func, args)))
-        elif when - now < FAR:
-            heappush(self._near, (when, sequence, (func, args)))
-        else:
-            heappush(self._far, (when, sequence, (func, args)))
+        self._sequence += 1
+        self._queue_entry(when, (func, args))
 
     def later(self, delay: float, func: Callable[..., Any], *args: Any) -> None:
         """

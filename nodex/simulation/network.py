@@ -169,21 +169,6 @@ class SimulatedNetwork:
         self.trace = trace or (lambda event: None)
         self.connections_made = 0
 
-    @property
-    def model(self) -> LinkModel:
-        """
-        How the links behave (may be replaced during a run).
-        """
-        return self._model
-
-    @model.setter
-    def model(self, model: LinkModel) -> None:
-        self._model = model
-        # What each segment reads of the model (L{SimulatedTransport._transmit}).
-        self._lossless = not model.loss
-        self._jitter = bool(model.jitter)
-        self._window = model.window
-
     def add_host(self, address: str, clock: NodeClock, index: int) -> "SimulatedHost":
         """
         A new host at C{address}, whose protocols run on C{clock}.
@@ -601,12 +586,9 @@ class SimulatedTransport:
         if peer is None:
             self._early.append(data)
             return
-        if not self._unsent:
-            # L{_room}, inline: a write is a simulated segment.
-            waiting = self._in_flight + peer._received_bytes
-            if waiting == 0 or waiting + size <= self._network._window:
-                self._send(data)
-                return
+        if not self._unsent and self._room(size):
+            self._send(data)
+            return
         self._unsent.append(data)
         self._unsent_bytes += size
         if self._producer is not None and not self._producer_paused and self._unsent_bytes > WRITE_BUFFER_BYTES:
@@ -719,14 +701,14 @@ class SimulatedTransport:
     def _room(self, size: int) -> bool:
         peer = self.peer
         waiting = self._in_flight + (peer._received_bytes if peer is not None else 0)
-        return waiting == 0 or waiting + size <= self._network._window
+        return waiting == 0 or waiting + size <= self._network.model.window
 
     def _send(self, data: bytes) -> None:
         network = self._network
         self._in_flight += len(data)
         peer = self.peer
         assert peer is not None
-        if network._groups is not None and network.blocked(self._host.address, peer._host.address):
+        if network.blocked(self._host.address, peer._host.address):
             network.hold(self, data)
             return
         self._transmit(data)
@@ -750,11 +732,7 @@ class SimulatedTransport:
         start = self._busy_until if self._busy_until > now else now
         done = start + len(data) / link.bandwidth
         self._busy_until = done
-        if network._lossless:
-            # L{SimulatedNetwork.segment_delay} without losses, inline.
-            arrival = done + (self._rng.uniform(link.low, link.high) if network._jitter else link.latency)
-        else:
-            arrival = done + network.segment_delay(link, self._rng)
+        arrival = done + network.segment_delay(link, self._rng)
         if arrival < self._last_arrival:
             arrival = self._last_arrival
         self._last_arrival = arrival
