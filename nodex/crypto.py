@@ -23,6 +23,7 @@ from coincurve._libsecp256k1 import ffi as _secp256k1_ffi
 from coincurve._libsecp256k1 import lib as _secp256k1
 from coincurve.context import GLOBAL_CONTEXT as _SECP256K1_CONTEXT
 from coincurve.ecdsa import serialize_recoverable as _serialize_recoverable
+from coincurve.flags import EC_UNCOMPRESSED as _EC_UNCOMPRESSED
 from coincurve.utils import validate_secret as _validate_secret
 from Crypto.Cipher import AES
 from Crypto.Hash import RIPEMD160
@@ -138,19 +139,34 @@ def recover_public_key(message_hash: bytes, y_parity: int, r: int, s: int) -> by
     """
     Recover the 64-byte public key that signed C{message_hash}.
 
-    @raise SignatureError: r or s is out of range, y_parity is not 0 or 1, or
-        no point can be recovered.
+    @raise SignatureError: r or s is out of range, y_parity is not 0 or 1,
+        the digest is not 32 bytes, or no point can be recovered.
     """
+    # What coincurve's PublicKey.from_signature_and_message and
+    # format(compressed=False) do, called directly: every raw transaction's
+    # sender is recovered, and the wrapper's objects, checks and cffi
+    # allocations cost about a tenth of the recovery itself.  Like sign()
+    # above, through coincurve's private module _libsecp256k1:
+    # SignatureTests.test_recover_as_coincurve breaks if it changes.
     if y_parity not in (0, 1):
         raise SignatureError(f"invalid signature recovery id {y_parity}")
     if not (0 < r < SECP256K1_N and 0 < s < SECP256K1_N):
         raise SignatureError("invalid signature: r or s out of range")
-    signature = r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([y_parity])
-    try:
-        public_key = PublicKey.from_signature_and_message(signature, message_hash, hasher=None)
-    except Exception as exc:  # coincurve raises a bare Exception on failure
-        raise SignatureError(f"cannot recover the signer: {exc}") from exc
-    return public_key.format(compressed=False)[1:]
+    if len(message_hash) != 32:
+        raise SignatureError(f"cannot recover the signer: a digest has 32 bytes, not {len(message_hash)}")
+    context = _SECP256K1_CONTEXT.ctx
+    recoverable = _secp256k1_ffi.new("secp256k1_ecdsa_recoverable_signature *")
+    if not _secp256k1.secp256k1_ecdsa_recoverable_signature_parse_compact(
+        context, recoverable, r.to_bytes(32, "big") + s.to_bytes(32, "big"), y_parity
+    ):
+        raise SignatureError("cannot recover the signer: libsecp256k1 refused the signature")
+    public_key = _secp256k1_ffi.new("secp256k1_pubkey *")
+    if not _secp256k1.secp256k1_ecdsa_recover(context, public_key, recoverable, message_hash):
+        raise SignatureError("cannot recover the signer: no public key has this signature")
+    serialized = _secp256k1_ffi.new("unsigned char[65]")
+    length = _secp256k1_ffi.new("size_t *", 65)
+    _secp256k1.secp256k1_ec_pubkey_serialize(context, serialized, length, public_key, _EC_UNCOMPRESSED)
+    return _secp256k1_ffi.buffer(serialized)[1:]
 
 
 def recover_address(message_hash: bytes, y_parity: int, r: int, s: int) -> Address:

@@ -84,6 +84,41 @@ class SignatureTests(SynchronousTestCase):
             public_key = PrivateKey(key).public_key.format(compressed=False)[1:]
             self.assertEqual(private_key_to_address(key), keccak256(public_key)[12:])
 
+    def test_recover_as_coincurve(self) -> None:
+        """
+        L{crypto.recover_public_key}, which calls libsecp256k1 through
+        coincurve's private module, recovers the key coincurve's public
+        C{PublicKey.from_signature_and_message} recovers, for signatures of
+        both parities and for made-up ones; where coincurve finds no key
+        (an r that is no point's x), it raises L{SignatureError}.  A
+        coincurve that moves or changes those functions breaks this test.
+        """
+        from coincurve import PublicKey
+
+        parities = set()
+        refused = 0
+        for index in range(64):
+            digest = keccak256(b"digest %d" % index)
+            if index < 32:
+                y_parity, r, s = sign(digest, keccak256(b"key %d" % index))
+                parities.add(y_parity)
+            else:
+                y_parity = index % 2
+                r = int.from_bytes(keccak256(b"r %d" % index), "big") % crypto.SECP256K1_N or 1
+                s = int.from_bytes(keccak256(b"s %d" % index), "big") % crypto.SECP256K1_N or 1
+            signature = r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([y_parity])
+            try:
+                recovered = PublicKey.from_signature_and_message(signature, digest, hasher=None)
+            except Exception:
+                refused += 1
+                self.assertRaises(SignatureError, crypto.recover_public_key, digest, y_parity, r, s)
+                continue
+            expected = recovered.format(compressed=False)[1:]
+            self.assertEqual(crypto.recover_public_key(digest, y_parity, r, s), expected)
+        self.assertEqual(parities, {0, 1})
+        self.assertGreater(refused, 0)
+        self.assertRaises(SignatureError, crypto.recover_public_key, b"\x00" * 31, 0, 1, 1)
+
     def test_sign_refuses(self) -> None:
         """
         A key that is not a scalar in [1, n-1], or a digest that is not 32
