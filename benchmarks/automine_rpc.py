@@ -37,7 +37,7 @@ the ratio nodex / Hardhat of each round.
 Usage::
 
     python benchmarks/automine_rpc.py [--checkouts PATH,PATH] [--rounds 2] [--count 2000]
-        [--connections 8] [--workloads native-lockstep,...] [--no-hardhat] [--callgrind]
+        [--connections 8] [--workloads native-lockstep,...] [--no-hardhat] [--callgrind [--keep-dumps FOLDER]]
 
 C{--callgrind} runs each nodex node under valgrind's callgrind instead,
 collecting only while a workload runs, and reports the node's machine
@@ -51,6 +51,7 @@ import argparse
 import json
 import os
 import selectors
+import shutil
 import socket
 import subprocess
 import sys
@@ -265,10 +266,11 @@ def start_nodex(checkout: Path, port: int, datadir: str, callgrind: bool = False
     )
 
 
-def callgrind_instructions(pid: int, folder: str, run) -> tuple[object, int]:
+def callgrind_instructions(pid: int, folder: str, run, keep: str | None = None) -> tuple[object, int]:
     """
     Run C{run()} with the node's callgrind collecting; the instructions it
-    executed meanwhile (its dump's total).
+    executed meanwhile (its dump's total).  With C{keep}, the dump is
+    copied to that path (for C{callgrind_annotate}).
     """
     subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
     subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
@@ -277,7 +279,10 @@ def callgrind_instructions(pid: int, folder: str, run) -> tuple[object, int]:
     before = set(Path(folder).glob("callgrind.out*"))
     subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
     dumps = [path for path in Path(folder).glob("callgrind.out*") if path not in before]
-    for line in max(dumps, key=lambda path: path.stat().st_mtime).read_text().splitlines():
+    dump = max(dumps, key=lambda path: path.stat().st_mtime)
+    if keep is not None:
+        shutil.copyfile(dump, keep)
+    for line in dump.read_text().splitlines():
         if line.startswith("totals:"):
             return result, int(line.split()[1])
     raise RuntimeError("no total in the callgrind dump")
@@ -298,13 +303,16 @@ def start_hardhat(port: int, project: str) -> subprocess.Popen[bytes]:
     )
 
 
-def run_node(label: str, start, plan: Plan, workloads: list[str], callgrind: bool = False) -> dict[str, tuple[float, float]]:
+def run_node(
+    label: str, start, plan: Plan, workloads: list[str], callgrind: bool = False, keep: str | None = None
+) -> dict[str, tuple[float, float]]:
     """
     Start a node, set up the token, run the workloads, stop the node.
 
     @return: per workload, transactions per second and node CPU ms per
         transaction (with C{callgrind}: thousands of instructions per
-        transaction, twice).
+        transaction, twice; with C{keep}, each workload's dump is copied
+        into that folder).
     """
     folder = tempfile.mkdtemp(prefix="automine-rpc-")
     port = free_port()
@@ -322,7 +330,12 @@ def run_node(label: str, start, plan: Plan, workloads: list[str], callgrind: boo
             lanes = plan.workloads[name]
             count = sum(len(lane) for lane in lanes)
             if callgrind:
-                (seconds, hashes), instructions = callgrind_instructions(process.pid, folder, lambda: run_lanes(port, lanes))
+                copy = None
+                if keep is not None:
+                    copy = str(Path(keep, f"callgrind.{Path(label.partition(':')[2]).name}.{name}.{time.time():.0f}"))
+                (seconds, hashes), instructions = callgrind_instructions(
+                    process.pid, folder, lambda: run_lanes(port, lanes), copy
+                )
                 client = Client(port)
                 check_receipts(client, hashes)
                 figures[name] = (instructions / count / 1000, instructions / count / 1000)
@@ -361,6 +374,7 @@ def main() -> None:
         "--callgrind", action="store_true",
         help="run the nodex nodes under callgrind and report instructions per transaction (no Hardhat)",
     )
+    parser.add_argument("--keep-dumps", metavar="FOLDER", help="with --callgrind: copy each workload's dump there")
     options = parser.parse_args()
     workloads = options.workloads.split(",")
     if not 1 <= options.connections <= 9:
@@ -389,7 +403,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         print(f"round {round_number + 1} (load {load:.1f})", flush=True)
         for label, start in order:
-            results[label].append(run_node(label, start, plan, workloads, options.callgrind))
+            results[label].append(run_node(label, start, plan, workloads, options.callgrind, options.keep_dumps))
     print(f"\nload average now {os.getloadavg()[0]:.1f}; {options.count} transactions per workload,"
           f" pipelined over {options.connections} connections\n")
     unit = "thousand instructions/tx" if options.callgrind else "tx/s (CPU ms/tx)"
