@@ -21,6 +21,7 @@ from nodex.evm.errors import (
     WriteInStaticContextError,
 )
 from nodex.evm.frame import Evm, ExecutionContext, Message
+from nodex.evm.instructions import keccak as keccak_module
 from nodex.evm.interpreter import analyse_code, process_create_message, process_message
 from nodex.primitives import Address
 from nodex.state.state import State
@@ -177,6 +178,28 @@ class ArithmeticTests(SynchronousTestCase):
         """
         code = push(0xAB) + push(0) + b"\x53" + push(1) + push(0) + b"\x20"
         self.assertEqual(self.compute(code), int.from_bytes(keccak256(b"\xab"), "big"))
+
+
+    def test_keccak_of_two_words_kept(self) -> None:
+        """
+        KECCAK256 of 64 bytes (a mapping's slot) keeps the hashes it made,
+        at most L{keccak_module.WORDS_KEPT}: an input seen before, one that
+        differs in either word, and one seen before the kept hashes were
+        dropped all hash to their own Keccak-256.
+        """
+        self.patch(keccak_module, "WORDS_KEPT", 3)
+        self.patch(keccak_module, "_kept_words", {})
+
+        def slot_of(key: int, slot: int) -> int:
+            code = push(key) + push(0) + b"\x52" + push(slot) + push(32) + b"\x52" + push(64) + push(0) + b"\x20"
+            return self.compute(code)
+
+        pairs = [(1, 0), (1, 0), (2, 0), (1, 1), (2, 0), (2**160 - 1, 5), (1, 0), (3, 3), (1, 1)]
+        for key, slot in pairs:
+            expected = keccak256(key.to_bytes(32, "big") + slot.to_bytes(32, "big"))
+            self.assertEqual(slot_of(key, slot), int.from_bytes(expected, "big"))
+            self.assertLessEqual(len(keccak_module._kept_words), 3)
+        self.assertIn((1).to_bytes(32, "big") + (1).to_bytes(32, "big"), keccak_module._kept_words)
 
 
 class GasTests(SynchronousTestCase):
