@@ -9,11 +9,10 @@ L{TransactionEnvironment} for each transaction.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from nodex.evm.forks import DEFAULT_FORK, Fork
 from nodex.evm.gas import blob_base_fee
-from nodex.primitives import Address, Hash32
+from nodex.primitives import Address, Hash32, cached_property
 
 
 def _no_block_hashes(number: int) -> Hash32 | None:

@@ -3,10 +3,9 @@ Accounts as the state trie stores them: C{[nonce, balance, storageRoot, codeHash
 """
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from nodex.crypto import EMPTY_KECCAK, keccak256
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32, cached_property
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
     decode_fixed,

@@ -9,9 +9,8 @@ header) is C{rlp([[transaction, ...], [uncle header, ...]])}.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
-from nodex.primitives import Hash32
+from nodex.primitives import Hash32, cached_property
 from nodex.structures.headers import Header
 from nodex.structures.rlpcodec import RLPItem, decode_list, decode_rlp, encode_list_of_encoded
 from nodex.structures.transactions import Transaction, decode_transaction_in_block

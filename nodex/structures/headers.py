@@ -14,10 +14,9 @@ commit to).
 """
 
 from dataclasses import dataclass, fields
-from functools import cached_property
 
 from nodex.crypto import keccak256
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property
 from nodex.rlpcore import encode_bytes, encode_list_payload
 from nodex.structures.bloom import BLOOM_BYTES
 from nodex.structures.errors import RLPError

@@ -6,9 +6,8 @@ transaction's type byte for types 1 and 2 (EIP-2718).
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
-from nodex.primitives import UINT64_CEILING
+from nodex.primitives import UINT64_CEILING, cached_property
 from nodex.structures.bloom import BLOOM_BYTES, logs_bloom
 from nodex.structures.errors import RLPError
 from nodex.structures.logs import Log

@@ -12,7 +12,6 @@ recovery) live in L{nodex.structures.transaction_rules}.
 """
 
 from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import ClassVar, NamedTuple, Union
 
 from nodex.crypto import (
@@ -24,7 +23,7 @@ from nodex.crypto import (
     recover_address,
     sign,
 )
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property
 from nodex.structures.errors import (
     InvalidSignatureError,
     InvalidTransactionError,

@@ -12,7 +12,6 @@ an empty list matches any address.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 from nodex.chain.calls import CallTimeoutError
 from nodex.chain.errors import ChainError
@@ -20,7 +19,7 @@ from nodex.chain.logs.index import BloomTests, bloom_tests, candidate_blocks, va
 from nodex.chain.logs.stored import BlockLogCache, StoredBlockLogs
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import read_block_bloom, read_canonical_hash
-from nodex.primitives import Address, Hash32
+from nodex.primitives import Address, Hash32, cached_property
 from nodex.structures.bloom import EMPTY_BLOOM
 from nodex.structures.logs import MAX_TOPICS, Log
 from nodex.structures.receipts import Receipt
