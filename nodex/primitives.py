@@ -6,10 +6,13 @@ C{bytes}.  The C{NewType}s below document intent in signatures without any
 cost at run time.
 """
 
+import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any, Generic, NewType, TypeVar, overload
 
 _Value = TypeVar("_Value")
+_Class = TypeVar("_Class", bound=type)
 
 Address = NewType("Address", bytes)
 """A 20-byte account address."""
@@ -66,6 +69,54 @@ class cached_property(Generic[_Value]):
         return value
 
 
+def direct_init(cls: _Class) -> _Class:
+    """
+    Give a frozen dataclass an C{__init__} that sets the fields in the new
+    instance's C{__dict__} directly: the same parameters, defaults and
+    result as the one C{dataclass} wrote, which calls
+    C{object.__setattr__} once per field to get past the class's own
+    refusal (about 600 machine instructions a field against some 50; an
+    automined transfer makes some 130 fields' worth of headers, receipts,
+    accounts, outcomes and transactions).  Assigning to a field afterwards
+    is refused as before.
+
+    Only the plain shape is taken: every field an C{__init__} parameter
+    (positional, with at most a plain default), no C{__post_init__}, no
+    C{InitVar}, no C{__slots__}; any other raises L{TypeError} when the
+    class is defined, so that the shortcut never skips a step.
+    """
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or not params.init:
+        raise TypeError(f"{cls.__name__}: direct_init takes a frozen dataclass that writes its __init__")
+    if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
+        raise TypeError(f"{cls.__name__}: direct_init cannot keep a __post_init__ or __slots__")
+    names: list[str] = []
+    defaults: dict[str, object] = {}
+    for field in dataclasses.fields(cls):
+        if not field.init or field.kw_only or field.default_factory is not dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{field.name}: direct_init takes plain fields only")
+        if field.default is not dataclasses.MISSING:
+            defaults[field.name] = field.default
+        names.append(field.name)
+    written = inspect.signature(cls.__init__)
+    expected = [(name, defaults.get(name, inspect.Parameter.empty)) for name in ["self", *names]]
+    if [(parameter.name, parameter.default) for parameter in written.parameters.values()] != expected or any(
+        parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for parameter in written.parameters.values()
+    ):
+        raise TypeError(f"{cls.__name__}: its __init__ takes more than its fields (an InitVar?)")
+    arguments = ", ".join(f"{name}=_default_{name}" if name in defaults else name for name in names)
+    lines = [f"def __init__(self, {arguments}):", "    values = self.__dict__"]
+    lines += [f"    values[{name!r}] = {name}" for name in names]
+    namespace: dict[str, Any] = {f"_default_{name}": value for name, value in defaults.items()}
+    exec("\n".join(lines), namespace)  # noqa: S102 (the source is made of the class's own field names)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
 __all__ = [
     "Address",
     "Hash32",
@@ -75,4 +126,5 @@ __all__ = [
     "ZERO_ADDRESS",
     "ZERO_HASH32",
     "cached_property",
+    "direct_init",
 ]

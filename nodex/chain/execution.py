@@ -20,7 +20,7 @@ from nodex.evm.gas import GAS_PER_BLOB, MAX_BLOB_GAS_PER_BLOCK, VERSIONED_HASH_V
 from nodex.evm.instructions.system import compute_contract_address
 from nodex.evm.interpreter import ensure_recursion_limit, process_create_message, process_message
 from nodex.evm.tracing import Tracer
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, direct_init
 from nodex.state.state import State
 from nodex.structures.errors import InsufficientBalanceError, IntrinsicGasTooLowError, InvalidTransactionError
 from nodex.structures.logs import Log
@@ -48,6 +48,7 @@ class ExecutableTransaction(Protocol):
     max_priority_fee_per_gas: int
 
 
+@direct_init
 @dataclass(frozen=True)
 class TransactionResult:
     """

@@ -11,7 +11,7 @@ from enum import Enum
 from nodex.chain.aside import LOCAL, BlockSource
 from nodex.chain.building.builder import BuiltBlock
 from nodex.chain.building.making import Declined
-from nodex.primitives import Hash32
+from nodex.primitives import Hash32, direct_init
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
@@ -61,6 +61,7 @@ class ImportResult(Enum):
         return self in (ImportResult.IMPORTED_BEST, ImportResult.IMPORTED_NOT_BEST)
 
 
+@direct_init
 @dataclass(frozen=True)
 class ChainHead:
     """
@@ -74,6 +75,7 @@ class ChainHead:
     total_difficulty: int
 
 
+@direct_init
 @dataclass(frozen=True)
 class ChainEvent:
     """
@@ -130,6 +132,7 @@ class ImportOutcome:
     due: int | None = None
 
 
+@direct_init
 @dataclass(frozen=True)
 class Imported:
     """

@@ -33,7 +33,7 @@ from nodex.chain.rules import (
 )
 from nodex.crypto import keccak256
 from nodex.evm.environment import BlockEnvironment
-from nodex.primitives import UINT64_CEILING, Address, Hash32
+from nodex.primitives import UINT64_CEILING, Address, Hash32, direct_init
 from nodex.state.errors import StateError
 from nodex.state.state import State
 from nodex.structures.blocks import Block
@@ -53,6 +53,7 @@ MINIMUM_GAS_PRICE_DIVISOR = 100
 """A block's minimumGasPrice may differ from its parent's by at most 1/100 of it (reference §13.3)."""
 
 
+@direct_init
 @dataclass(frozen=True)
 class BlockOutcome:
     """

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from nodex.evm.forks import DEFAULT_FORK, Fork
 from nodex.evm.gas import blob_base_fee
-from nodex.primitives import Address, Hash32, cached_property
+from nodex.primitives import Address, Hash32, cached_property, direct_init
 
 
 def _no_block_hashes(number: int) -> Hash32 | None:
@@ -22,6 +22,7 @@ def _no_block_hashes(number: int) -> Hash32 | None:
     return None
 
 
+@direct_init
 @dataclass(frozen=True)
 class BlockEnvironment:
     """
@@ -64,6 +65,7 @@ class BlockEnvironment:
         return blob_base_fee(self.excess_blob_gas)
 
 
+@direct_init
 @dataclass(frozen=True)
 class TransactionEnvironment:
     """

@@ -5,7 +5,7 @@ Accounts as the state trie stores them: C{[nonce, balance, storageRoot, codeHash
 from dataclasses import dataclass
 
 from nodex.crypto import EMPTY_KECCAK, keccak256
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32, cached_property
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32, cached_property, direct_init
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
     decode_fixed,
@@ -20,6 +20,7 @@ EMPTY_TRIE_ROOT = Hash32(keccak256(b"\x80"))
 """The root hash of an empty Merkle-Patricia trie (Keccak-256 of the RLP empty string)."""
 
 
+@direct_init
 @dataclass(frozen=True)
 class Account:
     """

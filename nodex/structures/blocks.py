@@ -10,7 +10,7 @@ header) is C{rlp([[transaction, ...], [uncle header, ...]])}.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodex.primitives import Hash32, cached_property
+from nodex.primitives import Hash32, cached_property, direct_init
 from nodex.structures.headers import Header
 from nodex.structures.rlpcodec import RLPItem, decode_list, decode_rlp, encode_list_of_encoded
 from nodex.structures.transactions import Transaction, decode_transaction_in_block
@@ -37,6 +37,7 @@ def decode_body(raw: bytes) -> tuple[tuple[Transaction, ...], tuple[Header, ...]
     return _decode_transactions(transactions), _decode_uncles(uncles)
 
 
+@direct_init
 @dataclass(frozen=True)
 class Block:
     """

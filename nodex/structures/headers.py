@@ -16,7 +16,7 @@ commit to).
 from dataclasses import dataclass, fields
 
 from nodex.crypto import keccak256
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property, direct_init
 from nodex.rlpcore import encode_bytes, encode_list_payload
 from nodex.structures.bloom import BLOOM_BYTES
 from nodex.structures.errors import RLPError
@@ -40,6 +40,7 @@ EMPTY_UNCLES_HASH = Hash32(keccak256(encode_rlp([])))
 """Keccak-256 of the RLP empty list: the uncles hash of a block without uncles."""
 
 
+@direct_init
 @dataclass(frozen=True)
 class Header:
     """

@@ -5,13 +5,14 @@ C{[address, [topic, ...], data]}.
 
 from dataclasses import dataclass
 
-from nodex.primitives import Address, Hash32
+from nodex.primitives import Address, Hash32, direct_init
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import RLPItem, decode_bytes, decode_fixed, decode_list
 
 MAX_TOPICS = 4
 
 
+@direct_init
 @dataclass(frozen=True)
 class Log:
     """

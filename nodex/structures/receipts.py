@@ -7,7 +7,7 @@ transaction's type byte for types 1 and 2 (EIP-2718).
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nodex.primitives import UINT64_CEILING, cached_property
+from nodex.primitives import UINT64_CEILING, cached_property, direct_init
 from nodex.structures.bloom import BLOOM_BYTES, logs_bloom
 from nodex.structures.errors import RLPError
 from nodex.structures.logs import Log
@@ -26,6 +26,7 @@ from nodex.structures.transactions import ACCESS_LIST_TX_TYPE, FEE_MARKET_TX_TYP
 _RECEIPT_TYPES = (LEGACY_TX_TYPE, ACCESS_LIST_TX_TYPE, FEE_MARKET_TX_TYPE)
 
 
+@direct_init
 @dataclass(frozen=True)
 class Receipt:
     """

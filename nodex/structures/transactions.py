@@ -23,7 +23,7 @@ from nodex.crypto import (
     recover_address,
     sign,
 )
-from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property
+from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property, direct_init
 from nodex.structures.errors import (
     InvalidSignatureError,
     InvalidTransactionError,
@@ -195,6 +195,7 @@ class _GasPricePayment:
         return self.gas_price
 
 
+@direct_init
 @dataclass(frozen=True)
 class LegacyTransaction(_GasPricePayment, _TransactionBase):
     """
@@ -305,6 +306,7 @@ class _TypedEnvelope:
         return bytes([self.type]) + encode_rlp(self._unsigned_fields() + signature)  # type: ignore[attr-defined]
 
 
+@direct_init
 @dataclass(frozen=True)
 class AccessListTransaction(_GasPricePayment, _TypedEnvelope, _TransactionBase):
     """
@@ -339,6 +341,7 @@ class AccessListTransaction(_GasPricePayment, _TypedEnvelope, _TransactionBase):
         ]
 
 
+@direct_init
 @dataclass(frozen=True)
 class FeeMarketTransaction(_TypedEnvelope, _TransactionBase):
     """

@@ -24,7 +24,7 @@ from nodex.chain.processing import (
     uncles_hash,
 )
 from nodex.chain.rules import MAX_EXTRA_DATA_SIZE, MAX_UNCLES, ChainRules, next_gas_limit
-from nodex.primitives import Address
+from nodex.primitives import Address, direct_init
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.errors import InvalidTransactionError
@@ -53,6 +53,7 @@ class SkippedTransaction:
     invalid: bool
 
 
+@direct_init
 @dataclass(frozen=True)
 class BuiltBlock:
     """

@@ -24,7 +24,7 @@ from nodex.chain.errors import ChainError
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import ChainRules
 from nodex.chain.uncles import select_uncles, still_useful
-from nodex.primitives import Address
+from nodex.primitives import Address, direct_init
 from nodex.state.state import State
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
@@ -43,6 +43,7 @@ class NotDueError(ChainError):
         self.due = due
 
 
+@direct_init
 @dataclass(frozen=True)
 class BlockTime:
     """
@@ -94,6 +95,7 @@ class LoneAdmission:
     may_impersonate: bool = False
 
 
+@direct_init
 @dataclass(frozen=True)
 class TransactionsBlock:
     """

@@ -24,6 +24,7 @@ from nodex.chain.seal import sha256state
 from nodex.chain.seal.bitcoin import HEADER_SIZE, encode_varint, header_merkle_root, txid
 from nodex.chain.errors import InvalidSealError
 from nodex.crypto import double_sha256, sha256
+from nodex.primitives import direct_init
 
 MERGED_MINING_TAG = b"NDXBLOCK:"
 """The 9-byte marker that precedes hashForMergedMining in the Bitcoin coinbase."""
@@ -43,6 +44,7 @@ TEMPLATE_BITS = 0x207FFFFF
 TEMPLATE_VERSION = 0x20000000
 
 
+@direct_init
 @dataclass(frozen=True)
 class Seal:
     """
