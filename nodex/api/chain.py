@@ -15,7 +15,7 @@ from nodex.chain.aside import BlockSource, SourceKind, from_peer
 from nodex.chain.bridge import BridgeState
 from nodex.chain.importer import ChainEvent, ChainHead, Imported, ImportOutcome, ImportResult, Unused
 from nodex.chain.building.making import BlockRequest, LoneAdmission
-from nodex.primitives import Address, Hash32
+from nodex.primitives import Address, Hash32, direct_init
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 
+@direct_init
 @dataclass(frozen=True)
 class TransactionLocation:
     """
@@ -69,6 +70,7 @@ class BadBlock:
     reason: str
 
 
+@direct_init
 @dataclass(frozen=True)
 class ReceiptView:
     """

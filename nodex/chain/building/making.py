@@ -79,6 +79,7 @@ class BlockTime:
         return latest
 
 
+@direct_init
 @dataclass(frozen=True)
 class LoneAdmission:
     """
