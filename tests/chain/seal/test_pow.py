@@ -139,6 +139,37 @@ class SealTests(SynchronousTestCase):
         self.assertIsNotNone(seal)
         check_seal(HASH_FOR_MM, 1, seal)
 
+    def test_solve_is_the_first_template_seal(self) -> None:
+        """
+        L{solve} gives the seal L{template_seal} gives for the first nonce
+        whose Bitcoin header meets the target, for many hashes and
+        difficulties (the constant template pieces and the copied
+        SHA-256 state change nothing), and L{None} when no nonce of those
+        given does; a hash of another length takes the general path.
+        """
+
+        def reference(hash_for_merged_mining: bytes, difficulty: int, nonces: range) -> Seal | None:
+            for number in nonces:
+                seal = template_seal(hash_for_merged_mining, number.to_bytes(8, "big"))
+                if bitcoin_work_value(seal.bitcoin_header) <= seal_target(difficulty):
+                    return seal
+            return None
+
+        solved = 0
+        for index in range(120):
+            hash_for_merged_mining = keccak256(b"header %d" % index)
+            difficulty = (1, 2, 3, 7, 40)[index % 5]
+            nonces = range(index * 2**32 - 5, index * 2**32 + 200) if index % 7 == 3 else range(200)
+            found = solve(hash_for_merged_mining, difficulty, nonces)
+            self.assertEqual(found, reference(hash_for_merged_mining, difficulty, nonces))
+            if found is not None:
+                solved += 1
+                check_seal(hash_for_merged_mining, difficulty, found)
+        self.assertGreater(solved, 110)
+        self.assertIsNone(solve(HASH_FOR_MM, 10**9, range(20)))
+        short = keccak256(b"short")[:20]
+        self.assertEqual(solve(short, 3, range(100)), reference(short, 3, range(100)))
+
     def test_target(self) -> None:
         """
         The target is 2^256 / difficulty, with difficulties below 3 counted as 3.
