@@ -55,7 +55,7 @@ from nodex.api.chain import (
 from nodex.services.chainreader import RECENT_BLOCKS, ChainReader, receipt_views
 from nodex.services.clockcheck import ClockCheck
 from nodex.services.loglines import LineThrottle
-from nodex.services.threads import ChainThreads, yield_interpreter
+from nodex.services.threads import ChainThreads
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 
@@ -461,7 +461,7 @@ class ChainService(ChainReader, Service):
         for block in blocks:
             done = importer.import_blocks([block], now, source)
             if self._threads is not None and not block.transactions:
-                yield_interpreter()
+                self._threads.yield_interpreter()
             self._after_import(done)
             steps.extend(done)
             if done[0].result is ImportResult.INVALID_BLOCK:

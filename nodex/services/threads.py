@@ -208,6 +208,13 @@ class SerialThread:
             return self.run(function, *args, **kwargs)
         return maybeDeferred(function, *args, **kwargs)
 
+    def yield_interpreter(self) -> None:
+        """
+        From a job: hand the interpreter lock to the reactor thread now
+        (L{yield_interpreter}, the module's function).
+        """
+        yield_interpreter()
+
     def _deliver(self, deferred: Deferred[Any], result: Any) -> None:
         """
         Fire a job's Deferred on the reactor thread; the job is done.
@@ -278,6 +285,13 @@ class ChainThreads:
         """
         self.writer.stop()
         self.readers.stop()
+
+    def yield_interpreter(self) -> None:
+        """
+        From a writer job: hand the interpreter lock over, the writer's way
+        (L{SerialThread.yield_interpreter}; a simulated writer's does nothing).
+        """
+        self.writer.yield_interpreter()
 
     def run_writer(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> "Deferred[T]":
         """

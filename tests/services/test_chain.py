@@ -34,6 +34,7 @@ from nodex.primitives import Address, Hash32
 import nodex.chain.tip as tip_module
 from nodex.chain.importer import BlockImporter
 import nodex.services.chain as chain_module
+import nodex.services.threads as threads_module
 from nodex.services.chainreader import RECENT_ANCESTORS
 from nodex.chain.logs.index import LogIndexer, indexed_through, stale_sections
 from nodex.services.chain import (
@@ -779,6 +780,11 @@ class HeldReads:
 
     run_writer_small = run_writer
 
+    def yield_interpreter(self) -> None:
+        """
+        Writes run on the caller's thread: nothing to hand over.
+        """
+
     def run_reader(self, function: Any, *args: Any) -> Deferred[Any]:
         """
         Hold the read.
@@ -942,8 +948,9 @@ class ChainThreadsTests(TestCase):
     def test_run_yields_between_blocks(self) -> Any:
         """
         The writer importing a run hands the interpreter lock over after
-        each empty block (L{yield_interpreter}), on the writer thread, not
-        after a block with transactions.
+        each empty block (L{SerialThread.yield_interpreter}, the module's
+        L{yield_interpreter}), on the writer thread, not after a block with
+        transactions.
         """
         store, genesis = sample_store()
         other, _ = sample_store()
@@ -954,7 +961,7 @@ class ChainThreadsTests(TestCase):
             blocks.append(block)
             parent = block.header
         yielded: list[str] = []
-        self.patch(chain_module, "yield_interpreter", lambda: yielded.append(threading.current_thread().name))
+        self.patch(threads_module, "yield_interpreter", lambda: yielded.append(threading.current_thread().name))
         threads = ChainThreads(reactor, readers=1)
         chain = ChainService(store, sample_rules(), reactor, threads=threads)
         chain.startService()

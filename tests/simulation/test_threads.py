@@ -6,8 +6,16 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.trial.unittest import SynchronousTestCase
 
+import nodex.services.threads as threads_module
+from nodex.api.chain import ImportResult
+from nodex.chain.aside import FILE
+from nodex.chain.importer import BlockImporter
+from nodex.services.chain import ChainService
+from nodex.services.threads import ChainThreads
 from nodex.simulation.clock import NodeClock, SimulatedTime
 from nodex.simulation.threads import SimulatedSerialThread, SimulatedThreadPool
+from tests.chain.chainmaker import store_block
+from tests.chain.test_processing import build_on, sample_rules, sample_store
 
 
 class SerialThreadTests(SynchronousTestCase):
@@ -87,6 +95,33 @@ class SerialThreadTests(SynchronousTestCase):
         self.clock.kill()
         self.time.run()
         self.assertEqual(results, [])
+
+
+    def test_import_run_does_not_yield(self) -> None:
+        """
+        A chain service on a simulated writer imports a run of empty blocks
+        without handing the interpreter lock over after each (the real
+        writer's C{time.sleep(0)}): the simulation has no other thread.
+        """
+        store, genesis = sample_store()
+        other, _ = sample_store()
+        blocks, parent = [], genesis
+        for _ in range(3):
+            block = build_on(other, parent, []).block
+            store_block(BlockImporter(other, sample_rules()), block)
+            blocks.append(block)
+            parent = block.header
+        yielded: list[float] = []
+        self.patch(threads_module.time, "sleep", yielded.append)
+        threads = ChainThreads(self.clock, readers=1, writer=self.thread, reader_pool=SimulatedThreadPool("readers"))
+        chain = ChainService(store, sample_rules(), self.clock, threads=threads)
+        chain.startService()
+        imported = chain.import_blocks(blocks, FILE)
+        self.time.run()
+        outcomes = self.successResultOf(imported)
+        self.assertEqual([outcome.result for outcome in outcomes], [ImportResult.IMPORTED_BEST] * 3)
+        self.assertEqual(yielded, [])
+        chain.stopService()
 
 
 class ThreadPoolTests(SynchronousTestCase):
