@@ -66,6 +66,24 @@ class MainTests(SynchronousTestCase):
         status, _, _ = self.call("probe", "--network", "devnet")
         self.assertEqual((status, seen), (7, [["--network", "devnet"]]))
 
+    def test_simulate_freezes_what_is_left(self) -> None:
+        """
+        C{nodex simulate} moves what its run left out of the collector's
+        sight before the process ends (the shutdown's full collection would
+        walk every simulated node's objects), and answers the run's status.
+        """
+        import gc
+
+        import nodex.simulation.cli as simulation_cli
+        from nodex.cli import simulate
+
+        left = [[index] for index in range(1000)]
+        self.patch(simulation_cli, "run_simulate", lambda argv: 3 if argv == ["small"] else 0)
+        self.addCleanup(gc.unfreeze)
+        before = gc.get_freeze_count()
+        self.assertEqual(simulate(["small"]), 3)
+        self.assertGreaterEqual(gc.get_freeze_count(), before + len(left))
+
 
 class TwistdOptionsTests(SynchronousTestCase):
     """
