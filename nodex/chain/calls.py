@@ -368,11 +368,13 @@ def estimate_gas(
     bounds it too.  The first run, with all the gas, decides whether the
     call can succeed at all, and tells the gas it consumed before its
     refund.  With exactly that much the same instructions run, unless a
-    subcall is handed less (what the 63/64 rule keeps back) or an SSTORE
-    finds 2,300 gas or less left.  When the first run shows that neither can
-    happen (L{_exact_from_first_run}) that gas is the answer, without another
-    run; otherwise, for most calls it is still the answer, which a run with
-    it and one with one gas less confirm (three runs in all).  Otherwise geth's
+    subcall is handed less than it needs (what the 63/64 rule keeps back)
+    or an SSTORE finds 2,300 gas or less left.  When the first run shows
+    that neither can happen, and that with one gas less only the call's
+    own frame runs short (L{_exact_from_first_run}), that gas is the
+    answer, without another run; otherwise, for most calls it is still the
+    answer, which a run with it and one with one gas less confirm (three
+    runs in all).  Otherwise geth's
     guess (that gas, plus a stipend, plus a 64th) narrows the range, and a
     binary search finds the least gas.  Every run shares one state opened
     once, each run's changes undone after it (its reads stay cached).
@@ -440,15 +442,28 @@ def _exact_from_first_run(result: CallResult, gas: int) -> bool:
     the gas it consumed before its refund is the least with which the call
     succeeds.
 
+    Given C{shift} less than C{gas}, the call's frame has C{shift} less at
+    every step; a subframe it runs is handed less by what the 63/64 rule
+    takes of that, and hands back less by as much, so the caller goes on
+    with C{shift} less again.  Each frame's margin (L{nodex.evm.frame.Evm})
+    is the most it can lose and still run the same instructions (its
+    SSTOREs keeping more than 2,300, its calls' own costs covered, its
+    subframes handed what they tolerate, its last instruction paid for).
     It does when the run read no GAS, no frame halted exceptionally
-    (C{limit_dependent}), no subframe ran and every SSTORE had at least
-    C{gas} minus that much to spare beyond its 2,300 (C{spare_gas}): given
-    only what it consumed, the one frame then runs the same instructions at
-    the same costs and ends with none left, so it succeeds; given one gas
-    less it runs the same instructions until its gas runs out (or an
-    SSTORE finds 2,300 left), so it fails.
+    (C{limit_dependent}), and the gas it had left at its end (C{shift} for
+    a run with just the gas consumed) is within its own frame's margin
+    (C{spare_gas}): given only what it consumed, every frame runs the same
+    instructions and the call's own ends with none left, so it succeeds.
+    And when one gas more than that is within what its subframes tolerate
+    (C{call_spare_gas}): given one gas less, every subframe runs as it did
+    and the call's own frame runs short before its end (at its last step,
+    or earlier at a call's cost or an SSTORE), which fails the call.  For
+    a frame without subframes this is the single frame's rule of session 9.
     """
-    return result.success and not result.limit_dependent and gas - (result.gas_used + result.refund) <= result.spare_gas
+    if not result.success or result.limit_dependent:
+        return False
+    shift = gas - (result.gas_used + result.refund)
+    return shift <= result.spare_gas and shift < result.call_spare_gas
 
 
 def _runs_on_one_state(

@@ -97,7 +97,10 @@ class CallResult:
     @ivar refund: the refund deducted from C{gas_used} (EIP-3529): the
         run consumed C{gas_used + refund} before it was paid.
     @ivar spare_gas: how much less gas the run could have had and run the
-        same instructions (L{nodex.evm.frame.ExecutionContext.spare_gas}).
+        same instructions, its own frame's margin (L{nodex.evm.frame.Evm}).
+    @ivar call_spare_gas: how much less gas the run could have had and still
+        hand each subframe of its own frame enough to run as it did
+        (L{nodex.evm.frame.ExecutionContext.call_margin}).
     """
 
     success: bool
@@ -109,6 +112,7 @@ class CallResult:
     reverted: bool = False
     """Whether the message ended in REVERT (its C{output} is the revert data)."""
     spare_gas: int = -1
+    call_spare_gas: int = -1
 
 
 def error_description(error: Exception | None) -> str | None:
@@ -332,7 +336,7 @@ def run_call(
     refund = min(gas_used // 5, evm.refund_counter) if evm.error is None else 0
     return CallResult(
         evm.error is None, evm.output, gas_used - refund, error_description(evm.error), context.limit_dependent, refund,
-        isinstance(evm.error, Revert), context.spare_gas,
+        isinstance(evm.error, Revert), evm.margin, context.call_margin,
     )
 
 

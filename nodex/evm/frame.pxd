@@ -7,4 +7,4 @@
 cdef class Evm:
     cdef public object pc, stack, memory, code, valid_jump_destinations, gas_left
     cdef public object message, context, state, output, return_data, logs
-    cdef public object refund_counter, accounts_to_delete, error, push_values
+    cdef public object refund_counter, accounts_to_delete, error, push_values, margin

@@ -86,8 +86,9 @@ class Message:
         return self.target is None
 
 
-UNBOUNDED_SPARE_GAS = 2**256
-"""L{ExecutionContext.spare_gas} of a run that made no SSTORE and no subcall."""
+UNBOUNDED_MARGIN = 2**256
+"""L{Evm.margin} of a frame that made no SSTORE and no subcall, and
+L{ExecutionContext.call_margin} of a transaction whose frame made no subcall."""
 
 
 class ExecutionContext:
@@ -105,21 +106,21 @@ class ExecutionContext:
         exceptionally (out of gas among the reasons).  While it is unset,
         the same message given more gas runs the same way to the same
         output (L{nodex.chain.calls.call_within}).
-    @ivar spare_gas: how much less gas the transaction could have been
-        given and still run every instruction as it did: the least, over
-        its SSTOREs, of the gas left beyond the 2,300 an SSTORE needs (EIP-2200);
-        unbounded (L{UNBOUNDED_SPARE_GAS}) without SSTOREs; -1 once a CALL,
-        CALLCODE, DELEGATECALL, STATICCALL, CREATE or CREATE2 ran (what a
-        subframe is handed depends on the gas left: not worked out).  With
-        C{limit_dependent} unset, a run given up to C{spare_gas} less takes the
-        same path (L{nodex.chain.calls.estimate_gas}).
+    @ivar call_margin: the least, over the subframes the transaction's own
+        frame (depth 0) ran, of how much less gas that frame could have had
+        and still hand the subframe enough to run as it did
+        (L{nodex.evm.instructions.system.subframe_tolerance});
+        L{UNBOUNDED_MARGIN} without subframes.  Kept apart from that frame's
+        own L{Evm.margin}: running short in the transaction's frame fails the
+        transaction, whereas a subframe run short may fail and be survived
+        (L{nodex.chain.calls.estimate_gas}).
     @ivar cancellation: what tells the interpreter to stop (L{None}: never),
         the L{nodex.evm.cancellation.CURRENT_CANCELLATION} of the context
         that made this one.
     """
 
     __slots__ = (
-        "state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent", "spare_gas", "cancellation",
+        "state", "block", "tx", "tracer", "fork", "pending_step", "limit_dependent", "call_margin", "cancellation",
     )
 
     def __init__(
@@ -137,7 +138,7 @@ class ExecutionContext:
         # A traced CALL or CREATE step waiting for its cost to be known.
         self.pending_step: tuple[Any, ...] | None = None
         self.limit_dependent = False
-        self.spare_gas = UNBOUNDED_SPARE_GAS
+        self.call_margin = UNBOUNDED_MARGIN
         # Set by the service that runs the transaction, if it may be cancelled.
         self.cancellation = CURRENT_CANCELLATION.get()
 
@@ -149,6 +150,21 @@ class Evm:
     The instruction functions read and write these attributes directly; the
     stack holds plain C{int} words (top last) and memory is a C{bytearray}
     whose length is always a multiple of 32.
+
+    C{margin} is how much less gas the frame could have started with and
+    still have run every instruction as it did, up to its last (whose gas
+    left bounds it too, which its parent adds): the least of its gas left
+    beyond the 2,300 each SSTORE needs (EIP-2200), of its gas left after
+    each CALL-family or CREATE instruction's own cost (before the subframe's
+    share), and, below the transaction's frame, of what each subframe
+    tolerates (L{nodex.evm.instructions.system.subframe_tolerance}; the
+    transaction's frame keeps those in L{ExecutionContext.call_margin});
+    -1 once something burnt gas in an amount that depends on the gas left
+    (a CREATE whose address was taken).  Running the frame with up to
+    C{margin} less gas, each subframe is handed less by at most what it
+    tolerates, so every frame runs the same instructions and hands back
+    its gas less the same shift; this holds only while no frame read GAS
+    or halted exceptionally (L{ExecutionContext.limit_dependent}).
     """
 
     __slots__ = (
@@ -168,6 +184,7 @@ class Evm:
         "accounts_to_delete",
         "error",
         "push_values",
+        "margin",
     )
 
     def __init__(
@@ -193,3 +210,4 @@ class Evm:
         self.accounts_to_delete: set[Address] = set()
         self.error: Exception | None = None
         self.push_values: list[int | None] = []
+        self.margin = UNBOUNDED_MARGIN

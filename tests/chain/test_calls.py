@@ -458,15 +458,22 @@ class EstimateGasTests(SynchronousTestCase):
         consumed = calls.run_request(self.open_state, BLOCK, request, overrides, 30_000_000).gas_used
         self.assertEqual(estimate, consumed + 2_201)
 
-    def test_subcall_declines_the_one_run(self) -> None:
+    def test_subcall_with_a_fixed_gas(self) -> None:
         """
-        A call with a subframe (here a CALL with a fixed gas, no GAS read)
-        is not settled by its first run: what a subframe is handed depends
-        on the gas left.
+        A call whose subcall asks for a fixed gas it is always given (here
+        30,000 to an account without code, handed back whole) is settled by
+        its first run: with the gas consumed the subcall is handed nothing,
+        which it tolerates, and with one less the call's own charge fails.
         """
         # CALL(gas 30000, an account without code, value 0, no input, no
         # output), then STOP.
-        self.searched(bytes.fromhex("6000600060006000600073" + "79" * 20 + "617530" "f1" "00"))
+        target = Address(b"\x77" * 20)
+        code = bytes.fromhex("6000600060006000600073" + "79" * 20 + "617530" "f1" "00")
+        overrides = StateOverrides({target: AccountOverride(code=code)})
+        request = CallRequest(sender=ALICE, to=target)
+        estimate, runs, _ = self.count_runs(request, overrides)
+        self.assertEqual(runs, [30_000_000])
+        self.assertEqual(estimate, self.least_gas(request, overrides))
 
     def searched(self, code: bytes) -> tuple[CallRequest, StateOverrides, int]:
         """
@@ -569,3 +576,200 @@ class EstimateGasTests(SynchronousTestCase):
         request = CallRequest(sender=poor, to=Address(b"\x01" * 20), value=5)
         overrides = StateOverrides({poor: AccountOverride(balance=10)})
         self.assertEqual(estimate_gas(self.open_state, BLOCK, request, overrides, 30_000_000), 21_000)
+
+
+CALLEE = Address(b"\x62" * 20)
+CALLER = Address(b"\x61" * 20)
+
+
+def push(value: int) -> bytes:
+    """
+    The shortest PUSH of C{value}.
+    """
+    if value == 0:
+        return b"\x5f"
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes([0x5F + len(raw)]) + raw
+
+
+def calling(to: Address, gas: int | None = None, value: int = 0, forward_input: bool = False) -> bytes:
+    """
+    Code that CALLs C{to} (with its call data when C{forward_input}),
+    leaving the success flag on the stack: with all the gas (C{GAS CALL})
+    when C{gas} is L{None}, else asking for C{gas}.
+    """
+    copy = bytes.fromhex("365f5f37") if forward_input else b""
+    size = b"\x36" if forward_input else push(0)
+    asked = b"\x5a" if gas is None else push(gas)
+    return copy + push(0) + push(0) + size + push(0) + push(value) + b"\x73" + to + asked + b"\xf1"
+
+
+def on_success(prefix: bytes, failure: bytes, success: bytes) -> bytes:
+    """
+    C{prefix} (which leaves a flag on the stack), then C{success} if the
+    flag is set, else C{failure}.
+    """
+    destination = len(prefix) + 4 + len(failure)
+    return prefix + b"\x61" + destination.to_bytes(2, "big") + b"\x57" + failure + b"\x5b" + success
+
+
+def burner(iterations: int) -> bytes:
+    """
+    Code that loops C{iterations} times (26 gas each) and stops.
+    """
+    return b"\x61" + iterations.to_bytes(2, "big") + bytes.fromhex("5b" "6001" "90" "03" "80" "6003" "57" "00")
+
+
+STOP = b"\x00"
+REVERT = bytes.fromhex("5f5ffd")
+SSTORE_ONE = bytes.fromhex("6001" "6001" "55")
+"""SSTORE(1, 1): a cold slot set, 22,100 gas."""
+
+
+class EstimateSubframeTests(SynchronousTestCase):
+    """
+    L{estimate_gas} of calls with subframes: settled by the first run when
+    its frames' margins prove it, and always the answer of the search the
+    first run's shortcut stands in for (the same estimate with the
+    shortcut turned off: the gas consumed confirmed by a run with it and
+    one with one gas less, else geth's guess and a bisection).
+    """
+
+    def setUp(self) -> None:
+        """
+        Build the world.
+        """
+        self.open_state = make_world()
+
+    def estimates(self, code: bytes, callee: bytes = b"", data: bytes = b"", to: Address | None = CALLER) -> tuple[int, int, int]:
+        """
+        Estimate a call of C{code} (at L{CALLER} by an override, L{CALLEE}
+        holding C{callee}; a creation with C{code} as initcode when C{to} is
+        L{None}) with and without the first run's shortcut.
+
+        @return: the estimate, the runs it took, and the estimate without
+            the shortcut.
+        """
+        accounts = {
+            CALLEE: AccountOverride(code=callee, balance=10**18),
+            CALLER: AccountOverride(code=code, balance=10**18, state_diff={2: 1}),
+        }
+        overrides = StateOverrides(accounts)
+        request = CallRequest(sender=ALICE, to=to, data=code if to is None else data)
+        runs: list[int] = []
+
+        def counting_run(*args: object, **kwargs: object) -> CallResult:
+            runs.append(1)
+            return run_call(*args, **kwargs)  # type: ignore[arg-type]
+
+        self.patch(calls, "run_call", counting_run)
+        estimate = estimate_gas(self.open_state, BLOCK, request, overrides, 30_000_000)
+        count = len(runs)
+        shortcut = calls._exact_from_first_run
+        calls._exact_from_first_run = lambda result, gas: False
+        try:
+            searched = estimate_gas(self.open_state, BLOCK, request, overrides, 30_000_000)
+        finally:
+            calls._exact_from_first_run = shortcut
+        return estimate, count, searched
+
+    def test_one_run(self) -> None:
+        """
+        Calls whose subframes are handed far more than they need are
+        settled by the first run, with the search's answer: a subcall with
+        all the gas followed by the caller's own SSTORE (Solidity's pattern:
+        state written after an external call), with a storage refund in the
+        callee, nested two deep, to a precompile, with value to a new
+        account (the stipend), and a creation whose constructor calls.
+        """
+        forward = calling(FORWARDER, forward_input=True)
+        set_seven = selector("set(uint256)") + word(7)
+        clear = selector("set(uint256)") + word(0)
+        identity = push(0) + push(0) + push(32) + push(0) + push(4) + b"\x5a\xfa"
+        # Initcode: call Storage.set(7) with all the gas (its selector and
+        # argument stored in memory), then return 32 bytes of code.
+        store_call = push(7) + push(36) + b"\x52" + push(int.from_bytes(selector("set(uint256)"), "big")) + push(0) + b"\x52"
+        constructor = store_call + push(0) + push(0) + push(36) + push(28) + push(0) + b"\x73" + STORAGE + b"\x5a\xf1\x50" + push(32) + push(0) + b"\xf3"
+        cases = (
+            ("subcall, then an SSTORE", calling(STORAGE, forward_input=True) + b"\x50" + SSTORE_ONE + STOP, set_seven, CALLER),
+            ("refund in the callee", calling(STORAGE, forward_input=True) + b"\x50" + SSTORE_ONE + STOP, clear, CALLER),
+            ("two deep", forward + b"\x50" + SSTORE_ONE + STOP, set_seven, CALLER),
+            ("precompile", identity + b"\x50" + SSTORE_ONE + STOP, b"", CALLER),
+            ("value to a new account", calling(Address(b"\x79" * 20), gas=0, value=1) + b"\x50" + SSTORE_ONE + STOP, b"", CALLER),
+            ("constructor", constructor, b"", None),
+        )
+        for name, code, data, to in cases:
+            estimate, runs, searched = self.estimates(code, data=data, to=to)
+            self.assertEqual((name, estimate, runs), (name, searched, 1))
+
+    def test_callee_needs_the_reserve(self) -> None:
+        """
+        A callee handed all but a 64th of the gas may need more than the
+        call consumed: given only that, it is handed less than it used.
+        Swept over how much the caller does after the call, across the
+        point where the 64th the caller keeps covers the callee's need
+        (about 70 gas here), for a caller that reverts when its callee
+        fails and for one that stops (succeeds) then, after clearing a slot
+        (a refund: the search then tries one gas less than consumed, which
+        succeeds below that point, the callee failing), each with all the
+        gas forwarded and with a fixed gas asked for: the estimate is the
+        search's in every case, and is settled by the first run only past
+        that point.
+        """
+        callee = burner(200)
+        clear_slot = push(0) + push(2) + b"\x55"
+        for asked in (None, 6_000):
+            for prefix, failure in ((b"", REVERT), (clear_slot, STOP)):
+                one_run = []
+                for after in range(60, 80):
+                    code = on_success(prefix + calling(CALLEE, gas=asked), failure, b"\x5b" * after + STOP)
+                    estimate, runs, searched = self.estimates(code, callee)
+                    self.assertEqual((asked, failure, after, estimate), (asked, failure, after, searched))
+                    one_run.append(runs == 1)
+                self.assertEqual(one_run, sorted(one_run))
+                self.assertIn(True, one_run)
+                self.assertIn(False, one_run)
+
+    def test_stipend_handed_back(self) -> None:
+        """
+        A call with value hands its callee a 2,300 stipend it was not
+        charged for; handed back unused, the caller ends with more than it
+        had after the call's cost.  Given only the gas consumed, that cost
+        cannot be paid: the least gas is 2,300 more, which the search
+        finds.
+        """
+        code = calling(Address(b"\x79" * 20), gas=0, value=1) + STOP
+        estimate, runs, searched = self.estimates(code)
+        self.assertEqual(estimate, searched)
+        self.assertGreater(runs, 1)
+        overrides = StateOverrides({CALLER: AccountOverride(code=code, balance=1)})
+        consumed = calls.run_request(self.open_state, BLOCK, CallRequest(sender=ALICE, to=CALLER), overrides, 30_000_000).gas_used
+        self.assertEqual(estimate, consumed + 2_300)
+
+    def test_callee_reads_gas(self) -> None:
+        """
+        A callee that reads GAS (here: fails unless more than 100,000 are
+        left) decides by the gas it is handed: the first run proves nothing,
+        and the estimate is the search's, far above the gas consumed.
+        """
+        # GAS, PUSH3 100000, GT (100000 > GAS), PUSH1 9, JUMPI, STOP, then
+        # at 9: JUMPDEST, INVALID.
+        callee = bytes.fromhex("5a" "620186a0" "11" "6009" "57" "00" "5b" "fe")
+        code = on_success(calling(CALLEE), REVERT, SSTORE_ONE + STOP)
+        estimate, runs, searched = self.estimates(code, callee)
+        self.assertEqual(estimate, searched)
+        self.assertGreater(estimate, 100_000)
+        self.assertGreater(runs, 1)
+
+    def test_callee_sstore_near_its_end(self) -> None:
+        """
+        A callee's SSTORE that, given only the gas consumed, would find
+        2,300 gas or less left (EIP-2200) keeps the first run from being
+        the answer, as the call's own would.
+        """
+        # SSTORE(0, 1), then SSTORE(0, 2) (100 gas), then STOP.
+        callee = bytes.fromhex("6001600055" "6002600055" "00")
+        code = on_success(calling(CALLEE), REVERT, STOP)
+        estimate, runs, searched = self.estimates(code, callee)
+        self.assertEqual(estimate, searched)
+        self.assertGreater(runs, 1)

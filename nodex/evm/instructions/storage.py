@@ -51,10 +51,9 @@ def sstore(evm: Evm) -> None:
     # GAS
     if evm.gas_left <= GAS_CALL_STIPEND:
         raise OutOfGasError
-    context = evm.context
     spare = evm.gas_left - GAS_CALL_STIPEND - 1
-    if spare < context.spare_gas:
-        context.spare_gas = spare
+    if spare < evm.margin:
+        evm.margin = spare
     state = evm.state
     target = evm.message.current_target
     original_value = state.get_original_storage(target, key)

@@ -5,7 +5,7 @@ and SELFDESTRUCT (EIP-6780).
 
 from nodex.crypto import keccak256
 from nodex.evm.errors import InvalidOpcodeError, OutOfGasError, Revert, Stop, WriteInStaticContextError
-from nodex.evm.frame import Evm, Message
+from nodex.evm.frame import UNBOUNDED_MARGIN, Evm, Message
 from nodex.evm.gas import (
     GAS_CALL_STIPEND,
     GAS_CALL_VALUE,
@@ -57,11 +57,13 @@ def generic_create(evm: Evm, endowment: int, contract_address: Address, start: i
     """
     from nodex.evm.interpreter import process_create_message
 
-    evm.context.spare_gas = -1
     call_data = read_memory(evm, start, size)
     state = evm.state
     state.mark_warm_address(contract_address)
-    create_message_gas = max_message_call_gas(evm.gas_left)
+    available = evm.gas_left
+    if available < evm.margin:
+        evm.margin = available
+    create_message_gas = max_message_call_gas(available)
     evm.gas_left -= create_message_gas
     if evm.message.is_static:
         raise WriteInStaticContextError
@@ -77,6 +79,9 @@ def generic_create(evm: Evm, endowment: int, contract_address: Address, start: i
         return
     state.increment_nonce(sender)
     if state.has_code_or_nonce(contract_address) or state.has_storage(contract_address):
+        # The creation's gas is burnt: with less gas left, less would be,
+        # and the frame would go on with more than its shift implies.
+        evm.margin = -1
         evm.stack.append(0)
         return
     child_message = Message(
@@ -91,6 +96,7 @@ def generic_create(evm: Evm, endowment: int, contract_address: Address, start: i
         depth=evm.message.depth + 1,
     )
     child = process_create_message(child_message, evm.context)
+    record_subframe(evm, subframe_tolerance(available, create_message_gas, child))
     evm.gas_left += child.gas_left
     if child.error is not None:
         evm.return_data = child.output
@@ -169,6 +175,71 @@ def message_call_gas(evm: Evm, value: int, gas: int, extra_gas: int) -> tuple[in
     return gas + extra_gas, gas + stipend
 
 
+def charge_call(evm: Evm, value: int, gas: int, extra_gas: int) -> tuple[int, int]:
+    """
+    Charge a call's cost (L{message_call_gas}) and count, in the frame's
+    margin, the gas left after its own costs, before the child's share.
+
+    @return: the gas the child receives, and that gas left (C{available}
+        of L{generic_call}).
+    """
+    available = evm.gas_left - extra_gas
+    cost, child_gas = message_call_gas(evm, value, gas, extra_gas)
+    charge_gas(evm, cost)
+    if available < evm.margin:
+        evm.margin = available
+    return child_gas, available
+
+
+def subframe_tolerance(available: int, forwarded: int, child: Evm) -> int:
+    """
+    How much less gas its caller could have had and still hand C{child}
+    enough to run as it did: the largest C{s} for which the child's share
+    shrinks by no more than the child tolerates (its L{Evm.margin} and the
+    gas it had left at its end).
+
+    The caller had C{available} after the call's own costs and forwarded
+    C{forwarded} of it (the stipend aside): the least of the gas asked for
+    and all but a 64th of C{available} (EIP-150).  With C{s} less, it
+    forwards the least of the same request and all but a 64th of
+    C{available - s}: the request caps the share in both runs, or the
+    share shrinks by about 63/64 of C{s} (a GAS read as the request,
+    C{GAS CALL}, shrinks by C{s} itself and still caps nothing).  Past
+    C{available} the caller's own charge fails, which its own margin
+    counts, so a child that tolerates losing its whole share tolerates
+    any C{s}: L{UNBOUNDED_MARGIN}.
+
+    @return: that largest C{s}, or -1 when the child tolerates nothing.
+    """
+    tolerance = child.margin
+    if child.gas_left < tolerance:
+        tolerance = child.gas_left
+    if tolerance < 0:
+        return -1
+    needed = forwarded - tolerance
+    if needed <= 0:
+        return UNBOUNDED_MARGIN
+    # The least x whose all but a 64th, x - x // 64, is at least what the
+    # child needs: x = 64q + r gives 63q + r (r < 64).
+    quotient, remainder = divmod(needed, 63)
+    least = 64 * quotient + remainder if remainder else 64 * quotient - 1
+    return available - least
+
+
+def record_subframe(evm: Evm, tolerance: int) -> None:
+    """
+    Count a finished subframe's tolerance in its caller's margin, or, for
+    the transaction's own frame, in the context's C{call_margin}.
+    """
+    if evm.message.depth:
+        if tolerance < evm.margin:
+            evm.margin = tolerance
+    else:
+        context = evm.context
+        if tolerance < context.call_margin:
+            context.call_margin = tolerance
+
+
 def generic_call(
     evm: Evm,
     gas: int,
@@ -180,13 +251,16 @@ def generic_call(
     is_staticcall: bool,
     memory_in: tuple[int, int],
     memory_out: tuple[int, int],
+    available: int,
 ) -> None:
     """
     Run a child frame for the CALL family and push 1 on success, 0 on failure.
+
+    @param available: the caller's gas left after the call's own costs,
+        before the child's share was taken (L{charge_call}).
     """
     from nodex.evm.interpreter import process_message
 
-    evm.context.spare_gas = -1
     evm.return_data = b""
     if evm.message.depth + 1 > STACK_DEPTH_LIMIT:
         evm.gas_left += gas
@@ -207,6 +281,7 @@ def generic_call(
         is_static=True if is_staticcall else evm.message.is_static,
     )
     child = process_message(child_message, evm.context)
+    record_subframe(evm, subframe_tolerance(available, available - evm.gas_left, child))
     evm.gas_left += child.gas_left
     evm.return_data = child.output
     if child.error is not None:
@@ -238,8 +313,7 @@ def _call_value_transfer(
         frame is an exceptional halt (CALL; CALLCODE only pays itself).
     """
     expand_memory_for(evm, (memory_in, memory_out))
-    cost, child_gas = message_call_gas(evm, value, gas, extra_gas)
-    charge_gas(evm, cost)
+    child_gas, available = charge_call(evm, value, gas, extra_gas)
     if forbid_value_if_static and value and evm.message.is_static:
         raise WriteInStaticContextError
     sender = evm.message.current_target
@@ -248,7 +322,7 @@ def _call_value_transfer(
         evm.return_data = b""
         evm.gas_left += child_gas
     else:
-        generic_call(evm, child_gas, value, sender, to, code_address, True, False, memory_in, memory_out)
+        generic_call(evm, child_gas, value, sender, to, code_address, True, False, memory_in, memory_out, available)
 
 
 def call(evm: Evm) -> None:
@@ -303,8 +377,7 @@ def delegatecall(evm: Evm) -> None:
     memory_out = (stack.pop(), stack.pop())
     extra_gas = access_cost(evm, code_address)
     expand_memory_for(evm, (memory_in, memory_out))
-    cost, child_gas = message_call_gas(evm, 0, gas, extra_gas)
-    charge_gas(evm, cost)
+    child_gas, available = charge_call(evm, 0, gas, extra_gas)
     message = evm.message
     generic_call(
         evm,
@@ -317,6 +390,7 @@ def delegatecall(evm: Evm) -> None:
         False,
         memory_in,
         memory_out,
+        available,
     )
     evm.pc += 1
 
@@ -332,10 +406,9 @@ def staticcall(evm: Evm) -> None:
     memory_out = (stack.pop(), stack.pop())
     extra_gas = access_cost(evm, to)
     expand_memory_for(evm, (memory_in, memory_out))
-    cost, child_gas = message_call_gas(evm, 0, gas, extra_gas)
-    charge_gas(evm, cost)
+    child_gas, available = charge_call(evm, 0, gas, extra_gas)
     generic_call(
-        evm, child_gas, 0, evm.message.current_target, to, to, True, True, memory_in, memory_out
+        evm, child_gas, 0, evm.message.current_target, to, to, True, True, memory_in, memory_out, available
     )
     evm.pc += 1
 
