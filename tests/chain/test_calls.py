@@ -746,6 +746,20 @@ class EstimateSubframeTests(SynchronousTestCase):
         consumed = calls.run_request(self.open_state, BLOCK, CallRequest(sender=ALICE, to=CALLER), overrides, 30_000_000).gas_used
         self.assertEqual(estimate, consumed + 2_300)
 
+    def test_creation_collision(self) -> None:
+        """
+        A CREATE2 onto a taken address burns the gas it would have handed
+        the initcode, all but a 64th of what is left: less with less gas,
+        so the caller goes on with more than its shift implies.  After a
+        refund (the search then tries one gas less than consumed, which
+        succeeds here) the estimate is the search's, not the gas consumed.
+        """
+        create_twice = (push(0) * 4 + b"\xf5\x50") * 2
+        code = push(0) + push(2) + b"\x55" + create_twice + STOP
+        estimate, runs, searched = self.estimates(code)
+        self.assertEqual(estimate, searched)
+        self.assertGreater(runs, 1)
+
     def test_callee_reads_gas(self) -> None:
         """
         A callee that reads GAS (here: fails unless more than 100,000 are

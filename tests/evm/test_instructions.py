@@ -20,8 +20,10 @@ from nodex.evm.errors import (
     StackUnderflowError,
     WriteInStaticContextError,
 )
-from nodex.evm.frame import Evm, ExecutionContext, Message
+from nodex.evm.frame import UNBOUNDED_MARGIN, Evm, ExecutionContext, Message
+from nodex.evm.gas import max_message_call_gas
 from nodex.evm.instructions import keccak as keccak_module
+from nodex.evm.instructions.system import subframe_tolerance
 from nodex.evm.interpreter import analyse_code, process_create_message, process_message
 from nodex.primitives import Address
 from nodex.state.state import State
@@ -579,3 +581,65 @@ class MoreInstructionTests(SynchronousTestCase):
         evm = process_message(message, context)
         self.assertIsNone(evm.error)
         self.assertEqual(result_word(evm), 0)
+
+
+class MarginTests(SynchronousTestCase):
+    """
+    Tests for the margins a frame counts (L{Evm}'s C{margin}, the context's
+    C{call_margin}): how much less gas it could have had and run as it did.
+    """
+
+    def test_subframe_tolerance(self) -> None:
+        """
+        L{subframe_tolerance} is the largest shift of the caller's gas for
+        which the share the child is handed (the least of the request and
+        all but a 64th of what is left, EIP-150) shrinks by no more than
+        the child tolerates, found here by trying every shift; unbounded
+        when the child tolerates losing its whole share; -1 when it
+        tolerates nothing.
+        """
+        child = run(b"")
+        for available in (*range(0, 140), 1_023, 1_024, 1_025):
+            for asked in (None, 0, 50, 63, 64, 1_000):
+                def share(gas: int) -> int:
+                    whole = max_message_call_gas(gas)
+                    return whole if asked is None else min(asked, whole)
+                forwarded = share(available)
+                for tolerated in (0, 1, 2, 62, 63, 64, 65, 500):
+                    for margin, left in ((tolerated, tolerated + 7), (tolerated + 3, tolerated)):
+                        child.margin = margin
+                        child.gas_left = left
+                        shifts = [s for s in range(available + 1) if forwarded - share(available - s) <= tolerated]
+                        expected = available if len(shifts) == available + 1 else max(shifts)
+                        found = subframe_tolerance(available, forwarded, child)
+                        if found == UNBOUNDED_MARGIN:
+                            self.assertEqual(len(shifts), available + 1)
+                        else:
+                            self.assertEqual((available, asked, tolerated, found), (available, asked, tolerated, expected))
+        child.margin = -1
+        self.assertEqual(subframe_tolerance(100, 50, child), -1)
+
+    def test_frame_margins(self) -> None:
+        """
+        An SSTORE counts the gas left beyond its 2,300 in its frame's
+        margin; a call counts the gas left after its own cost; what a
+        subframe tolerates goes to its caller's margin, or, for the
+        transaction's frame, to the context's C{call_margin}.
+        """
+        # SSTORE(0, 1) with 100,000 gas: 5 gas of PUSHes before it.
+        evm = run(push(1) + push(0) + b"\x55\x00", gas=100_000)
+        self.assertEqual(evm.margin, 100_000 - 5 - 2_301)
+        self.assertEqual(evm.context.call_margin, UNBOUNDED_MARGIN)
+        # CALL(gas 1,000, OTHER (an empty account, cold: 2,600), no value):
+        # five PUSH0s, the PUSH20 and the PUSH2 first.
+        call = push(0) * 5 + b"\x73" + OTHER + push(1_000) + b"\xf1\x00"
+        evm = run(call, gas=100_000)
+        available = 100_000 - 5 * 2 - 3 - 3 - 2_600
+        self.assertEqual(evm.margin, available)
+        # The empty callee hands back its whole share: it tolerates any shift.
+        self.assertEqual(evm.context.call_margin, UNBOUNDED_MARGIN)
+        # A callee that burns 4 gas of its 1,000 tolerates losing 996 of
+        # them: the caller may have all but the 4 its share needs less.
+        evm = run(call, gas=100_000, state=make_state(call, {OTHER: push(0) + b"\x50\x00"}))
+        self.assertEqual(evm.margin, available)
+        self.assertEqual(evm.context.call_margin, available - 4)
