@@ -369,14 +369,12 @@ def estimate_gas(
     call can succeed at all, and tells the gas it consumed before its
     refund.  With exactly that much the same instructions run, unless a
     subcall is handed less than it needs (what the 63/64 rule keeps back)
-    or an SSTORE finds 2,300 gas or less left.  When the first run shows
-    that neither can happen, and that with one gas less only the call's
-    own frame runs short (L{_exact_from_first_run}), that gas is the
-    answer, without another run; otherwise, for most calls it is still the
-    answer, which a run with it and one with one gas less confirm (three
-    runs in all).  Otherwise geth's
-    guess (that gas, plus a stipend, plus a 64th) narrows the range, and a
-    binary search finds the least gas.  Every run shares one state opened
+    or an SSTORE finds 2,300 gas or less left; for most calls it is the
+    answer, which a run with it and one with one gas less confirm.
+    Otherwise geth's guess (that gas, plus a stipend, plus a 64th) narrows
+    the range, and a binary search finds the least gas.  A run whose
+    outcome a successful run already proves (L{_RunProofs}) is not made:
+    most estimates so take the first run alone.  Every run shares one state opened
     once, each run's changes undone after it (its reads stay cached).
     The search assumes that a call that succeeds with some gas succeeds
     with more, as the EVM's gas rules make it for calls that do not read
@@ -410,60 +408,101 @@ def estimate_gas(
         if result.reverted:
             raise ExecutionRevertedError(result.output)
         raise CallError(f"gas required exceeds allowance ({high}): {result.error}")
+    proofs = _RunProofs()
+    proofs.add(high, result)
+
+    def succeeds(gas: int) -> bool:
+        proven = proofs.outcome(gas)
+        if proven is not None:
+            return proven
+        try:
+            outcome = run(gas)
+        except InvalidTransactionError:
+            return False
+        proofs.add(gas, outcome)
+        return outcome.success
+
     low = max(low, result.gas_used - 1)
     consumed = result.gas_used + result.refund
-    if _exact_from_first_run(result, high):
-        return consumed
     if low < consumed < high:
-        if _succeeds(run, consumed):
-            if consumed - 1 == low or not _succeeds(run, consumed - 1):
+        if succeeds(consumed):
+            if consumed - 1 == low or not succeeds(consumed - 1):
                 return consumed
             high = consumed - 1
         else:
             low = consumed
     optimistic = (consumed + GAS_CALL_STIPEND) * 64 // 63
     if low < optimistic < high:
-        if _succeeds(run, optimistic):
+        if succeeds(optimistic):
             high = optimistic
         else:
             low = optimistic
     while high - low > 1:
         middle = (low + high) // 2
-        if _succeeds(run, middle):
+        if succeeds(middle):
             high = middle
         else:
             low = middle
     return high
 
 
-def _exact_from_first_run(result: CallResult, gas: int) -> bool:
+class _RunProofs:
     """
-    Whether a successful run with C{gas} proves, without another run, that
-    the gas it consumed before its refund is the least with which the call
-    succeeds.
+    What the successful runs of one estimate prove about the outcome of a
+    run with less gas, without making it.
 
-    Given C{shift} less than C{gas}, the call's frame has C{shift} less at
-    every step; a subframe it runs is handed less by what the 63/64 rule
-    takes of that, and hands back less by as much, so the caller goes on
-    with C{shift} less again.  Each frame's margin (L{nodex.evm.frame.Evm})
-    is the most it can lose and still run the same instructions (its
-    SSTOREs keeping more than 2,300, its calls' own costs covered, its
-    subframes handed what they tolerate, its last instruction paid for).
-    It does when the run read no GAS, no frame halted exceptionally
-    (C{limit_dependent}), and the gas it had left at its end (C{shift} for
-    a run with just the gas consumed) is within its own frame's margin
-    (C{spare_gas}): given only what it consumed, every frame runs the same
-    instructions and the call's own ends with none left, so it succeeds.
-    And when one gas more than that is within what its subframes tolerate
-    (C{call_spare_gas}): given one gas less, every subframe runs as it did
-    and the call's own frame runs short before its end (at its last step,
-    or earlier at a call's cost or an SSTORE), which fails the call.  For
-    a frame without subframes this is the single frame's rule of session 9.
+    Given C{shift} less gas than a run had, the call's frame has C{shift}
+    less at every step; a subframe it runs is handed less by what the
+    63/64 rule takes of that, and hands back less by as much, so the
+    caller goes on with C{shift} less again.  Each frame's margin
+    (L{nodex.evm.frame.Evm}) is the most it can lose and still run the
+    same instructions (its SSTOREs keeping more than 2,300, its calls' own
+    costs covered, its subframes handed what they tolerate).  For a run
+    that read no GAS and in which no frame halted exceptionally
+    (C{limit_dependent} unset), which had C{left} gas left at its end:
+
+      - with a shift of at most C{left}, its own frame's margin
+        (C{spare_gas}) and what its subframes tolerate (C{call_spare_gas}),
+        every frame runs the same instructions and the call's own ends with
+        C{left - shift} left: the call succeeds;
+      - with a shift above C{left} but within what its subframes tolerate,
+        every subframe runs as it did and the call's own frame runs short
+        (at its last step, or earlier at a call's cost or an SSTORE): the
+        call fails.
+
+    So the gas consumed before the refund (a shift of C{left}) is proven to
+    succeed and one gas less to fail, from the first run alone, for a call
+    whose frames all keep a margin of more than what it had left: every call
+    without subframes, GAS or an SSTORE near its end (session 9), and
+    calls whose subframes are handed more than they need (session 13).
+    Other runs are made, and those that succeed add their own proofs.
     """
-    if not result.success or result.limit_dependent:
-        return False
-    shift = gas - (result.gas_used + result.refund)
-    return shift <= result.spare_gas and shift < result.call_spare_gas
+
+    __slots__ = ("_proofs",)
+
+    def __init__(self) -> None:
+        self._proofs: list[tuple[int, int, int, int]] = []
+
+    def add(self, gas: int, result: CallResult) -> None:
+        """
+        Keep what a run with C{gas} proves, if anything.
+        """
+        if result.success and not result.limit_dependent:
+            left = gas - (result.gas_used + result.refund)
+            calls = result.call_spare_gas
+            self._proofs.append((gas, min(left, result.spare_gas, calls), left, calls))
+
+    def outcome(self, gas: int) -> bool | None:
+        """
+        Whether a run with C{gas} succeeds, if a kept run proves it; else L{None}.
+        """
+        for proven, succeeding, left, calls in self._proofs:
+            shift = proven - gas
+            if 0 <= shift <= succeeding:
+                return True
+            if left < shift <= calls:
+                return False
+        return None
 
 
 def _runs_on_one_state(
@@ -491,16 +530,6 @@ def _runs_on_one_state(
             state.revert(0)
 
     return run
-
-
-def _succeeds(run: Callable[[int], CallResult], gas: int) -> bool:
-    """
-    Whether the call succeeds with C{gas}.
-    """
-    try:
-        return run(gas).success
-    except InvalidTransactionError:
-        return False
 
 
 __all__ = [

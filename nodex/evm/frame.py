@@ -110,7 +110,10 @@ class ExecutionContext:
         frame (depth 0) ran, of how much less gas that frame could have had
         and still hand the subframe enough to run as it did
         (L{nodex.evm.instructions.system.subframe_tolerance});
-        L{UNBOUNDED_MARGIN} without subframes.  Kept apart from that frame's
+        L{UNBOUNDED_MARGIN} without subframes; -1 once a frame burnt gas in
+        an amount that depends on the gas left (a CREATE whose address was
+        taken: with less gas it burns less, and its frame goes on with more
+        than its shift implies).  Kept apart from that frame's
         own L{Evm.margin}: running short in the transaction's frame fails the
         transaction, whereas a subframe run short may fail and be survived
         (L{nodex.chain.calls.estimate_gas}).
@@ -158,10 +161,8 @@ class Evm:
     each CALL-family or CREATE instruction's own cost (before the subframe's
     share), and, below the transaction's frame, of what each subframe
     tolerates (L{nodex.evm.instructions.system.subframe_tolerance}; the
-    transaction's frame keeps those in L{ExecutionContext.call_margin});
-    -1 once something burnt gas in an amount that depends on the gas left
-    (a CREATE whose address was taken).  Running the frame with up to
-    C{margin} less gas, each subframe is handed less by at most what it
+    transaction's frame keeps those in L{ExecutionContext.call_margin}).
+    Running the frame with up to C{margin} less gas, each subframe is handed less by at most what it
     tolerates, so every frame runs the same instructions and hands back
     its gas less the same shift; this holds only while no frame read GAS
     or halted exceptionally (L{ExecutionContext.limit_dependent}).

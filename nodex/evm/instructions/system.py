@@ -80,8 +80,9 @@ def generic_create(evm: Evm, endowment: int, contract_address: Address, start: i
     state.increment_nonce(sender)
     if state.has_code_or_nonce(contract_address) or state.has_storage(contract_address):
         # The creation's gas is burnt: with less gas left, less would be,
-        # and the frame would go on with more than its shift implies.
-        evm.margin = -1
+        # and the frame would go on with more than its shift implies, so no
+        # run with less gas is proven to take this one's path.
+        evm.context.call_margin = -1
         evm.stack.append(0)
         return
     child_message = Message(
