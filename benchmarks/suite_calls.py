@@ -28,6 +28,11 @@ Scenarios:
     percentile, as Hardhat asks it before every C{eth_sendTransaction};
   - C{estimate_transfer}: C{eth_estimateGas} of an ERC-20 C{transfer};
   - C{estimate_deploy}: C{eth_estimateGas} of the token's deployment;
+  - C{estimate_forward}: C{eth_estimateGas} of a C{transfer} made through a
+    forwarding contract (deployed first, with tokens of its own): it CALLs
+    the token with its call data and all its gas (Solidity's C{GAS CALL}),
+    then counts the call in its own storage, as contracts that call other
+    contracts do (ERC-4626 vaults, wrappers, ERC-1363 callbacks);
   - C{estimate_send}: C{eth_estimateGas} of a C{transfer}, then its
     C{eth_sendTransaction} with that gas (Hardhat's pair), timed together;
   - C{send_transfer}: C{eth_sendTransaction} of an ERC-20 C{transfer}
@@ -83,7 +88,7 @@ from transfers import RawSender  # noqa: E402
 
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
-    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "estimate_send", "send_transfer", "lookups",
+    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "estimate_forward", "estimate_send", "send_transfer", "lookups",
     "snapshot_revert", "call", "call_parent",
 )
 
@@ -279,6 +284,12 @@ class Scenarios:
         if name == "estimate_deploy":
             deploy = {key: value for key, value in self.deploy.items() if key != "gas"}
             return {"eth_estimateGas deploy": self.timed_batch(lambda: call("eth_estimateGas", deploy))}
+        if name == "estimate_forward":
+            forwarder = self.forwarder()
+
+            def forwarded() -> None:
+                call("eth_estimateGas", dict(self.transfer(), to=forwarder))
+            return {"eth_estimateGas transfer through a forwarder": self.timed_batch(forwarded)}
         if name == "send_transfer":
             return {"eth_sendTransaction transfer": self.timed_batch(lambda: call("eth_sendTransaction", self.send()))}
         if name == "estimate_send":
@@ -312,6 +323,27 @@ class Scenarios:
                 call("eth_call", {"to": self.token, "data": "0x70a08231" + word(self.recipients)}, parent)
             return {"eth_call balanceOf at the head's parent": self.timed_batch(balance_before)}
         raise SystemExit(f"unknown scenario {name}")
+
+    def forwarder(self) -> str:
+        """
+        Deploy a contract that forwards its call data to the token with all
+        its gas, reverts if the call failed, else adds one to its storage
+        slot 0; give it tokens; return its address.
+        """
+        call = self.client.call
+        # CALLDATACOPY, then CALL(GAS, token, 0, the input, no output).
+        calling = "365f5f37" "5f5f365f5f73" + self.token[2:] + "5af1"
+        ok = len(calling) // 2 + 6
+        runtime = (
+            calling + f"60{ok:02x}" "57" "5f5ffd"  # JUMPI to ok, else REVERT(0, 0)
+            "5b" "60015f54015f55" "00"  # ok: JUMPDEST, SSTORE(0, SLOAD(0) + 1), STOP
+        )
+        size = len(runtime) // 2
+        initcode = f"60{size:02x}" "80" "6009" "5f" "39" "5f" "f3" + runtime  # CODECOPY the runtime, RETURN it
+        receipt = call("eth_getTransactionReceipt", call("eth_sendTransaction", {"from": self.sender, "data": "0x" + initcode, "gas": hex(500_000)}))
+        address: str = receipt["contractAddress"]
+        call("eth_sendTransaction", {"from": self.sender, "to": self.token, "data": "0xa9059cbb" + word(address) + word(10**20), "gas": hex(100_000)})
+        return address
 
     def send(self) -> dict[str, str]:
         """
