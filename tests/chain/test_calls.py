@@ -30,6 +30,7 @@ from nodex.evm.environment import BlockEnvironment
 from nodex.primitives import Address
 from nodex.state.overrides import AccountOverride, StateOverrideError, StateOverrides
 from nodex.state.state import State
+from tests.evm.test_instructions import push
 
 CONTRACTS = Path(__file__).parent.parent / "data" / "contracts"
 ALICE = Address(b"\xaa" * 20)
@@ -580,16 +581,6 @@ class EstimateGasTests(SynchronousTestCase):
 
 CALLEE = Address(b"\x62" * 20)
 CALLER = Address(b"\x61" * 20)
-
-
-def push(value: int) -> bytes:
-    """
-    The shortest PUSH of C{value}.
-    """
-    if value == 0:
-        return b"\x5f"
-    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    return bytes([0x5F + len(raw)]) + raw
 
 
 def calling(to: Address, gas: int | None = None, value: int = 0, forward_input: bool = False) -> bytes:
