@@ -465,17 +465,21 @@ class _RunProofs:
         (C{spare_gas}) and what its subframes tolerate (C{call_spare_gas}),
         every frame runs the same instructions and the call's own ends with
         C{left - shift} left: the call succeeds;
-      - with a shift above C{left} but within what its subframes tolerate,
-        every subframe runs as it did and the call's own frame runs short
-        (at its last step, or earlier at a call's cost or an SSTORE): the
-        call fails.
+      - with a shift above C{left} or above its own frame's margin, but
+        within what its subframes tolerate, every subframe runs as it did
+        and the call's own frame runs short (at its last step, or at the
+        call's cost or the SSTORE whose margin the shift passed, whichever
+        comes first): the call fails.
 
     So the gas consumed before the refund (a shift of C{left}) is proven to
     succeed and one gas less to fail, from the first run alone, for a call
     whose frames all keep a margin of more than what it had left: every call
     without subframes, GAS or an SSTORE near its end (session 9), and
     calls whose subframes are handed more than they need (session 13).
-    Other runs are made, and those that succeed add their own proofs.
+    And a call whose own frame's margin is what stops it (an SSTORE near
+    its end, a call with value whose stipend comes back) has its answer,
+    the gas that keeps that margin, proven by the first run too.  Other
+    runs are made, and those that succeed add their own proofs.
     """
 
     __slots__ = ("_proofs",)
@@ -490,17 +494,18 @@ class _RunProofs:
         if result.success and not result.limit_dependent:
             left = gas - (result.gas_used + result.refund)
             calls = result.call_spare_gas
-            self._proofs.append((gas, min(left, result.spare_gas, calls), left, calls))
+            own = min(left, result.spare_gas)
+            self._proofs.append((gas, min(own, calls), own, calls))
 
     def outcome(self, gas: int) -> bool | None:
         """
         Whether a run with C{gas} succeeds, if a kept run proves it; else L{None}.
         """
-        for proven, succeeding, left, calls in self._proofs:
+        for proven, succeeding, own, calls in self._proofs:
             shift = proven - gas
             if 0 <= shift <= succeeding:
                 return True
-            if left < shift <= calls:
+            if own < shift <= calls:
                 return False
         return None
 
