@@ -86,6 +86,30 @@ class EvmMethodsTests(RPCFixture, SynchronousTestCase):
         self.assertIs(self.call("evm_revert", second), False)
         self.assertEqual(self.call("evm_snapshot"), "0x3")
 
+    def test_revert_among_many(self) -> None:
+        """
+        With many snapshots kept, a revert finds the one it names, whether
+        old, recent or between, under both rules; ids that were never
+        given, or that a revert dropped, answer false.
+        """
+        for conventions in (None, ETHEREUM_CONVENTIONS):
+            if conventions is None:
+                self.make_node(auto=False)
+            else:
+                self.make_node(auto=False, conventions=conventions)
+            ids = []
+            for _ in range(40):
+                ids.append(self.call("evm_snapshot"))
+                self.call("evm_mine")
+            self.assertIs(self.call("evm_revert", hex(41)), False)
+            self.assertIs(self.call("evm_revert", ids[30]), True)
+            self.assertEqual(self.chain.rewound_to, [30])
+            self.assertIs(self.call("evm_revert", ids[35]), False)
+            self.assertIs(self.call("evm_revert", ids[3]), True)
+            self.assertIs(self.call("evm_revert", ids[0]), True)
+            self.assertEqual(self.chain.rewound_to, [30, 3, 0])
+            self.assertIs(self.call("evm_revert", ids[1]), False)
+
     def test_revert_bad_id(self) -> None:
         """
         An id that is no 0x-hex string answers -32602.
