@@ -65,11 +65,34 @@ REFUSED = (
 _HEAD_START = len(SIMPLE_REQUEST_LINE)
 
 
+_LENGTH_LINE = re.compile(rb"\r\n[Cc]ontent-[Ll]ength:[ \t]*([0-9]+)[ \t]*\r\n")
+"""A C{Content-Length} line as Node's and Python's clients spell it; its
+digits are cut out of a head to make the key of L{_HEADS}."""
+
+_HEADS: dict[bytes, tuple[bytes | None, bytes | None]] = {}
+"""Heads already recognised, without their C{Content-Length} digits: their
+C{Host} and C{Content-Type} values."""
+
+_HEADS_LIMIT = 64
+"""The most heads kept in L{_HEADS}; when full it is emptied and filled again."""
+
+_HEAD_KEPT_BYTES = 2048
+"""The largest head kept in L{_HEADS}: the cache holds at most 128 KiB."""
+
+
 def simple_head(data: bytes) -> tuple[bytes | None, bytes | None, int, int] | None:
     """
     Recognise the head of an ordinary JSON-RPC request at the start of
     C{data}; its body may be there whole, in part, or be followed by more
     requests.
+
+    A client sends the same head with every request but for the body's
+    length: a head recognised once (L{parse_head}) is kept without its
+    C{Content-Length} digits (L{_HEADS}), and the next with other digits in
+    their place is known at once — any run of digits there gives the same
+    answer but for the length (a regular expression finding the line and a
+    dictionary look-up: ~1 µs against ~13 µs for the nine headers Node's
+    fetch sends).
 
     @param data: the bytes received from an idle connection.
     @return: the C{Host} and C{Content-Type} values (L{None} when absent),
@@ -83,10 +106,42 @@ def simple_head(data: bytes) -> tuple[bytes | None, bytes | None, int, int] | No
     end = data.find(b"\r\n\r\n", _HEAD_START - 2)
     if end < 0 or end > MAX_SIMPLE_HEAD:
         return None
+    # From the request line's CRLF, so that the first header line is found
+    # too; the head's lines hold no CRLF, so a match is a whole line.
+    line = _LENGTH_LINE.search(data, _HEAD_START - 2, end + 2)
+    if line is None:
+        parsed = parse_head(data[_HEAD_START:end + 2])
+        return None if parsed is None else (*parsed, end + 4)
+    digits_start, digits_end = line.span(1)
+    key = data[_HEAD_START:digits_start] + data[digits_end:end + 2]
+    known = _HEADS.get(key)
+    length = int(data[digits_start:digits_end])
+    if known is not None:
+        return known[0], known[1], length, end + 4
+    parsed = parse_head(data[_HEAD_START:end + 2])
+    if parsed is None:
+        return None
+    host, content_type, parsed_length = parsed
+    if parsed_length == length and end <= _HEAD_KEPT_BYTES:
+        if len(_HEADS) >= _HEADS_LIMIT:
+            _HEADS.clear()
+        _HEADS[key] = (host, content_type)
+    return host, content_type, parsed_length, end + 4
+
+
+def parse_head(head: bytes) -> tuple[bytes | None, bytes | None, int] | None:
+    """
+    Check and read the header lines of a request head (L{simple_head}).
+
+    @param head: the lines after the request line, each ended by CRLF.
+    @return: the C{Host} and C{Content-Type} values (L{None} when absent)
+        and the C{Content-Length}; or L{None} when a line is malformed, a
+        header needs more than the lane does, one is repeated, or
+        C{Content-Length} is absent.
+    """
     # One regular expression checks every line, another splits them: half
     # the time of a loop that checked each line (~12 µs for the nine
     # headers Node's fetch sends).
-    head = data[_HEAD_START:end + 2]
     if _HEAD.fullmatch(head) is None:
         return None
     host = content_type = None
@@ -111,7 +166,7 @@ def simple_head(data: bytes) -> tuple[bytes | None, bytes | None, int, int] | No
             return None
     if length < 0:
         return None
-    return host, content_type, length, end + 4
+    return host, content_type, length
 
 
 def simple_post(data: bytes) -> tuple[bytes | None, bytes | None, bytes] | None:
@@ -528,4 +583,4 @@ class RPCChannel(HTTPChannel):
             self._networkProducer.pauseProducing()
 
 
-__all__ = ["RPCChannel", "http_date", "response_bytes", "send_now", "simple_head", "simple_post"]
+__all__ = ["RPCChannel", "http_date", "parse_head", "response_bytes", "send_now", "simple_head", "simple_post"]

@@ -19,7 +19,8 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from nodex.rpc import decoders
-from nodex.rpc.channel import MAX_SIMPLE_HEAD, RPCChannel, response_bytes, simple_post
+from nodex.rpc import channel
+from nodex.rpc.channel import MAX_SIMPLE_HEAD, RPCChannel, parse_head, response_bytes, simple_head, simple_post
 from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings, Param
@@ -155,6 +156,89 @@ class SimplePostTests(SynchronousTestCase):
         }
         for name, data in declined.items():
             self.assertIsNone(simple_post(data), name)
+
+
+class HeadCacheTests(SynchronousTestCase):
+    """
+    Tests for the heads L{simple_head} keeps: a kept head answers as the
+    lines' own parse (L{parse_head}) would.
+    """
+
+    def setUp(self) -> None:
+        channel._HEADS.clear()
+        self.addCleanup(channel._HEADS.clear)
+
+    def reference(self, data: bytes) -> tuple[bytes | None, bytes | None, int, int] | None:
+        """
+        What L{simple_head} answers without its kept heads.
+        """
+        if not data.startswith(b"POST / HTTP/1.1\r\n"):
+            return None
+        end = data.find(b"\r\n\r\n", 15)
+        if end < 0 or end > MAX_SIMPLE_HEAD:
+            return None
+        parsed = parse_head(data[17 : end + 2])
+        return None if parsed is None else (*parsed, end + 4)
+
+    def test_other_lengths(self) -> None:
+        """
+        A head seen before with another length answers the new length,
+        whatever the number of digits, and the same Host and type.
+        """
+        for body in (b"{}", b"[" + b" " * 1000 + b"]", b"{" + b" " * 98 + b"}"):
+            data = post(body, b"Connection: keep-alive")
+            self.assertEqual(
+                simple_head(data), (b"127.0.0.1:8545", b"application/json", len(body), len(data) - len(body))
+            )
+        self.assertEqual(len(channel._HEADS), 1)
+
+    def test_same_as_parse(self) -> None:
+        """
+        Heads that differ from a kept one in any line but the length's digits
+        answer as their own lines do: each variant twice (the second from
+        the kept heads), after the plain head was kept.
+        """
+        plain = post(b"{}", b"Connection: keep-alive")
+        self.assertIsNotNone(simple_head(plain))
+        variants = [
+            plain.replace(b"Content-Length: 2", b"Content-Length: 2\r\nContent-Length: 2"),
+            plain.replace(b"Content-Length: 2", b"Content-Length: 2\r\ncontent-length: 3"),
+            plain.replace(b"Content-Length: 2", b"Content-Length: 2 3"),
+            plain.replace(b"Content-Length: 2", b"Content-Length: +2"),
+            plain.replace(b"Content-Length: 2", b"Content-Length: 2x"),
+            plain.replace(b"Content-Length: 2", b"Content-Length: \t2 "),
+            plain.replace(b"Content-Length: 2", b"CONTENT-LENGTH: 2"),
+            plain.replace(b"Content-Length: 2", b"X-Content-Length: 2"),
+            plain.replace(b"Content-Length: 2", b"X-A: b\r\nContent-Length: 2"),
+            plain.replace(b"Content-Length: 2", b"Content-Length:2"),
+            plain.replace(b"Host: 127.0.0.1:8545", b"Host: other"),
+            plain.replace(b"Host: 127.0.0.1:8545", b"Host: 127.0.0.1:8545\r\nHost: a"),
+            plain.replace(b"keep-alive", b"close"),
+            plain.replace(b"keep-alive", b"keep-alive\r\nOrigin: x"),
+            plain.replace(b"keep-alive", b"keep-alive\r\nX-A: a\x00"),
+            plain.replace(b"application/json", b"text/plain"),
+            b"POST / HTTP/1.1\r\nContent-Length: 2\r\nHost: a\r\n\r\n{}",
+            b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+        ]
+        for data in variants:
+            for _ in range(2):
+                self.assertEqual(simple_head(data), self.reference(data), data)
+            longer = data.replace(b": 2", b": 12345")
+            self.assertEqual(simple_head(longer), self.reference(longer), longer)
+
+    def test_bounded(self) -> None:
+        """
+        At most C{_HEADS_LIMIT} heads are kept, none over C{_HEAD_KEPT_BYTES};
+        past the limit the cache starts again, and every head still answers.
+        """
+        for index in range(3 * channel._HEADS_LIMIT):
+            data = post(b"{}", b"X-Id: %d" % index)
+            self.assertEqual(simple_head(data), self.reference(data))
+            self.assertLessEqual(len(channel._HEADS), channel._HEADS_LIMIT)
+        channel._HEADS.clear()
+        data = post(b"{}", b"X-A: " + b"a" * channel._HEAD_KEPT_BYTES)
+        self.assertEqual(simple_head(data), self.reference(data))
+        self.assertEqual(channel._HEADS, {})
 
 
 class ChannelTests(SynchronousTestCase):
