@@ -94,6 +94,11 @@ def _parse(body: bytes | str) -> Any:
     """
     if isinstance(body, str):
         return json.loads(body, parse_constant=_reject_constant)
+    if body[:1] == b"{" and body[1:2] != b"\x00":
+        # What detect_encoding answers for a body opening an object (no
+        # byte-order mark starts with "{", and only UTF-16's second byte
+        # is NUL), without its five comparisons.
+        return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
     return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
 
 
@@ -109,11 +114,29 @@ def _dumps(response: Response) -> bytes:
     return _encode(response).encode()
 
 
+_CONSTANT_RESULTS = {True: "true", False: "false", None: "null"}
+
+
 def _encode_answer(response: Response) -> bytes:
     """
     Serialise one response; a result that JSON cannot hold answers the
     error it raises.
+
+    Most answers are a success to an integer C{id} whose result is a
+    QUANTITY or DATA string (letters and digits only, which JSON writes as
+    they are), a boolean or null: those are written by one formatting
+    operation, the bytes C{_dumps} writes, instead of the encoder's walk
+    (the response objects of L{Dispatcher._success} have their three
+    members in this order).
     """
+    if type(response.get("id")) is int and "result" in response:
+        result = response["result"]
+        kind = type(result)
+        if kind is str:
+            if result.isalnum() and result.isascii():
+                return ('{"jsonrpc":"2.0","id":%d,"result":"%s"}' % (response["id"], result)).encode()
+        elif kind is bool or result is None:
+            return ('{"jsonrpc":"2.0","id":%d,"result":%s}' % (response["id"], _CONSTANT_RESULTS[result])).encode()
     try:
         return _dumps(response)
     except (TypeError, ValueError) as exc:

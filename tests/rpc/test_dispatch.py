@@ -534,3 +534,59 @@ class DispatcherTests(SynchronousTestCase):
         self.assertEqual(lines[0]["call_id"], 1)
         self.assertEqual(lines[0]["duration"], 0.0)
         self.assertEqual(lines[0]["log_level"].name, "debug")
+
+
+class EncodeAnswerTests(SynchronousTestCase):
+    """
+    Tests for the dispatcher's writing of answers: the short way for the
+    common results writes what the JSON encoder writes.
+    """
+
+    def test_same_as_encoder(self) -> None:
+        """
+        Every result and id, short way or not, gives the compact JSON
+        encoder's bytes.
+        """
+        from nodex.rpc.dispatch import _encode_answer
+
+        encode = json.JSONEncoder(separators=(",", ":")).encode
+        results: list[Any] = [
+            "0x0", "0x", "0xdeadBEEF", "0x" + "ab" * 5000, "", "abc", "a b", 'a"b', "a\\b", "\u00e9", "\u0661",
+            "a\x7f", "a\x00", "0x1\n", True, False, None, 0, 1, 1.5, [], {}, ["0x1"], {"a": "0x1"},
+        ]
+        ids: list[Any] = [0, 1, -1, 2**70, "1", "é", None, 1.0]
+        for request_id in ids:
+            for result in results:
+                response = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                self.assertEqual(_encode_answer(response), encode(response).encode(), (request_id, result))
+            error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000, "message": "x"}}
+            self.assertEqual(_encode_answer(error), encode(error).encode())
+
+
+class ParseTests(SynchronousTestCase):
+    """
+    Tests for the dispatcher's reading of bodies.
+    """
+
+    def test_same_as_loads(self) -> None:
+        """
+        Bodies opening an object, short or in JSON's other encodings, read as
+        C{json.loads} reads them, or fail as it fails.
+        """
+        from nodex.rpc.dispatch import _parse
+
+        text = '{"a":"\\u00e9\u00e9"}'
+        bodies = [
+            b"{", b"{}", b"{\x00", b"{\x00}\x00", b'{"a":1}', text.encode(), text.encode("utf-16-le"),
+            text.encode("utf-32-le"), b'{"a":"\xff"}', b'{"a":"\xed\xa0\x80"}', b"[1]",
+        ]
+        for body in bodies:
+            try:
+                expected: Any = json.loads(body)
+            except ValueError as exc:
+                expected = type(exc)
+            try:
+                got: Any = _parse(body)
+            except ValueError as exc:
+                got = type(exc)
+            self.assertEqual(got, expected, body)
