@@ -24,8 +24,6 @@ T = TypeVar("T")
 Decoder = Callable[[Any], T]
 """A function from a decoded JSON value to a typed value; raises L{DecodeError}."""
 
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-
 
 class DecodeError(NodexError):
     """
@@ -107,10 +105,15 @@ def _unsigned(bits: int, what: str) -> Decoder[int]:
         digits = _hex_digits(value, what)
         if not digits:
             raise DecodeError(f"empty hex string for {what}")
-        # int() would also take underscores and surrounding whitespace.
-        if not _HEX_DIGITS.issuperset(digits):
+        # int() would also take underscores, surrounding whitespace and
+        # other scripts' digits, which an ASCII letters-and-digits string
+        # lacks; a letter past f it refuses.
+        if not (digits.isascii() and digits.isalnum()):
             raise DecodeError(f"invalid hex string for {what}")
-        number = int(digits, 16)
+        try:
+            number = int(digits, 16)
+        except ValueError:
+            raise DecodeError(f"invalid hex string for {what}") from None
         if number >= ceiling:
             raise DecodeError(f"hex number > {bits} bits for {what}")
         return number
@@ -135,10 +138,27 @@ def data(value: Any) -> bytes:
     digits = _hex_digits(value, "data")
     if len(digits) % 2:
         raise DecodeError("hex string of odd length for data")
-    # bytes.fromhex skips whitespace, so the digits are checked first.
-    if not _HEX_DIGITS.issuperset(digits):
-        raise DecodeError("invalid hex string for data")
-    return bytes.fromhex(digits)
+    return _from_hex(digits, "data")
+
+
+def _from_hex(digits: str, what: str) -> bytes:
+    """
+    The bytes of an even number of hex digits.
+
+    C{bytes.fromhex} refuses anything but hex digits and ASCII whitespace,
+    and skips the whitespace: it is there exactly when fewer bytes come out
+    than half the digits. (A check of each character first, as before, cost
+    ~45 ns a digit: ~0.9 ms for a contract's 10 KB of code, against ~1 ns.)
+
+    @raise DecodeError: a character that is not a hex digit.
+    """
+    try:
+        decoded = bytes.fromhex(digits)
+    except ValueError:
+        raise DecodeError(f"invalid hex string for {what}") from None
+    if 2 * len(decoded) != len(digits):
+        raise DecodeError(f"invalid hex string for {what}")
+    return decoded
 
 
 def fixed_data(size: int, name: str) -> Decoder[bytes]:
@@ -153,9 +173,7 @@ def fixed_data(size: int, name: str) -> Decoder[bytes]:
         digits = _hex_digits(value, name)
         if len(digits) != want:
             raise DecodeError(f"hex string has length {len(digits)}, want {want} for {name}")
-        if not _HEX_DIGITS.issuperset(digits):
-            raise DecodeError(f"invalid hex string for {name}")
-        return bytes.fromhex(digits)
+        return _from_hex(digits, name)
 
     return decode
 

@@ -34,6 +34,9 @@ class QuantityTests(SynchronousTestCase):
             "0xg1": "invalid hex string",
             "0x1_0": "invalid hex string",
             "0x 1": "invalid hex string",
+            "0x1 ": "invalid hex string",
+            "0x\u0661": "invalid hex string",
+            "0x\uff11": "invalid hex string",
             "0x1" + "0" * 64: "hex number > 256 bits",
         }
         for value, message in cases.items():
@@ -69,6 +72,12 @@ class DataTests(SynchronousTestCase):
             "0x1": "odd length",
             "0xzz": "invalid hex",
             "0x1 2 ": "invalid hex",
+            "0xab  cd": "invalid hex",
+            "0xab\n\ncd": "invalid hex",
+            "0x ab ": "invalid hex",
+            "0xa_bc": "invalid hex",
+            "0x\u0661\u0662": "invalid hex",
+            "0xa\u00e9": "invalid hex",
             "abcd": "without 0x prefix",
             None: "got null",
         }.items():
@@ -216,3 +225,17 @@ class CombinatorTests(SynchronousTestCase):
         strict = decoders.record({"a": Field(decoders.boolean)}, allow_unknown=False)
         self.assertRaises(DecodeError, strict, {"b": True})
         self.assertRaises(DecodeError, strict, [])
+
+
+class FixedDataWhitespaceTests(SynchronousTestCase):
+    """
+    Fixed-size DATA of the right length with whitespace or other characters
+    among its digits is refused (C{bytes.fromhex} would skip the whitespace).
+    """
+
+    def test_refused(self) -> None:
+        for value in ("0x" + "ab" * 19 + "a ", "0x " + "ab" * 19 + "a", "0x" + "ab" * 19 + "\u0661\u0662"):
+            with self.assertRaises(DecodeError) as caught:
+                decoders.address(value)
+            self.assertIn("invalid hex string for address", str(caught.exception))
+        self.assertEqual(decoders.address("0x" + "Ab" * 20), b"\xab" * 20)
