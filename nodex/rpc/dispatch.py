@@ -15,6 +15,7 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from itertools import count
 from math import isfinite
+from types import CoroutineType
 from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
@@ -53,6 +54,9 @@ def _bad_id(request_id: Any) -> bool:
 
 
 _NO_PARAMS: list[Any] = []
+
+_PLAIN_RESULTS = frozenset({str, int, bool, bytes, dict, list, type(None), Deferred})
+"""What methods return besides coroutines: none is a coroutine."""
 
 
 @dataclass(frozen=True)
@@ -436,7 +440,10 @@ class Dispatcher:
         try:
             method = self._registry.lookup(name)
             result = method.function(*method.decode_params(params))
-            if isinstance(result, Coroutine):
+            kind = type(result)
+            # An async method's coroutine is the native type; the ABC's
+            # check (~10 times the cost) only for other kinds of object.
+            if kind is CoroutineType or (kind not in _PLAIN_RESULTS and isinstance(result, Coroutine)):
                 result = _run_coroutine(result)
         except Exception as exc:
             response = _error(rpc_error_for(exc), request_id)

@@ -590,3 +590,45 @@ class ParseTests(SynchronousTestCase):
             except ValueError as exc:
                 got = type(exc)
             self.assertEqual(got, expected, body)
+
+
+class _Countdown:
+    """
+    A coroutine that is not Python's native kind: it waits on nothing twice,
+    then returns 5.
+    """
+
+    def __init__(self) -> None:
+        self.left = 2
+
+    def send(self, value: Any) -> Any:
+        if self.left:
+            self.left -= 1
+            return None
+        raise StopIteration(5)
+
+    def throw(self, *args: Any) -> Any:
+        raise args[0]
+
+    def close(self) -> None:
+        pass
+
+    def __await__(self) -> Any:
+        return self
+
+
+class OtherCoroutineTests(SynchronousTestCase):
+    """
+    A method may return a coroutine object of another kind than
+    C{async def}'s (the C{Coroutine} ABC): it is run like one.
+    """
+
+    def test_answered(self) -> None:
+        from collections.abc import Coroutine
+
+        Coroutine.register(_Countdown)
+        registry = MethodRegistry({"test": ModuleSettings(enabled=True)})
+        registry.register(Method("test_countdown", _Countdown, (), encoders.quantity))
+        dispatcher = Dispatcher(registry, Clock())
+        answer = dispatcher.answer(b'{"jsonrpc":"2.0","id":1,"method":"test_countdown"}')
+        self.assertEqual(json.loads(answer), {"jsonrpc": "2.0", "id": 1, "result": "0x5"})
