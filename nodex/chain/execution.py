@@ -205,11 +205,7 @@ def _warm_up(state: State, block: BlockEnvironment, sender: Address, target: Add
     """
     Warm what EIP-2929, EIP-2930 and EIP-3651 warm before the first instruction.
     """
-    state.mark_warm_address(sender)
-    state.mark_warm_address(target)
-    state.mark_warm_address(block.coinbase)
-    for address in block.fork.precompile_addresses:
-        state.mark_warm_address(Address(address))
+    state.warm_addresses((sender, target, block.coinbase, *block.fork.precompile_addresses))  # type: ignore[arg-type]
     for entry in access_list:
         state.mark_warm_address(Address(entry.address))
         for key in entry.storage_keys:

@@ -500,6 +500,19 @@ class State:
 
     # Access sets (EIP-2929) and per-transaction marks
 
+    def warm_addresses(self, addresses: Iterable[Address]) -> None:
+        """
+        Warm each of C{addresses}, as L{mark_warm_address} does one by one:
+        the dozen addresses warm before a transaction's first instruction
+        (EIP-2929, EIP-3651), in one call instead of a dozen.
+        """
+        warm = self._warm_addresses
+        journal = self._journal
+        for address in addresses:
+            if address not in warm:
+                journal.append((warm, address, _MISSING))
+                warm[address] = True
+
     def mark_warm_address(self, address: Address) -> bool:
         """
         Warm C{address}.

@@ -23,6 +23,7 @@ from nodex.crypto import (
     recover_address,
     sign,
 )
+from nodex.rlpcore import encode_bytes, encode_list_payload
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property, direct_init
 from nodex.structures.errors import (
     InvalidSignatureError,
@@ -109,6 +110,38 @@ class _TransactionBase:
         Keccak-256 of the raw transaction.
         """
         return keccak256(self._encoded)
+
+    def _unsigned_payload(self, signature_value: int) -> bytes | None:
+        """
+        The encoded unsigned fields, cut from the raw transaction when it is
+        known (decoded, or encoded once already): its RLP list's payload is
+        the fields' encodings one after another, the signature's three last
+        (C{signature_value}, then r and s), since the raw bytes are canonical
+        (the strict decoder admits nothing else, L{_encode} makes nothing
+        else).  The signing hash of a transaction just decoded (the sender's
+        recovery of every C{eth_sendRawTransaction}) is made from this slice
+        instead of encoding the unsigned fields again.
+
+        @param signature_value: C{v} of a legacy transaction, C{y_parity} of
+            a typed one.
+        @return: L{None} when the raw bytes are not known (or, which their
+            canonical form rules out, do not end with the signature): the
+            caller encodes the fields.
+        """
+        raw = self.__dict__.get("_encoded")
+        if raw is None:
+            return None
+        offset = 0 if self.type == LEGACY_TX_TYPE else 1
+        first = raw[offset]
+        # The list's prefix: one byte under 56 bytes of payload, else one plus the length's bytes.
+        start = offset + 1 if first < 0xF8 else offset + first - 0xF6
+        signature = encode_bytes(encode_uint(signature_value)) + encode_bytes(encode_uint(self.r)) + encode_bytes(
+            encode_uint(self.s)
+        )
+        stop = len(raw) - len(signature)
+        if stop < start or not raw.endswith(signature):
+            return None
+        return raw[start:stop]
 
     @property
     def is_create(self) -> bool:
@@ -268,10 +301,15 @@ class LegacyTransaction(_GasPricePayment, _TransactionBase):
         """
         if chain_id is None:
             chain_id = self.chain_id
-        fields = self._unsigned_fields()
+        unsigned = self._unsigned_payload(self.v)
+        if unsigned is None:
+            fields = self._unsigned_fields()
+            if chain_id is not None:
+                fields += [encode_uint(chain_id), b"", b""]
+            return keccak256(encode_rlp(fields))
         if chain_id is not None:
-            fields += [encode_uint(chain_id), b"", b""]
-        return keccak256(encode_rlp(fields))
+            unsigned += encode_bytes(encode_uint(chain_id)) + b"\x80\x80"
+        return keccak256(encode_list_payload(unsigned))
 
     def _encode(self) -> bytes:
         signature = [encode_uint(self.v), encode_uint(self.r), encode_uint(self.s)]
@@ -299,7 +337,10 @@ class _TypedEnvelope:
         @raise WrongChainIdError: C{chain_id} differs from the transaction's.
         """
         _check_same_chain(self.chain_id, chain_id)
-        return keccak256(bytes([self.type]) + encode_rlp(self._unsigned_fields()))  # type: ignore[attr-defined]
+        unsigned = self._unsigned_payload(self.y_parity)  # type: ignore[attr-defined]
+        if unsigned is None:
+            return keccak256(bytes([self.type]) + encode_rlp(self._unsigned_fields()))  # type: ignore[attr-defined]
+        return keccak256(bytes([self.type]) + encode_list_payload(unsigned))
 
     def _encode(self) -> bytes:
         signature = [encode_uint(self.y_parity), encode_uint(self.r), encode_uint(self.s)]

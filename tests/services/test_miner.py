@@ -16,6 +16,7 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
+from nodex.chain.dev.blocks import SealSearchError
 from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.networks import REGTEST_MINER_ADDRESS
 from nodex.chain.processing import validate_header
@@ -394,6 +395,22 @@ class MinerTests(SynchronousTestCase):
         self.assertIn("merged miner", failure.getErrorMessage())
         self.assertEqual(chain.head.header, genesis)
 
+    def test_mine_alone_no_seal(self) -> None:
+        """
+        When the importer's solver finds no seal for a transaction's own
+        block, L{Miner.mine_alone} fails with L{SealNotFoundError}, as
+        L{Miner.mine} does, and nothing is stored.
+        """
+        miner = self.miner("auto")
+
+        def no_seal(request: Any, *args: Any) -> Any:
+            raise SealSearchError("no seal: this network needs a merged miner")
+
+        self.patch(self.chain.importer, "make", no_seal)
+        failure = self.failureResultOf(miner.mine_alone(transfer(0, 0), ADMISSION), SealNotFoundError)
+        self.assertIn("merged miner", failure.getErrorMessage())
+        self.assertEqual((self.blocks, self.chain.head.header), ([], self.genesis))
+
     def test_watches_the_pool(self) -> None:
         """
         The miner registers its automining with the pool it is given: the
@@ -443,6 +460,22 @@ class DriftLimitTests(SynchronousTestCase):
         block = self.successResultOf(first)
         self.assertIs(self.successResultOf(second), block)
         self.assertEqual((block.number, block.header.timestamp, len(block.transactions)), (62, 1061, 2))
+
+    def test_mine_alone_waits_at_the_limit(self) -> None:
+        """
+        A transaction to mine alone while the head is at the drift limit
+        waits for the next block's second, then is mined in it.
+        """
+        for _ in range(61):
+            self.successResultOf(self.miner.mine())
+        adopted: list = []
+        self.chain.add_observer(lambda event: adopted.extend(event.adopted))
+        tx = transfer(0, 0)
+        lone = self.miner.mine_alone(tx, ADMISSION)
+        self.assertNoResult(lone)
+        self.clock.advance(1)
+        self.assertIsNone(self.successResultOf(lone))
+        self.assertEqual([(block.number, block.header.timestamp, block.transactions) for block in adopted], [(62, 1061, (tx,))])
 
     def test_offset_beyond_the_limit_refused(self) -> None:
         """

@@ -204,6 +204,26 @@ class TransactionMarksTests(SynchronousTestCase):
         self.assertTrue(state.mark_warm_slot(ALICE, 1))
         self.assertFalse(state.mark_warm_slot(ALICE, 1))
 
+    def test_warm_addresses_as_one_by_one(self) -> None:
+        """
+        L{State.warm_addresses} warms each address as L{State.mark_warm_address}
+        does: repeated ones once, and a revert to a snapshot taken before
+        makes the newly warmed cold again and leaves the already warm warm.
+        """
+        state, _, _ = memory_state()
+        carol = Address(b"\x0c" * 20)
+        state.mark_warm_address(ALICE)
+        snapshot = state.snapshot()
+        state.warm_addresses((ALICE, BOB, BOB, carol))
+        self.assertTrue(all(state.is_warm_address(address) for address in (ALICE, BOB, carol)))
+        self.assertFalse(state.mark_warm_address(BOB))
+        state.revert(snapshot)
+        self.assertTrue(state.is_warm_address(ALICE))
+        self.assertFalse(state.is_warm_address(BOB))
+        self.assertFalse(state.is_warm_address(carol))
+        state.warm_addresses(())
+        self.assertFalse(state.is_warm_address(BOB))
+
     def test_begin_transaction_clears(self) -> None:
         """
         A new transaction starts cold, with empty transient storage.

@@ -484,3 +484,99 @@ class ImpersonationMarkerTests(SynchronousTestCase):
         """
         self.assertFalse(fee_market_tx().impersonated)
         self.assertFalse(decode_transaction(bytes.fromhex(EIP155_RAW)).impersonated)
+
+
+def _encoded_signing_hash(tx: object, chain_id: int | None) -> bytes:
+    """
+    The signing hash the long way: the unsigned fields encoded afresh (what
+    C{signing_hash} does when the raw bytes are not known).
+    """
+    fields = tx._unsigned_fields()  # type: ignore[attr-defined]
+    if isinstance(tx, LegacyTransaction):
+        if chain_id is not None:
+            fields += [encode_uint(chain_id), b"", b""]
+        return keccak256(encode_rlp(fields))
+    return keccak256(bytes([tx.type]) + encode_rlp(fields))  # type: ignore[attr-defined]
+
+
+class SigningHashFromRawTests(SynchronousTestCase):
+    """
+    The signing hash of a transaction whose raw bytes are known is cut from
+    them (L{_TransactionBase._unsigned_payload}): the same digest as the
+    unsigned fields encoded again, for every type, payload size and chain
+    id, and the fields' encoding when the bytes do not end as they must.
+    """
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        kind=st.sampled_from([0, 1, 2]),
+        nonce=st.integers(0, 2**64 - 2),
+        price=st.integers(0, 2**256 - 1),
+        gas=st.integers(0, 2**64 - 1),
+        to=st.sampled_from([b"", b"\x35" * 20]),
+        value=st.integers(0, 2**256 - 1),
+        data=st.one_of(st.binary(max_size=60), st.binary(min_size=1000, max_size=70000)),
+        chain_id=st.one_of(st.none(), st.integers(1, 2**32)),
+        signed=st.booleans(),
+    )
+    def test_same_as_encoding_the_fields(
+        self, kind: int, nonce: int, price: int, gas: int, to: bytes, value: int, data: bytes,
+        chain_id: int | None, signed: bool,
+    ) -> None:
+        if kind == 0:
+            tx: object = LegacyTransaction(nonce, price, gas, to, value, data)
+        elif kind == 1:
+            tx = AccessListTransaction(chain_id or 1, nonce, price, gas, to, value, data, ACCESS_LIST)
+        else:
+            tx = FeeMarketTransaction(chain_id or 1, nonce, price // 2, price, gas, to, value, data, ACCESS_LIST)
+        if kind and chain_id is None:
+            chain_id = 1
+        if signed:
+            tx = sign_transaction(tx, KEY, chain_id)  # type: ignore[arg-type]
+        expected = _encoded_signing_hash(tx, chain_id)
+        # The unsigned one's raw bytes (v, r and s of 0) are known once encoded.
+        raw = tx.encode()  # type: ignore[attr-defined]
+        decoded = decode_transaction(raw) if signed else tx
+        self.assertIn("_encoded", decoded.__dict__)
+        self.assertEqual(decoded.signing_hash(chain_id), expected)
+        if signed:
+            self.assertEqual(decoded.sender, SENDER)
+
+    def test_short_unsigned_list(self) -> None:
+        """
+        An unsigned transaction's list can be under 56 bytes (a one-byte
+        prefix): the cut starts after it.
+        """
+        tx = LegacyTransaction(0, 0, 0, b"", 0, b"")
+        self.assertLess(len(tx.encode()), 56)
+        self.assertEqual(tx.signing_hash(5), _encoded_signing_hash(tx, 5))
+        self.assertEqual(tx.signing_hash(None), _encoded_signing_hash(tx, None))
+
+    def test_without_raw_bytes(self) -> None:
+        """
+        A transaction never encoded hashes its fields (and does not encode
+        itself for it).
+        """
+        tx = sign_transaction(EIP155_UNSIGNED, EIP155_KEY, 1)
+        fresh = replace(tx)
+        self.assertNotIn("_encoded", fresh.__dict__)
+        self.assertEqual(fresh.signing_hash().hex(), EIP155_SIGNING_HASH)
+        self.assertNotIn("_encoded", fresh.__dict__)
+
+    def test_raw_bytes_not_ending_with_the_signature(self) -> None:
+        """
+        Raw bytes that do not end with the transaction's signature (which
+        their canonical form rules out) are not cut: the fields are encoded.
+        """
+        tx = replace(sign_transaction(EIP155_UNSIGNED, EIP155_KEY, 1))
+        tx.__dict__["_encoded"] = bytes.fromhex(EIP155_RAW)[:-1] + b"\x00"
+        self.assertEqual(tx.signing_hash().hex(), EIP155_SIGNING_HASH)
+        tx.__dict__["_encoded"] = b"\xc1\x80"
+        self.assertEqual(tx.signing_hash().hex(), EIP155_SIGNING_HASH)
+
+    def test_eip155_example_from_raw(self) -> None:
+        """
+        EIP-155's worked example, decoded from its raw bytes.
+        """
+        tx = decode_transaction(bytes.fromhex(EIP155_RAW))
+        self.assertEqual(tx.signing_hash().hex(), EIP155_SIGNING_HASH)
