@@ -28,6 +28,7 @@ from nodex.p2p.messages import (
     Status,
     Transactions,
     encode_frame,
+    encode_message,
 )
 from nodex.p2p.host import NetworkSettings, PeerSettings
 from nodex.p2p.network import SORTED_AT_ONCE, PeerNetwork
@@ -330,6 +331,31 @@ class TransactionArrivalTests(SynchronousTestCase):
         self.network.settings = replaced
         self.assertIs(self.network.peer_settings, replaced.peer)
         self.assertEqual(self.network.peer_settings.max_queued_messages, 3)
+
+    def test_shared_transactions_known(self) -> None:
+        """
+        A transaction of the shared transactions (the simulator's clients')
+        that the pool lacks is that object, not decoded again; the pool's
+        own is preferred; without them, a peer's copy is decoded.
+        """
+        transaction = signed(1)
+        payload = encode_message(Transactions((transaction,)))
+        decoded = self.network.decode(payload)
+        assert isinstance(decoded, Transactions)
+        self.assertIsNot(decoded.transactions[0], transaction)
+        self.assertIsNone(self.network.known_transaction(transaction.hash))
+        self.network.shared_transactions = {transaction.hash: transaction}
+        self.assertIs(self.network.known_transaction(transaction.hash), transaction)
+        self.assertIsNone(self.network.known_transaction(signed(2).hash))
+        payload = encode_message(Transactions((transaction, signed(2))))
+        decoded = self.network.decode(payload)
+        assert isinstance(decoded, Transactions)
+        self.assertIs(decoded.transactions[0], transaction)
+        self.assertEqual(decoded.transactions[1], signed(2))
+        held = signed(1)
+        self.pool.get = lambda tx_hash: held if tx_hash == held.hash else None  # type: ignore[method-assign]
+        self.network.pool = self.pool  # type: ignore[assignment]
+        self.assertIs(self.network.known_transaction(transaction.hash), held)
 
     def test_known_sorted_at_once(self) -> None:
         """
