@@ -561,6 +561,38 @@ class PeerTransactionsTests(SynchronousTestCase):
             self.successResultOf(run)
 
 
+    def test_hand_off_order(self) -> None:
+        """
+        A check that ends gives its turn to the offer that waited longest
+        before anything else of its own offer (its record, its peer's next
+        transaction, which waits behind the others then): the order of
+        L{DeferredSemaphore.run}'s.
+        """
+        waiting: list[Deferred[bytes]] = []
+        order: list[tuple[int, int]] = []
+        host = self.host
+
+        class SlowPool(AcceptingPool):
+            def add(self, transaction: Any, relayed: bool = False) -> Deferred[bytes]:
+                order.append((transaction.nonce, len(host.events)))
+                waiting.append(Deferred())
+                return waiting[-1]
+
+        self.relay.pool = SlowPool()  # type: ignore[assignment]
+        peers = [established_peer(self.host)[0] for _ in range(TRANSACTION_CHECKS + 2)]
+        for index, peer in enumerate(peers):
+            Deferred.fromCoroutine(self.relay.transactions(peer, Transactions((signed(index), signed(100 + index)))))
+        while waiting:
+            waiting.pop(0).callback(b"")
+        base = len(host.events) - 2 * len(peers)
+        self.assertEqual(
+            [(nonce, events - base) for nonce, events in order],
+            [(index, 0) for index in range(TRANSACTION_CHECKS)]
+            + [(8, 0), (9, 1)]
+            + [(100 + index, 2 + index) for index in range(len(peers))],
+        )
+
+
 class SideBlockTests(SynchronousTestCase):
     """
     Side blocks (stored off the canonical chain) spread to the peers that lack them.
