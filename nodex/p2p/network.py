@@ -10,7 +10,7 @@ the transaction pool and the reputation record.
 import ipaddress
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +171,13 @@ class PeerNetwork(Service):
         self._attempts: dict[PeerProtocol, Deferred[Any]] = {}
         self._closing: list[Deferred[None]] = []
         self._decoder: ThreadPool | None = None
+        self.shared_transactions: Mapping[bytes, Transaction] | None = None
+        """
+        Transactions known beyond this node's pool, by hash, found by
+        L{known_transaction} when the pool lacks them: L{None} in a node; the
+        simulator's clients' transactions, shared by its nodes
+        (C{docs/simulation.md}, "Cost").
+        """
         self._recent_messages = RecentMessages(self.known_transaction)
         self._make_decoder = decoder_pool or (lambda: ThreadPool(1, 1, "nodex-p2p-decode"))
         self.sync = Synchroniser(chain, self.established_peers, clock, settings.progress_interval, self._synced)
@@ -428,10 +435,14 @@ class PeerNetwork(Service):
 
     def known_transaction(self, tx_hash: bytes) -> Transaction | None:
         """
-        A transaction of this node's pool, by hash (a peer's copy of it is not decoded again).
+        A transaction of this node's pool, by hash (a peer's copy of it is
+        not decoded again), else one of L{shared_transactions}.
         """
         pool = self.pool
-        return pool.get(tx_hash) if pool is not None else None
+        held = pool.get(tx_hash) if pool is not None else None
+        if held is None and self.shared_transactions is not None:
+            return self.shared_transactions.get(tx_hash)
+        return held
 
     def decode(self, payload: bytes) -> Message:
         """

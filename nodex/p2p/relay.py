@@ -18,7 +18,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet.defer import Deferred, DeferredSemaphore
+from twisted.internet.defer import Deferred, DeferredSemaphore, maybeDeferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 
@@ -561,8 +561,20 @@ class ChainRelay:
         One transaction of a peer through the pool's checks.
         """
         assert self.pool is not None
+        # The bounded hand-off, without DeferredSemaphore.run's Deferreds:
+        # a free token is taken at once (acquire's Deferred has fired), the
+        # pool's own Deferred is awaited, and the token goes back before
+        # anything else of this offer, as run's release did (a waiting
+        # offer starts then: the same order).
+        intake = self._intake
+        acquired = intake.acquire()
+        if not acquired.called:
+            await acquired
         try:
-            await self._intake.run(self.pool.add, transaction, relayed=True)
+            try:
+                await maybeDeferred(self.pool.add, transaction, relayed=True)
+            finally:
+                intake.release()
         except InvalidTransactionRejectedError as exc:
             # Its signature, chain id, size or intrinsic gas: never valid.
             self.log.debug("peer {peer}'s transaction is invalid: {why}", peer=peer.short_id, why=str(exc))

@@ -19,6 +19,7 @@ from nodex.simulation.clock import NodeClock, SimulatedTime
 from nodex.simulation.network import SimulatedHost, SimulatedNetwork
 from nodex.simulation.platform import SimulatedPlatform
 from nodex.structures.blocks import Block
+from nodex.structures.transactions import Transaction
 from nodex.node import NodeCore, compose_core
 
 P2P_PORT = 50501
@@ -71,6 +72,8 @@ class SimulatedNode:
         (self.datadir / NODE_KEY_FILE).write_text(private_key.hex() + "\n")
         self.layer = merge({"datadir": str(self.datadir)}, layer)
         self.core: NodeCore | None = None
+        self.shared_transactions: Mapping[bytes, Transaction] | None = None
+        """The simulation's clients' transactions, known to the node's peer network (C{docs/simulation.md}, "Cost")."""
         self.state = DOWN
         self.starts = 0
         self._config: NodeConfig | None = None
@@ -116,6 +119,8 @@ class SimulatedNode:
         self.host.restart(self.clock)
         core = compose_core(self.config, self.clock, self.platform)
         core.attach_peers()
+        if isinstance(core.peers, PeerNetwork):
+            core.peers.shared_transactions = self.shared_transactions
         core.chain.add_observer(lambda event: adopted(self, event))
         core.chain.add_side_observer(lambda block: side(self, block))
         core.reputation.add_ban_observer(lambda: punished(self))

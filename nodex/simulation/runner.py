@@ -9,7 +9,7 @@ import hashlib
 import math
 import random
 import time as wallclock
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +27,7 @@ from nodex.simulation.network import SimulatedNetwork
 from nodex.simulation.node import P2P_PORT, SimulatedNode, node_key_of
 from nodex.simulation.scenario import Event, Scenario, ScenarioError
 from nodex.structures.blocks import Block, decode_body
-from nodex.structures.transactions import LegacyTransaction, sign_transaction
+from nodex.structures.transactions import LegacyTransaction, Transaction, sign_transaction
 
 log = Logger()
 
@@ -60,6 +60,13 @@ def hostile_address(index: int) -> str:
     The IP address of hostile peer C{index}.
     """
     return f"198.19.{index // 250}.{index % 250 + 1}"
+
+
+SHARED_TRANSACTIONS = 4096
+"""
+The clients' transactions the nodes' peer networks know beyond their pools
+(the most recent; C{docs/simulation.md}, "Cost").
+"""
 
 
 YOUNG_GENERATION = 100_000
@@ -211,6 +218,10 @@ class Simulation:
         self.timed_out = False
         self._block_events: dict[int, list[Event]] = {}
         self.transactions = Counter[str]()
+        # The clients' transactions (the last SHARED_TRANSACTIONS), which
+        # every node's peer network finds by hash instead of decoding its
+        # peers' copies and recovering their senders again.
+        self.shared_transactions: OrderedDict[bytes, Transaction] = OrderedDict()
         self._nonces: dict[bytes, int] = {}
         self._mining_started_at: float | None = None
         self._bytes_at_start: int = 0
@@ -273,6 +284,7 @@ class Simulation:
             self._honest_layer(index, peers), f"{scenario.seed}/node/{index}",
             scenario.drift_limit or None, scenario.writer_job_ms / 1000, f"node {index}",
         )
+        node.shared_transactions = self.shared_transactions
         self.nodes.append(node)
         self._identities[node_id.hex()[:8]] = ("honest", index)
         self._identities[node.address] = ("honest", index)
@@ -535,6 +547,10 @@ class Simulation:
             key, REGTEST_CHAIN_ID,
         )
         assert node.core is not None
+        shared = self.shared_transactions
+        shared[transaction.hash] = transaction
+        if len(shared) > SHARED_TRANSACTIONS:
+            shared.popitem(last=False)
         self.transactions["sent"] += 1
         self.trace((TRANSACTION, node.index, int.from_bytes(transaction.hash[:4], "big")))
 

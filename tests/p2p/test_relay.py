@@ -28,6 +28,7 @@ from nodex.p2p.messages import (
     Status,
     Transactions,
     encode_frame,
+    encode_message,
 )
 from nodex.p2p.host import NetworkSettings, PeerSettings
 from nodex.p2p.network import SORTED_AT_ONCE, PeerNetwork
@@ -331,6 +332,31 @@ class TransactionArrivalTests(SynchronousTestCase):
         self.assertIs(self.network.peer_settings, replaced.peer)
         self.assertEqual(self.network.peer_settings.max_queued_messages, 3)
 
+    def test_shared_transactions_known(self) -> None:
+        """
+        A transaction of the shared transactions (the simulator's clients')
+        that the pool lacks is that object, not decoded again; the pool's
+        own is preferred; without them, a peer's copy is decoded.
+        """
+        transaction = signed(1)
+        payload = encode_message(Transactions((transaction,)))
+        decoded = self.network.decode(payload)
+        assert isinstance(decoded, Transactions)
+        self.assertIsNot(decoded.transactions[0], transaction)
+        self.assertIsNone(self.network.known_transaction(transaction.hash))
+        self.network.shared_transactions = {transaction.hash: transaction}
+        self.assertIs(self.network.known_transaction(transaction.hash), transaction)
+        self.assertIsNone(self.network.known_transaction(signed(2).hash))
+        payload = encode_message(Transactions((transaction, signed(2))))
+        decoded = self.network.decode(payload)
+        assert isinstance(decoded, Transactions)
+        self.assertIs(decoded.transactions[0], transaction)
+        self.assertEqual(decoded.transactions[1], signed(2))
+        held = signed(1)
+        self.pool.get = lambda tx_hash: held if tx_hash == held.hash else None  # type: ignore[method-assign]
+        self.network.pool = self.pool  # type: ignore[assignment]
+        self.assertIs(self.network.known_transaction(transaction.hash), held)
+
     def test_known_sorted_at_once(self) -> None:
         """
         A small message of transactions this node has is sorted as it
@@ -533,6 +559,38 @@ class PeerTransactionsTests(SynchronousTestCase):
         self.assertEqual(len(self.relay.pool.added), 2 * len(peers))  # type: ignore[attr-defined]
         for run in runs:
             self.successResultOf(run)
+
+
+    def test_hand_off_order(self) -> None:
+        """
+        A check that ends gives its turn to the offer that waited longest
+        before anything else of its own offer (its record, its peer's next
+        transaction, which waits behind the others then): the order of
+        L{DeferredSemaphore.run}'s.
+        """
+        waiting: list[Deferred[bytes]] = []
+        order: list[tuple[int, int]] = []
+        host = self.host
+
+        class SlowPool(AcceptingPool):
+            def add(self, transaction: Any, relayed: bool = False) -> Deferred[bytes]:
+                order.append((transaction.nonce, len(host.events)))
+                waiting.append(Deferred())
+                return waiting[-1]
+
+        self.relay.pool = SlowPool()  # type: ignore[assignment]
+        peers = [established_peer(self.host)[0] for _ in range(TRANSACTION_CHECKS + 2)]
+        for index, peer in enumerate(peers):
+            Deferred.fromCoroutine(self.relay.transactions(peer, Transactions((signed(index), signed(100 + index)))))
+        while waiting:
+            waiting.pop(0).callback(b"")
+        base = len(host.events) - 2 * len(peers)
+        self.assertEqual(
+            [(nonce, events - base) for nonce, events in order],
+            [(index, 0) for index in range(TRANSACTION_CHECKS)]
+            + [(8, 0), (9, 1)]
+            + [(100 + index, 2 + index) for index in range(len(peers))],
+        )
 
 
 class SideBlockTests(SynchronousTestCase):

@@ -12,6 +12,7 @@ from typing import Any
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.db.schema import read_canonical_hash
+from nodex.p2p.messages import Transactions, encode_message
 from nodex.p2p.network import PeerNetwork
 from nodex.p2p.protocol import PeerProtocol
 from nodex.services.chain import ChainService
@@ -99,6 +100,26 @@ class CompositionTests(SimulationTestCase):
             self.assertTrue(peers)
             self.assertTrue(all(type(peer) is PeerProtocol for peer in peers))
             self.assertEqual(core.chain.head.header.number, summary["height"])
+
+
+    def test_clients_transactions_shared(self) -> None:
+        """
+        The clients' transactions are known to every node's peer network
+        beyond its pool: a peer's copy of one is that object, its sender
+        not recovered again.
+        """
+        scenario = replace(SMALL, nodes=3, blocks=3)
+        simulation, summary = self.simulate(scenario)
+        shared = simulation.shared_transactions
+        self.assertTrue(shared)
+        self.assertEqual(len(shared), summary["transactions"]["sent"])
+        for transaction in shared.values():
+            payload = encode_message(Transactions((transaction,)))
+            for node in simulation.nodes:
+                self.assertIs(node.peers.shared_transactions, shared)
+                decoded = node.peers.decode(payload)
+                assert isinstance(decoded, Transactions)
+                self.assertIs(decoded.transactions[0], transaction)
 
 
 class PartitionTests(SimulationTestCase):
