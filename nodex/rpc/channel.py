@@ -65,6 +65,14 @@ REFUSED = (
 _HEAD_START = len(SIMPLE_REQUEST_LINE)
 
 
+MAX_LENGTH_DIGITS = 18
+"""
+The most digits of a C{Content-Length} the lane reads (no body the node
+takes comes near 10**18 bytes): a longer run is left to twisted.web, which
+answers 400, rather than given to C{int}, which refuses more than 4,300
+digits with a C{ValueError}.
+"""
+
 _LENGTH_LINE = re.compile(rb"\r\n[Cc]ontent-[Ll]ength:[ \t]*([0-9]+)[ \t]*\r\n")
 """A C{Content-Length} line as Node's and Python's clients spell it; its
 digits are cut out of a head to make the key of L{_HEADS}."""
@@ -113,6 +121,8 @@ def simple_head(data: bytes) -> tuple[bytes | None, bytes | None, int, int] | No
         parsed = parse_head(data[_HEAD_START:end + 2])
         return None if parsed is None else (*parsed, end + 4)
     digits_start, digits_end = line.span(1)
+    if digits_end - digits_start > MAX_LENGTH_DIGITS:
+        return None
     key = data[_HEAD_START:digits_start] + data[digits_end:end + 2]
     known = _HEADS.get(key)
     length = int(data[digits_start:digits_end])
@@ -149,7 +159,7 @@ def parse_head(head: bytes) -> tuple[bytes | None, bytes | None, int] | None:
     for name, value in _FIELD.findall(head):
         name = name.lower()
         if name == b"content-length":
-            if length >= 0 or not value.isdigit():
+            if length >= 0 or not value.isdigit() or len(value) > MAX_LENGTH_DIGITS:
                 return None
             length = int(value)
         elif name == b"content-type":
@@ -300,6 +310,22 @@ class RPCChannel(HTTPChannel):
             self.transport.loseConnection()
             return
         self._admitted = True
+
+    def headerReceived(self, line: bytes) -> bool:
+        """
+        A header on twisted.web's path: a C{Content-Length} of more than
+        L{MAX_LENGTH_DIGITS} digits is answered 400 and the connection
+        closed, as twisted.web answers a malformed one; twisted.web itself
+        hands it to C{int}, whose C{ValueError} past 4,300 digits would go
+        up to the reactor as an unhandled error (a traceback in the log for
+        every such request, and no answer).
+        """
+        name, colon, value = line.partition(b":")
+        if colon and name.lower() == b"content-length" and len(value.strip(b" \t")) > MAX_LENGTH_DIGITS:
+            self.transport.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+            self.loseConnection()
+            return False
+        return bool(super().headerReceived(line))
 
     def client_identity(self) -> str:
         """

@@ -408,6 +408,26 @@ class ChannelTests(SynchronousTestCase):
         channel.dataReceived(request[head_end:])
         self.assertEqual(parse_responses(transport.value())[0][0], 413)
 
+    def test_content_length_of_too_many_digits(self) -> None:
+        """
+        A C{Content-Length} of more digits than C{int} reads (4,300 by
+        default) is answered 400 and the connection closed, whether the
+        head comes whole (the lane) or in pieces (twisted.web), and whether
+        the lane has kept that head's shape before; nothing reaches the
+        reactor as an unhandled error.
+        """
+        for digits in (19, 5000):
+            request = re.sub(rb"Content-Length: \d+", b"Content-Length: " + b"9" * digits, post())
+            for chunks in ((post(), request), (request,), (request[:20], request[20:])):
+                channel, transport, _ = self.connect()
+                for chunk in chunks:
+                    channel.dataReceived(chunk)
+                written = transport.value()
+                self.assertTrue(written.endswith(b"HTTP/1.1 400 Bad Request\r\n\r\n"), (digits, written[-60:]))
+                self.assertTrue(transport.disconnecting)
+        self.assertIsNone(simple_head(re.sub(rb"Content-Length: \d+", b"Content-Length: " + b"1" * 19, post())))
+        self.assertEqual(simple_head(re.sub(rb"Content-Length: \d+", b"Content-Length: 000000000000000047", post()))[2], 47)
+
     def test_after_twisted_web(self) -> None:
         """
         A request twisted.web answered leaves the channel able to answer the
