@@ -26,33 +26,7 @@ COMPILED = [
     "nodex/evm/gas.py",
     "nodex/evm/instructions/*.py",
 ]
-"""The EVM's modules of the compiled build (nodex.evm.build.EVM_MODULES names the same)."""
-
-NODE_COMPILED = [
-    "nodex/rlpcore.py",
-    "nodex/primitives.py",
-    "nodex/structures/rlpcodec.py",
-    "nodex/structures/transactions.py",
-    "nodex/trie/hexary.py",
-    "nodex/trie/nodes.py",
-    "nodex/state/state.py",
-    "nodex/services/pool.py",
-    "nodex/services/reputation.py",
-    "nodex/p2p/secure.py",
-    "nodex/p2p/protocol.py",
-    "nodex/p2p/queue.py",
-    "nodex/p2p/messages.py",
-    "nodex/p2p/relay.py",
-    "nodex/p2p/network.py",
-    "nodex/p2p/inbound.py",
-    "nodex/simulation/network.py",
-    "nodex/simulation/clock.py",
-    "nodex/rpc/channel.py",
-    "nodex/rpc/dispatch.py",
-    "nodex/rpc/encoders.py",
-    "nodex/rpc/decoders.py",
-]
-"""The node's modules of the compiled build, outside the EVM (nodex.evm.build.NODE_MODULES names the same)."""
+"""The modules of the compiled build (nodex.evm.build.COMPILED_MODULES names the same)."""
 
 DIRECTIVES = {
     "language_level": 3,
@@ -63,11 +37,6 @@ DIRECTIVES = {
     "annotation_typing": False,
 }
 """Cython's compiler directives for the modules of the build."""
-
-NODE_CFLAGS = ["-O1", "-g0"]
-"""
-gcc's flags for the node's modules (after Python's own, so they win over its -O3 -g).
-"""
 
 ANNOTATED = [
     "nodex/evm/memory.py",
@@ -115,10 +84,6 @@ def compiled_extensions() -> list:
         return []
     extensions = cythonize(ANNOTATED, compiler_directives={**DIRECTIVES, "annotation_typing": True}, quiet=True)
     extensions += cythonize(COMPILED, exclude=ANNOTATED, compiler_directives=DIRECTIVES, quiet=True)
-    node = cythonize(NODE_COMPILED, compiler_directives=DIRECTIVES, quiet=True)
-    for extension in node:
-        extension.extra_compile_args = NODE_CFLAGS
-    extensions += node
     for extension in extensions:
         extension.optional = True
     return extensions

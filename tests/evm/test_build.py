@@ -25,7 +25,7 @@ from pathlib import Path
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 import nodex.evm.build
-from nodex.evm.build import COMPILED_MODULES, NODE_MODULES, build_line, compiled_modules, is_extension
+from nodex.evm.build import COMPILED_MODULES, build_line, compiled_modules, is_extension
 from nodex.evm.frame import Evm
 from nodex.evm.interpreter import ensure_recursion_limit
 
@@ -72,43 +72,32 @@ class BuildLineTests(SynchronousTestCase):
         """
         Without compiled modules the line says pure Python and how to build the other.
         """
-        self.patch(nodex.evm.build, "compiled_modules", lambda names=COMPILED_MODULES: [])
+        self.patch(nodex.evm.build, "compiled_modules", lambda: [])
         self.assertEqual(build_line(), "EVM: pure Python (the compiled build is optional: NODEX_COMPILE=1, docs/evm.md)")
 
     def test_compiled(self) -> None:
         """
         With every module compiled the line says so.
         """
-        self.patch(nodex.evm.build, "compiled_modules", lambda names=COMPILED_MODULES: list(names))
-        self.assertEqual(build_line(), f"EVM: compiled with Cython (16 modules); node: {len(NODE_MODULES)} modules compiled")
-
-    def test_evm_only(self) -> None:
-        """
-        With the EVM compiled and none of the node's modules, the line names the EVM only.
-        """
-        self.patch(
-            nodex.evm.build, "compiled_modules", lambda names=COMPILED_MODULES: list(names) if names == COMPILED_MODULES else []
-        )
+        self.patch(nodex.evm.build, "compiled_modules", lambda: list(COMPILED_MODULES))
         self.assertEqual(build_line(), "EVM: compiled with Cython (16 modules)")
 
     def test_partly(self) -> None:
         """
         An extension that did not build leaves its module pure, and the line names it.
         """
-        self.patch(nodex.evm.build, "compiled_modules", lambda names=COMPILED_MODULES: list(names[1:]))
+        self.patch(nodex.evm.build, "compiled_modules", lambda: list(COMPILED_MODULES[1:]))
         self.assertEqual(
             build_line(),
-            "EVM: partly compiled with Cython (15 of 16 modules; pure: nodex.evm.interpreter); "
-            f"node: {len(NODE_MODULES) - 1} of {len(NODE_MODULES)} modules compiled (pure: {NODE_MODULES[0]})",
+            "EVM: partly compiled with Cython (15 of 16 modules; pure: nodex.evm.interpreter)",
         )
 
     def test_this_process(self) -> None:
         """
         L{compiled_modules} reports what this process imported.
         """
-        for names in (COMPILED_MODULES, NODE_MODULES):
-            expected = [name for name in names if importlib.import_module(name).__file__.endswith(".so")]
-            self.assertEqual(compiled_modules(names), expected)
+        expected = [name for name in COMPILED_MODULES if importlib.import_module(name).__file__.endswith(".so")]
+        self.assertEqual(compiled_modules(), expected)
 
 
 class SetupTests(SynchronousTestCase):
@@ -122,14 +111,11 @@ class SetupTests(SynchronousTestCase):
     def test_modules_listed(self) -> None:
         """
         setup.py's C{COMPILED} globs name exactly L{COMPILED_MODULES}, and its
-        annotation-typed modules are among them; its C{NODE_COMPILED} names
-        exactly L{NODE_MODULES}.
+        annotation-typed modules are among them.
         """
         files = {path for pattern in self.setup_module.COMPILED for path in REPOSITORY.glob(pattern)}
         self.assertEqual(sorted(module_name(path) for path in files), sorted(COMPILED_MODULES))
         self.assertTrue({REPOSITORY / name for name in self.setup_module.ANNOTATED} <= files)
-        node = {path for pattern in self.setup_module.NODE_COMPILED for path in REPOSITORY.glob(pattern)}
-        self.assertEqual(sorted(module_name(path) for path in node), sorted(NODE_MODULES))
 
     def test_annotations_safe_to_type(self) -> None:
         """
@@ -198,18 +184,11 @@ class SetupTests(SynchronousTestCase):
         extensions = self.setup_module.compiled_extensions()
         self.assertTrue(extensions)
         self.assertTrue(all(extension.optional for extension in extensions))
-        (annotated, _, typed), (everything, excluded, untyped), (node, _, node_directives) = calls
+        (annotated, _, typed), (everything, excluded, untyped) = calls
         self.assertEqual(annotated, self.setup_module.ANNOTATED)
         self.assertEqual((everything, excluded), (self.setup_module.COMPILED, self.setup_module.ANNOTATED))
-        self.assertEqual(node, self.setup_module.NODE_COMPILED)
         self.assertEqual((typed["annotation_typing"], untyped["annotation_typing"]), (True, False))
         self.assertEqual((typed["language_level"], untyped["language_level"]), (3, 3))
-        self.assertEqual(node_directives, untyped)
-        # The node's modules are compiled with gcc's cheaper flags (setup.py's NODE_CFLAGS).
-        self.assertEqual(
-            [extension.extra_compile_args for extension in extensions if extension.name in node],
-            [self.setup_module.NODE_CFLAGS] * len(node),
-        )
 
 
 class CompiledRunTests(SynchronousTestCase):
@@ -219,13 +198,12 @@ class CompiledRunTests(SynchronousTestCase):
 
     def test_compiled_when_expected(self) -> None:
         """
-        Under C{NODEX_EXPECT_COMPILED=1}, every module of the build (the
-        EVM's and the node's) is an extension and L{Evm} is the extension type of frame.pxd.
+        Under C{NODEX_EXPECT_COMPILED=1}, every module of the build is an
+        extension and L{Evm} is the extension type of frame.pxd.
         """
         if not EXPECT_COMPILED:
             raise SkipTest("NODEX_EXPECT_COMPILED=1 is not set: the run may test either EVM")
         self.assertEqual(compiled_modules(), list(COMPILED_MODULES))
-        self.assertEqual(compiled_modules(NODE_MODULES), list(NODE_MODULES))
         self.assertFalse(Evm.__flags__ & (1 << 9), "Evm is a heap type: frame.pxd was not applied")
 
     def test_fallback(self) -> None:
@@ -234,9 +212,9 @@ class CompiledRunTests(SynchronousTestCase):
         compiler), every module of the build imports from its C{.py} file and
         the EVM is the pure-Python one.
         """
-        if compiled_modules() or compiled_modules(NODE_MODULES):
+        if compiled_modules():
             raise SkipTest("this run tests the compiled build")
-        for name in COMPILED_MODULES + NODE_MODULES:
+        for name in COMPILED_MODULES:
             self.assertTrue(importlib.import_module(name).__file__.endswith(".py"), name)
         self.assertTrue(Evm.__flags__ & (1 << 9))
         self.assertTrue(build_line().startswith("EVM: pure Python"))
