@@ -840,6 +840,26 @@ class RecentReadsTests(SynchronousTestCase):
         )
         self.assertEqual(self.threads.reads, [])
 
+    def test_block_fees(self) -> None:
+        """
+        A block's fees are the price and gas of its receipt views, for a
+        recent block at once and for a stored one in the reader pool.
+        """
+        transactions = [transfer(0, 0, gas_price=7), fee_market_transfer(1, 0, max_fee=10, priority_fee=4)]
+        block = build_on(self.store, self.genesis, transactions).block
+        self.successResultOf(import_one(self.chain, block))
+        views = self.successResultOf(self.chain.get_block_receipts(block.hash))
+        wanted = [(view.effective_gas_price, view.gas_used) for view in views]
+        self.assertEqual(wanted, [(7, 21_000), (4, 21_000)])
+        self.assertEqual(self.successResultOf(self.chain.get_block_fees(block.hash)), wanted)
+        self.assertEqual(self.threads.reads, [])
+        reopened = ChainService(self.store, sample_rules(), Clock(), threads=self.threads)  # type: ignore[arg-type]
+        reading = reopened.get_block_fees(block.hash)
+        unknown = reopened.get_block_fees(b"\x01" * 32)
+        self.threads.release()
+        self.assertEqual(self.successResultOf(reading), wanted)
+        self.assertIsNone(self.successResultOf(unknown))
+
     def test_recent_ancestors_at_once(self) -> None:
         """
         The canonical blocks just below the head come at once, by their
