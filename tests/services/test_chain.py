@@ -376,6 +376,55 @@ class ChainServiceMixin:
         self.assertEqual(self.chain.head.header, second.header)  # type: ignore[attr-defined]
         self.assertEqual(len(self.events), 2)
 
+    def test_make_at_once(self) -> None:
+        """
+        A small block made by an idle writer is published before C{make}
+        returns, once, through Twisted's fired-Deferred C{result} (the
+        attribute the fast path reads); a publication that fails fails the
+        Deferred.
+        """
+        self.assertEqual(maybeDeferred(lambda: 5).result, 5)
+        added: list[Any] = []
+        held: list[Deferred[Any]] = []
+
+        class Recording(Deferred):  # type: ignore[type-arg]
+            def addCallback(self, *args: Any, **keywords: Any) -> Any:
+                added.append(args)
+                return super().addCallback(*args, **keywords)
+
+        def run(function: Any, *args: Any) -> Deferred[Any]:
+            job = Recording()
+            if held:
+                job.addCallback(lambda _: function(*args))
+                held[0] = job
+                return job
+            job.callback(function(*args))
+            return job
+
+        self.chain._run_small_writer = run  # type: ignore[attr-defined]
+        published: list[Any] = []
+        publish = self.chain._publish  # type: ignore[attr-defined]
+        self.chain._publish = lambda step: published.append(step) or publish(step)  # type: ignore[attr-defined]
+        made = self.chain.make(self.request((transfer(0, 0),)), small=True)  # type: ignore[attr-defined]
+        self.assertEqual(len(self.events), 1)
+        self.assertEqual(published, [self.successResultOf(made)])
+        self.assertEqual(self.chain.head.header, published[0].block.header)  # type: ignore[attr-defined]
+        self.assertEqual(added, [])
+        # A busy writer: published when the job's result comes.
+        held.append(Deferred())
+        later = self.chain.make(self.request((transfer(0, 1),)), small=True)  # type: ignore[attr-defined]
+        self.assertNoResult(later)
+        held[0].callback(None)
+        self.assertEqual(published[1:], [self.successResultOf(later)])
+        held.clear()
+
+        def broken(step: Any) -> Any:
+            raise RuntimeError("publication")
+
+        self.chain._publish = broken  # type: ignore[attr-defined]
+        failed = self.chain.make(self.request((transfer(0, 2),)), small=True)  # type: ignore[attr-defined]
+        self.failureResultOf(failed, RuntimeError)
+
     def test_make_declined(self) -> None:
         """
         A request that may not make an empty block, whose candidates cannot
