@@ -27,6 +27,8 @@ Scenarios:
   - C{fee_history}: C{eth_feeHistory} of the latest block at the 50th
     percentile, as Hardhat asks it before every C{eth_sendTransaction};
   - C{estimate_transfer}: C{eth_estimateGas} of an ERC-20 C{transfer};
+  - C{estimate_pending}: the same at C{pending}, as hardhat-ethers asks it
+    (the pending block's look-up included);
   - C{estimate_deploy}: C{eth_estimateGas} of the token's deployment;
   - C{estimate_forward}: C{eth_estimateGas} of a C{transfer} made through a
     forwarding contract (deployed first, with tokens of its own): it CALLs
@@ -88,7 +90,7 @@ from transfers import RawSender  # noqa: E402
 
 TOKEN = REPOSITORY / "tests" / "data" / "contracts" / "Token.json"
 SCENARIOS = (
-    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_deploy", "estimate_forward", "estimate_send", "send_transfer", "lookups",
+    "chain_id", "chain_id_split", "chain_id_pipelined", "block_number", "fee_history", "estimate_transfer", "estimate_pending", "estimate_deploy", "estimate_forward", "estimate_send", "send_transfer", "lookups",
     "snapshot_revert", "call", "call_parent",
 )
 
@@ -281,6 +283,8 @@ class Scenarios:
             return {"eth_feeHistory": self.timed_batch(lambda: call("eth_feeHistory", "0x1", "latest", [50]))}
         if name == "estimate_transfer":
             return {"eth_estimateGas transfer": self.timed_batch(lambda: call("eth_estimateGas", self.transfer()))}
+        if name == "estimate_pending":
+            return {"eth_estimateGas transfer at pending": self.timed_batch(lambda: call("eth_estimateGas", self.transfer(), "pending"))}
         if name == "estimate_deploy":
             deploy = {key: value for key, value in self.deploy.items() if key != "gas"}
             return {"eth_estimateGas deploy": self.timed_batch(lambda: call("eth_estimateGas", deploy))}

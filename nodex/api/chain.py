@@ -142,6 +142,14 @@ class IChainService(Interface):
         The receipts of a stored block in transaction order, or L{None}.
         """
 
+    def get_block_fees(block_hash: bytes) -> "Deferred[list[tuple[int, int]] | None]":
+        """
+        The effective gas price and the gas used of each transaction of a
+        stored block, in transaction order, or L{None} (C{eth_feeHistory}'s
+        rewards: the two fields of L{get_block_receipts}' views it reads,
+        without making the views).
+        """
+
     def bad_blocks() -> "list[BadBlock]":
         """
         The last blocks the importer refused since the node started, oldest

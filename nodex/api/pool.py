@@ -31,6 +31,11 @@ class ITransactionPool(Interface):
             L{nodex.api.errors.TransactionRejectedError} (RPC code -32010).
         """
 
+    def __len__() -> int:
+        """
+        How many transactions the pool holds (pending and queued).
+        """
+
     def get(tx_hash: bytes) -> "Transaction | None":
         """
         A pooled transaction by hash (in memory).

@@ -13,10 +13,11 @@ what C{eth_gasPrice} suggests.
 from collections.abc import Iterable
 from typing import Any
 
-from nodex.api.chain import IChainService, ReceiptView
+from nodex.api.chain import IChainService
 from nodex.rpc import decoders
 from nodex.rpc.blockref import require_block
 from nodex.rpc.decoders import BlockParameter, DecodeError
+from nodex.structures.blocks import Block
 from nodex.rpc.registry import Method, Param
 
 MAX_BLOCK_COUNT = 1024
@@ -48,14 +49,17 @@ def reward_percentiles(value: Any) -> list[float]:
     return [float(item) for item in value]
 
 
-def rewards(receipts: list[ReceiptView], percentiles: list[float]) -> list[int]:
+def rewards(fees: list[tuple[int, int]], percentiles: list[float]) -> list[int]:
     """
     The prices paid at each percentile of a block's gas, the cheapest
     transactions first (zero for an empty block).
+
+    @param fees: the effective gas price and the gas used of each of the
+        block's transactions (L{nodex.api.chain.IChainService.get_block_fees}).
     """
-    if not receipts:
+    if not fees:
         return [0 for _ in percentiles]
-    paid = sorted((view.effective_gas_price, view.gas_used) for view in receipts)
+    paid = sorted(fees)
     total = sum(gas for _, gas in paid)
     answers = []
     for percentile in percentiles:
@@ -103,19 +107,25 @@ class FeeMethods:
         C{eth_feeHistory}: base fees (always zero), gas-used ratios and, if
         asked, rewards of the C{count} blocks up to C{newest}.
         """
-        newest_number = (await require_block(self._chain, newest)).number
+        # A number or a tag (never a hash): the canonical block there, read
+        # once; the loop reads only the older ones.
+        newest_block = await require_block(self._chain, newest)
+        newest_number = newest_block.number
         oldest = max(0, newest_number - count + 1)
         ratios: list[float] = []
         reward_rows: list[list[str]] = []
         for number in range(oldest, newest_number + 1):
-            block = await self._chain.get_block_by_number(number)
+            if number == newest_number:
+                block: Block | None = newest_block
+            else:
+                block = await self._chain.get_block_by_number(number)
             if block is None:
                 break
             header = block.header
             ratios.append(header.gas_used / header.gas_limit if header.gas_limit else 0.0)
             if percentiles is not None:
-                receipts = await self._chain.get_block_receipts(block.hash) or []
-                reward_rows.append([hex(price) for price in rewards(receipts, percentiles)])
+                fees = await self._chain.get_block_fees(block.hash) or []
+                reward_rows.append([hex(price) for price in rewards(fees, percentiles)])
         answer: dict[str, Any] = {
             "oldestBlock": hex(oldest),
             "baseFeePerGas": ["0x0"] * (len(ratios) + 1),

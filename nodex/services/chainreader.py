@@ -311,6 +311,26 @@ class ChainReader:
             return succeed(receipt_views(recent[0], recent[1]))
         return self._run_reader(self._thd_block_receipts, block_hash)
 
+    def get_block_fees(self, block_hash: bytes) -> Deferred[list[tuple[int, int]] | None]:
+        """
+        The effective gas price and the gas used of each transaction of a
+        stored block, or L{None}; a recent block's at once.
+        """
+        recent = self._recent_block(block_hash)
+        if recent is not None:
+            return succeed(block_fees(recent[0], recent[1]))
+        return self._run_reader(self._thd_block_fees, block_hash)
+
+    def _thd_block_fees(self, block_hash: bytes) -> list[tuple[int, int]] | None:
+        """
+        L{get_block_fees} in a reader thread.
+        """
+        block = self._thd_block(block_hash)
+        receipts = self._thd_receipts(block_hash)
+        if block is None or receipts is None:
+            return None
+        return block_fees(block, receipts)
+
     def run_with_state(self, function: Callable[[State], T], state_root: bytes | None = None) -> Deferred[T]:
         """
         Run C{function} on a reader thread with a fresh L{State} at
@@ -376,5 +396,17 @@ def receipt_views(block: Block, receipts: Sequence[Receipt], only: int | None = 
     return views
 
 
+def block_fees(block: Block, receipts: Sequence[Receipt]) -> list[tuple[int, int]]:
+    """
+    The effective gas price and own gas of each transaction of a block: the
+    C{effective_gas_price} and C{gas_used} of L{receipt_views}, alone.
+    """
+    fees = []
+    previous_gas = 0
+    for transaction, receipt in zip(block.transactions, receipts):
+        fees.append((effective_gas_price(transaction), receipt.cumulative_gas_used - previous_gas))
+        previous_gas = receipt.cumulative_gas_used
+    return fees
 
-__all__ = ["RECENT_BLOCKS", "ChainReader", "receipt_views"]
+
+__all__ = ["RECENT_BLOCKS", "ChainReader", "block_fees", "receipt_views"]

@@ -16,6 +16,14 @@ built on a reader thread, executing the pending transactions, and its
 state's new trie nodes and code are handed to the state service
 (C{hold_state}) so that reads at its state root find them.  The last one
 built is kept until the head, the pending transactions or its time change.
+
+While the pool is empty (an automining dev chain, where every
+C{eth_estimateGas} of hardhat-ethers asks at C{pending}), the kept block is
+recognised without making its key: by the head header object, the clock's
+whole second, the block clock's offset and set time, the coinbase and the
+side-block candidates (a tuple replaced whenever they change), compared by
+identity or equality.  Any of them changing, or a transaction entering the
+pool, takes the full path, which makes the key as before.
 """
 
 from collections.abc import Callable, Sequence
@@ -101,6 +109,7 @@ class PendingBlocks:
         self._side_blocks = side_blocks
         self._extra_data = extra_data
         self._kept: tuple[tuple[object, ...], PendingBlock] | None = None
+        self._quick: tuple[object, ...] | None = None
 
     def header(self) -> "Deferred[Header]":
         """
@@ -115,18 +124,30 @@ class PendingBlocks:
         @return: a Deferred firing with the L{PendingBlock}.
         """
         head = self._chain.head.header
+        quick = None
+        if not len(self._pool):
+            clock = self._block_clock
+            quick = (
+                head, clock.now(), clock.offset, clock.next_timestamp, self._miner.coinbase,
+                () if self._side_blocks is None else self._side_blocks.candidates(),
+            )
+            if quick == self._quick and self._kept is not None:
+                return succeed(self._kept[1])
         timestamp = self._block_clock.next_stamp(head.timestamp)
         candidates = order_candidates(self._pool.pending())
         side = self._useful_side(head)
         coinbase = self._miner.coinbase
         key = (head.hash, timestamp, coinbase, tuple(tx.hash for tx in candidates), tuple(h.hash for h in side))
         if self._kept is not None and self._kept[0] == key:
+            self._quick = quick
             return succeed(self._kept[1])
         if not candidates and not side:
             fields = empty_header_fields(head, timestamp, coinbase, self._chain.rules, self._extra_data)
             pending = PendingBlock(Block(Header(**fields), (), ()))
             self._kept = (key, pending)
+            self._quick = quick
             return succeed(pending)
+        self._quick = None
         building = self._run_in_thread(
             self._reads.thd_build, head, candidates, timestamp, side, coinbase, self._chain.rules
         )
@@ -140,6 +161,9 @@ class PendingBlocks:
         self._hold_state(outcome.nodes, outcome.code)
         pending = PendingBlock(built.block, outcome.receipts)
         self._kept = (key, pending)
+        # A build started before the pool emptied may end after a quick
+        # look-up: the kept block is no longer the one the quick key names.
+        self._quick = None
         return pending
 
     def _useful_side(self, head: Header) -> Sequence[Header]:

@@ -95,6 +95,14 @@ class FakeChain:
             views.append(ReceiptView(receipt, location, used, 0, None, transaction.effective_gas_price))
         return succeed(views)
 
+    def get_block_fees(self, block_hash: bytes) -> Deferred[list[tuple[int, int]] | None]:
+        """
+        The price and gas of each transaction of a block, from its views.
+        """
+        return self.get_block_receipts(block_hash).addCallback(
+            lambda views: None if views is None else [(view.effective_gas_price, view.gas_used) for view in views]
+        )
+
     def add_observer(self, observer: Callable[[ChainEvent], None]) -> None:
         """
         Remember an observer.
@@ -406,6 +414,29 @@ class FeeHistoryTests(DispatchFixture, SynchronousTestCase):
         self.assertEqual(history["baseFeePerGas"], ["0x0"] * 3)
 
 
+    def test_newest_read_once(self) -> None:
+        """
+        The newest block, read to resolve the parameter, is not read again:
+        each block of the history is read once.
+        """
+        from tests.chain.logs.test_search import make_block
+
+        blocks = [make_block(number, [])[0] for number in range(4)]
+        chain = FakeChain(blocks)
+        numbers: list[int] = []
+        read = chain.get_block_by_number
+        chain.get_block_by_number = lambda number: numbers.append(number) or read(number)  # type: ignore[method-assign]
+        registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+        registry.add(FeeMethods(chain))  # type: ignore[arg-type]
+        self.dispatcher = Dispatcher(registry, Clock())
+        history = self.call("eth_feeHistory", "0x3", "latest", [50])
+        self.assertEqual((history["oldestBlock"], history["reward"]), ("0x1", [["0x0"]] * 3))
+        self.assertEqual(sorted(numbers), [1, 2, 3])
+        numbers.clear()
+        self.assertEqual(self.call("eth_feeHistory", "0x2", "0x2")["oldestBlock"], "0x1")
+        self.assertEqual(sorted(numbers), [1, 2])
+
+
 class RewardsTests(SynchronousTestCase):
     """
     Tests for L{rewards}.
@@ -415,22 +446,7 @@ class RewardsTests(SynchronousTestCase):
         """
         Percentiles are taken over the gas used, cheapest first.
         """
-        views = [_view(price=5, gas=10), _view(price=1, gas=90)]
-        self.assertEqual(rewards(views, [0, 50, 90, 91, 100]), [1, 1, 1, 5, 5])  # type: ignore[arg-type]
-
-
-def _view(price: int, gas: int) -> Any:
-    """
-    An object with what L{rewards} reads of a receipt view.
-    """
-    class View:
-        """
-        A receipt view's price and gas.
-        """
-
-        effective_gas_price = price
-        gas_used = gas
-    return View()
+        self.assertEqual(rewards([(5, 10), (1, 90)], [0, 50, 90, 91, 100]), [1, 1, 1, 5, 5])
 
 
 __all__ = ["DispatchFixture", "FakeChain", "hexed"]

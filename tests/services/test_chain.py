@@ -376,6 +376,55 @@ class ChainServiceMixin:
         self.assertEqual(self.chain.head.header, second.header)  # type: ignore[attr-defined]
         self.assertEqual(len(self.events), 2)
 
+    def test_make_at_once(self) -> None:
+        """
+        A small block made by an idle writer is published before C{make}
+        returns, once, through Twisted's fired-Deferred C{result} (the
+        attribute the fast path reads); a publication that fails fails the
+        Deferred.
+        """
+        self.assertEqual(maybeDeferred(lambda: 5).result, 5)
+        added: list[Any] = []
+        held: list[Deferred[Any]] = []
+
+        class Recording(Deferred):  # type: ignore[type-arg]
+            def addCallback(self, *args: Any, **keywords: Any) -> Any:
+                added.append(args)
+                return super().addCallback(*args, **keywords)
+
+        def run(function: Any, *args: Any) -> Deferred[Any]:
+            job = Recording()
+            if held:
+                job.addCallback(lambda _: function(*args))
+                held[0] = job
+                return job
+            job.callback(function(*args))
+            return job
+
+        self.chain._run_small_writer = run  # type: ignore[attr-defined]
+        published: list[Any] = []
+        publish = self.chain._publish  # type: ignore[attr-defined]
+        self.chain._publish = lambda step: published.append(step) or publish(step)  # type: ignore[attr-defined]
+        made = self.chain.make(self.request((transfer(0, 0),)), small=True)  # type: ignore[attr-defined]
+        self.assertEqual(len(self.events), 1)
+        self.assertEqual(published, [self.successResultOf(made)])
+        self.assertEqual(self.chain.head.header, published[0].block.header)  # type: ignore[attr-defined]
+        self.assertEqual(added, [])
+        # A busy writer: published when the job's result comes.
+        held.append(Deferred())
+        later = self.chain.make(self.request((transfer(0, 1),)), small=True)  # type: ignore[attr-defined]
+        self.assertNoResult(later)
+        held[0].callback(None)
+        self.assertEqual(published[1:], [self.successResultOf(later)])
+        held.clear()
+
+        def broken(step: Any) -> Any:
+            raise RuntimeError("publication")
+
+        self.chain._publish = broken  # type: ignore[attr-defined]
+        failed = self.chain.make(self.request((transfer(0, 2),)), small=True)  # type: ignore[attr-defined]
+        self.failureResultOf(failed, RuntimeError)
+
     def test_make_declined(self) -> None:
         """
         A request that may not make an empty block, whose candidates cannot
@@ -839,6 +888,26 @@ class RecentReadsTests(SynchronousTestCase):
             self.successResultOf(self.chain.get_total_difficulty(block.hash)), self.chain.head.total_difficulty
         )
         self.assertEqual(self.threads.reads, [])
+
+    def test_block_fees(self) -> None:
+        """
+        A block's fees are the price and gas of its receipt views, for a
+        recent block at once and for a stored one in the reader pool.
+        """
+        transactions = [transfer(0, 0, gas_price=7), fee_market_transfer(1, 0, max_fee=10, priority_fee=4)]
+        block = build_on(self.store, self.genesis, transactions).block
+        self.successResultOf(import_one(self.chain, block))
+        views = self.successResultOf(self.chain.get_block_receipts(block.hash))
+        wanted = [(view.effective_gas_price, view.gas_used) for view in views]
+        self.assertEqual(wanted, [(7, 21_000), (4, 21_000)])
+        self.assertEqual(self.successResultOf(self.chain.get_block_fees(block.hash)), wanted)
+        self.assertEqual(self.threads.reads, [])
+        reopened = ChainService(self.store, sample_rules(), Clock(), threads=self.threads)  # type: ignore[arg-type]
+        reading = reopened.get_block_fees(block.hash)
+        unknown = reopened.get_block_fees(b"\x01" * 32)
+        self.threads.release()
+        self.assertEqual(self.successResultOf(reading), wanted)
+        self.assertIsNone(self.successResultOf(unknown))
 
     def test_recent_ancestors_at_once(self) -> None:
         """

@@ -74,6 +74,12 @@ class FakePool:
         self.transactions.append(transaction)
         return succeed(transaction.hash)
 
+    def __len__(self) -> int:
+        """
+        How many transactions are kept.
+        """
+        return len(self.transactions)
+
     def get(self, tx_hash: bytes) -> Transaction | None:
         """
         A kept transaction by hash.
