@@ -152,13 +152,13 @@ class SimulatedTime:
         of the simulated world itself (a segment arriving, a scenario
         event), not of any node.
         """
-        self._queue_entry(when, func, args)
+        self.queue(when, func, args)
 
     def later(self, delay: float, func: Callable[..., Any], *args: Any) -> None:
         """
         Run C{func(*args)} C{delay} seconds from now (see L{at}).
         """
-        self._queue_entry(self.now + delay, func, args)
+        self.queue(self.now + delay, func, args)
 
     def push(self, when: float, call: SimulatedCall) -> None:
         """
@@ -166,9 +166,15 @@ class SimulatedTime:
         """
         self._sequence += 1
         call.sequence = self._sequence
-        self._queue_entry(when, call, self._sequence)
+        self.queue(when, call, self._sequence)
 
-    def _queue_entry(self, when: float, first: Any, second: Any) -> None:
+    def queue(self, when: float, first: Any, second: Any) -> None:
+        """
+        L{at} with the arguments as a tuple (C{first} the function,
+        C{second} its arguments), for the callers on the hot path (a
+        segment in flight: no packing, one frame less); L{push} queues a
+        node's call as C{call, sequence}.
+        """
         now = self.now
         if when <= now:
             due = self._due

@@ -138,14 +138,18 @@ class SimulatedTimeTests(SynchronousTestCase):
 
     def test_shared_time_one_entry(self) -> None:
         """
-        Calls due at one exact time are one heap entry, run in the order made.
+        Calls due at one exact time (L{SimulatedTime.at}, L{SimulatedTime.queue}
+        with the arguments as a tuple, nodes' calls) are one heap entry, run
+        in the order made.
         """
         time = SimulatedTime(0)
         clock = NodeClock(time)
         seen: list[int] = []
         for number in range(50):
-            if number % 2:
+            if number % 4 == 1:
                 time.at(0.5, seen.append, number)
+            elif number % 4 == 3:
+                time.queue(0.5, seen.append, (number,))
             else:
                 clock.callLater(0.5, seen.append, number)
         time.at(0.25, seen.append, -1)
