@@ -104,19 +104,30 @@ class SimulatedTime:
 
     @ivar now: the true simulated time, in unix seconds.
     @ivar calls_run: how many calls have run.
+    @ivar times_queued: how many distinct future times were pushed on
+        the heaps (each one push and one pop, whatever the calls at it).
     @ivar errors: how many calls raised (each is logged).
     @ivar current: the clock of the node whose call runs now (L{None}:
         the simulated world's own), for the log.
 
-    The queue is three queues of C{(time, sequence, call)} entries whose
-    merge is the one order of C{(time, sequence)}: calls due now (a plain
-    FIFO: C{callLater(0)}, C{callFromThread}, an event at once), and two
-    heaps, near and far.  Every entry of the heaps at the current time was
-    queued before the time came, so before every call due now: the heaps'
-    calls at the current time run first, then the FIFO's, and the FIFO is
-    empty when the time moves.  Most calls run soon after they are queued
-    (segments in flight) while most entries wait long (timeouts, many of
-    them cancelled): apart, the near heap stays small and its pops cheap.
+    The order is the one of C{(time, sequence)}: by time, then by when the
+    call was queued.  Calls due now (C{callLater(0)}, C{callFromThread},
+    an event at once) wait in a FIFO; a later call waits in the list of
+    its exact time (a dictionary by time), in the order queued, and each
+    such time is once in one of two heaps of plain floats, near (due
+    within L{FAR}) and far.  When the FIFO is empty the earliest time
+    comes up: the time moves to it and its whole list joins the FIFO.
+    Every call queued for that time before it came is in that list, in
+    order, and every call queued since is due now and so appended behind
+    it: the FIFO is the order of C{(time, sequence)}.  The heaps compare
+    floats only (a pop walks one cache-cold object per level instead of
+    a tuple and its items), and a time many calls share is one entry.
+    (C{docs/simulation.md}, "Cost".)
+
+    Entries are flat pairs in the FIFO and the lists: C{func, args} for an
+    event of the simulated world, C{call, sequence} for a node's
+    L{SimulatedCall} (the call runs only if it was not queued again
+    since, under a later sequence).
     """
 
     def __init__(self, start: float) -> None:
@@ -125,10 +136,12 @@ class SimulatedTime:
         """
         self.now = float(start)
         self.calls_run = 0
+        self.times_queued = 0
         self.errors = 0
-        self._due: deque[tuple[float, int, Any]] = deque()
-        self._near: list[tuple[float, int, Any]] = []
-        self._far: list[tuple[float, int, Any]] = []
+        self._due: deque[Any] = deque()
+        self._slots: dict[float, list[Any]] = {}
+        self._near: list[float] = []
+        self._far: list[float] = []
         self._sequence = 0
         self._stopped = False
         self.current: NodeClock | None = None
@@ -139,14 +152,13 @@ class SimulatedTime:
         of the simulated world itself (a segment arriving, a scenario
         event), not of any node.
         """
-        self._sequence += 1
-        self._queue_entry(when, (func, args))
+        self.queue(when, func, args)
 
     def later(self, delay: float, func: Callable[..., Any], *args: Any) -> None:
         """
         Run C{func(*args)} C{delay} seconds from now (see L{at}).
         """
-        self.at(self.now + delay, func, *args)
+        self.queue(self.now + delay, func, args)
 
     def push(self, when: float, call: SimulatedCall) -> None:
         """
@@ -154,16 +166,29 @@ class SimulatedTime:
         """
         self._sequence += 1
         call.sequence = self._sequence
-        self._queue_entry(when, call)
+        self.queue(when, call, self._sequence)
 
-    def _queue_entry(self, when: float, call: Any) -> None:
+    def queue(self, when: float, first: Any, second: Any) -> None:
+        """
+        L{at} with the arguments as a tuple (C{first} the function,
+        C{second} its arguments), for the callers on the hot path (a
+        segment in flight: no packing, one frame less); L{push} queues a
+        node's call as C{call, sequence}.
+        """
         now = self.now
         if when <= now:
-            self._due.append((now, self._sequence, call))
-        elif when - now < FAR:
-            heappush(self._near, (when, self._sequence, call))
-        else:
-            heappush(self._far, (when, self._sequence, call))
+            due = self._due
+            due.append(first)
+            due.append(second)
+            return
+        slot = self._slots.get(when)
+        if slot is not None:
+            slot.append(first)
+            slot.append(second)
+            return
+        self._slots[when] = [first, second]
+        self.times_queued += 1
+        heappush(self._near if when - now < FAR else self._far, when)
 
     def stop(self) -> None:
         """
@@ -176,13 +201,22 @@ class SimulatedTime:
         """
         Entries in the queue (cancelled and dead calls included until they come up).
         """
-        return len(self._due) + len(self._near) + len(self._far)
+        return (len(self._due) + sum(map(len, self._slots.values()))) // 2
 
-    def entries(self) -> list[tuple[float, int, Any]]:
+    def entries(self) -> list[tuple[float, int | None, Any]]:
         """
-        Every queued C{(time, sequence, call)} entry, in no order.
+        Every queued entry, in no order: C{(time, sequence, call)} for a
+        node's call, C{(time, None, (func, args))} for a world's event.
         """
-        return [*self._due, *self._near, *self._far]
+        found: list[tuple[float, int | None, Any]] = []
+        for when, flat in [(self.now, list(self._due)), *self._slots.items()]:
+            for index in range(0, len(flat), 2):
+                first, second = flat[index], flat[index + 1]
+                if type(second) is int:
+                    found.append((when, second, first))
+                else:
+                    found.append((when, None, (first, second)))
+        return found
 
     def run(self, until: float | None = None) -> None:
         """
@@ -193,53 +227,47 @@ class SimulatedTime:
         due = self._due
         near = self._near
         far = self._far
+        slots = self._slots
+        popleft = due.popleft
         self._stopped = False
         while not self._stopped:
-            # The earliest entry: the heaps' first at the current time, else
-            # the first due now, else the heaps' first.
-            if near:
-                entry = near[0]
-                heap = near
-                if far and far[0] < entry:
-                    entry = far[0]
-                    heap = far
-            elif far:
-                entry = far[0]
-                heap = far
-            else:
-                heap = None
-            if due and (heap is None or entry[0] > self.now):
-                when, sequence, call = entry = due[0]
-                if until is not None and when > until:
+            if not due:
+                # The earliest time comes up: its calls, in order, are due now.
+                if near:
+                    when = near[0]
+                    if far and far[0] < when:
+                        when = heappop(far) if until is None or far[0] <= until else None
+                    elif until is None or when <= until:
+                        heappop(near)
+                    else:
+                        when = None
+                elif far:
+                    when = heappop(far) if until is None or far[0] <= until else None
+                else:
                     break
-                due.popleft()
-            elif heap is not None:
-                when, sequence, call = entry
-                if until is not None and when > until:
+                if when is None:
                     break
-                heappop(heap)
-            else:
-                break
-            if type(call) is tuple:
                 self.now = when
+                due.extend(slots.pop(when))
+            first = popleft()
+            second = popleft()
+            if type(second) is not int:
                 self.calls_run += 1
                 self.current = None
-                func, args = call
                 try:
-                    func(*args)
+                    first(*second)
                 except Exception:
-                    self._failed(func)
+                    self._failed(first)
                 continue
-            if call.sequence != sequence or call.cancelled or call.generation != call.clock.generation:
+            if first.sequence != second or first.cancelled or first.generation != first.clock.generation:
                 continue
-            self.now = when
             self.calls_run += 1
-            self.current = call.clock
-            call.called = True
+            self.current = first.clock
+            first.called = True
             try:
-                call.func(*call.args, **call.kw)
+                first.func(*first.args, **first.kw)
             except Exception:
-                self._failed(call.func)
+                self._failed(first.func)
         if until is not None and not self._stopped and self.now < until:
             self.now = until
 
@@ -306,7 +334,7 @@ class NodeClock:
         """
         calls = [
             entry for _, sequence, entry in self._time.entries()
-            if type(entry) is SimulatedCall and entry.clock is self and entry.sequence == sequence and entry.active()
+            if sequence is not None and entry.clock is self and entry.sequence == sequence and entry.active()
         ]
         return sorted(calls, key=lambda call: (call.time, call.sequence))
 

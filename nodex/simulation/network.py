@@ -736,7 +736,7 @@ class SimulatedTransport:
         if arrival < self._last_arrival:
             arrival = self._last_arrival
         self._last_arrival = arrival
-        time.at(arrival, self._arrive, data)
+        time.queue(arrival, self._arrive, (data,))
 
     def _arrive(self, data: bytes) -> None:
         """

@@ -80,6 +80,83 @@ class SimulatedTimeTests(SynchronousTestCase):
         self.assertGreater(len(order), 400)
         self.assertEqual(order, sorted(order))
 
+    def test_order_with_node_calls_as_one_queue(self) -> None:
+        """
+        World events and nodes' calls at shared exact times (the lists of
+        one time), some reset, delayed or cancelled by running calls, and
+        runs cut by C{until}, run in the order of one queue sorted by time
+        and then by when each was last queued.
+        """
+        rng = random.Random(11)
+        times = [0.0, 0.125, 0.5, 0.75, 1.0, 2.5]
+        time = SimulatedTime(100)
+        clock = NodeClock(time)
+        order: list[tuple[float, int]] = []
+        made = [0]
+        live: list = []
+
+        def ran(key: tuple[float, int], spawn: int) -> None:
+            order.append(key)
+            self.assertEqual(time.now, key[0])
+            for _ in range(spawn):
+                schedule(rng.randrange(3) if len(order) < 600 else 0)
+            if live and rng.random() < 0.3:
+                call, holder = live.pop(rng.randrange(len(live)))
+                if call.active():
+                    action = rng.randrange(3)
+                    if action == 0:
+                        call.cancel()
+                        return
+                    made[0] += 1
+                    if action == 1:
+                        call.reset(rng.choice(times))
+                    else:
+                        call.delay(rng.choice(times))
+                    holder[0] = (call.getTime(), made[0])
+                    live.append((call, holder))
+
+        def schedule(spawn: int) -> None:
+            delay = rng.choice(times) if rng.random() < 0.7 else rng.random() * 3
+            made[0] += 1
+            key = (time.now + delay, made[0])
+            if rng.random() < 0.5:
+                time.at(key[0], ran, key, spawn)
+            else:
+                holder = [key]
+                call = clock.callLater(delay, lambda: ran(holder[0], spawn))
+                live.append((call, holder))
+
+        for _ in range(60):
+            schedule(2)
+        end = 100.0
+        while time.pending:
+            end += 0.3
+            time.run(until=end)
+            self.assertLessEqual(time.now, end)
+        self.assertGreater(len(order), 600)
+        self.assertEqual(order, sorted(order))
+
+    def test_shared_time_one_entry(self) -> None:
+        """
+        Calls due at one exact time (L{SimulatedTime.at}, L{SimulatedTime.queue}
+        with the arguments as a tuple, nodes' calls) are one heap entry, run
+        in the order made.
+        """
+        time = SimulatedTime(0)
+        clock = NodeClock(time)
+        seen: list[int] = []
+        for number in range(50):
+            if number % 4 == 1:
+                time.at(0.5, seen.append, number)
+            elif number % 4 == 3:
+                time.queue(0.5, seen.append, (number,))
+            else:
+                clock.callLater(0.5, seen.append, number)
+        time.at(0.25, seen.append, -1)
+        self.assertEqual((time.times_queued, time.pending), (2, 51))
+        time.run()
+        self.assertEqual(seen, [-1, *range(50)])
+
     def test_until(self) -> None:
         """
         C{run(until)} stops before later calls and moves the time to C{until}.
