@@ -33,6 +33,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from alternation import alternate  # noqa: E402
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 RUN = r"""
@@ -110,16 +114,9 @@ def main() -> None:
     options = parser.parse_args()
     checkouts = [Path(path).resolve() for path in options.checkouts.split(",")]
     unit = "thousand instructions/block" if options.callgrind else "CPU us/block"
-    results: dict[Path, list[float]] = {checkout: [] for checkout in checkouts}
-    for round_number in range(1, options.rounds + 1):
-        print(f"round {round_number} (load {os.getloadavg()[0]:.1f})", flush=True)
-        for checkout in checkouts:
-            figure = run_once(checkout, options.count, options.rewind, options.callgrind)
-            results[checkout].append(figure)
-            print(f"  {checkout}: {figure:,.0f} {unit}", flush=True)
-    print()
-    for checkout, figures in results.items():
-        print(f"{checkout}: {min(figures):,.0f}-{max(figures):,.0f} {unit}")
+    alternate(
+        options.rounds, checkouts, lambda checkout: run_once(checkout, options.count, options.rewind, options.callgrind), unit
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from alternation import alternate  # noqa: E402
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 RUN = r"""
@@ -85,18 +89,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", default="1,8,1-nowal", help="blocks per write, '-nowal' without the log")
     options = parser.parse_args()
-    variants = options.variants.split(",")
-    results: dict[str, list[float]] = {variant: [] for variant in variants}
-    for round_number in range(1, options.rounds + 1):
-        print(f"round {round_number} (load {os.getloadavg()[0]:.1f})", flush=True)
-        for variant in variants:
-            group, _, flag = variant.partition("-")
-            figure = run_once(options.blocks, int(group), flag != "nowal")
-            results[variant].append(figure)
-            print(f"  {variant}: {figure:.1f} CPU us/block", flush=True)
-    print()
-    for variant, figures in results.items():
-        print(f"{variant}: {min(figures):.1f}-{max(figures):.1f} CPU us/block")
+    def run_variant(variant: str) -> float:
+        group, _, flag = variant.partition("-")
+        return run_once(options.blocks, int(group), flag != "nowal")
+
+    alternate(options.rounds, options.variants.split(","), run_variant, "CPU us/block", digits=1)
 
 
 if __name__ == "__main__":
