@@ -40,6 +40,16 @@ JUMPDEST = 0x5B
 POP = 0x50
 JUMP = 0x56
 JUMPI = 0x57
+ADD = 0x01
+SUB = 0x03
+LT = 0x10
+GT = 0x11
+EQ = 0x14
+ISZERO = 0x15
+AND = 0x16
+SHL = 0x1B
+SHR = 0x1C
+WORD_MASK = 2**256 - 1
 
 # Enough zero bytes after the code that a truncated PUSH32 reads zeros and
 # the program counter running off the end finds a STOP.
@@ -218,10 +228,12 @@ def _run(evm: Evm) -> None:
     The instruction loop without a tracer; it ends by raising a L{Halt}.
 
     PUSH0 to PUSH32, DUP, SWAP, POP, JUMPDEST, JUMP and JUMPI, nine in ten of the
-    instructions compiled code executes, are done here rather than through
-    the table, with the program counter and gas in local variables: the same
-    steps as L{nodex.evm.instructions.stack} and
-    L{nodex.evm.instructions.control_flow}, without a function call.  The
+    instructions compiled code executes, and the cheap ADD, SUB, LT, GT, EQ,
+    ISZERO, AND, SHL and SHR, most of the rest, are done here rather than
+    through the table, with the program counter and gas in local variables:
+    the same steps as L{nodex.evm.instructions.stack},
+    L{nodex.evm.instructions.control_flow}, L{nodex.evm.instructions.arithmetic}
+    and L{nodex.evm.instructions.bitwise}, without a function call.  The
     locals are written back before any other instruction runs; an
     exceptional halt raised here needs no write-back, since it consumes all
     the gas anyway.
@@ -250,6 +262,45 @@ def _run(evm: Evm) -> None:
                 stack.append(push_values[pc])
                 gas -= GAS_VERY_LOW
                 pc += op - 0x5E
+                continue
+            if op <= SHR:
+                # The cheap words of compiled code's arithmetic, comparisons
+                # and masks: a third of the instructions the table would run
+                # in an ERC-20 transfer.  The same steps as
+                # nodex.evm.instructions.arithmetic and .bitwise (every fork
+                # has them), without the call; other opcodes of this range
+                # go to the table below.
+                if op == ISZERO:
+                    stack.append(1 if stack.pop() == 0 else 0)
+                elif op == AND:
+                    stack.append(stack.pop() & stack.pop())
+                elif op == EQ:
+                    stack.append(1 if stack.pop() == stack.pop() else 0)
+                elif op == SUB:
+                    stack.append((stack.pop() - stack.pop()) & WORD_MASK)
+                elif op == ADD:
+                    stack.append((stack.pop() + stack.pop()) & WORD_MASK)
+                elif op == SHL:
+                    shift = stack.pop()
+                    value = stack.pop()
+                    stack.append((value << shift) & WORD_MASK if shift < 256 else 0)
+                elif op == LT:
+                    stack.append(1 if stack.pop() < stack.pop() else 0)
+                elif op == GT:
+                    stack.append(1 if stack.pop() > stack.pop() else 0)
+                elif op == SHR:
+                    shift = stack.pop()
+                    value = stack.pop()
+                    stack.append(value >> shift if shift < 256 else 0)
+                else:
+                    evm.pc = pc
+                    evm.gas_left = gas
+                    table[op](evm)
+                    pc = evm.pc
+                    gas = evm.gas_left
+                    continue
+                gas -= GAS_VERY_LOW
+                pc += 1
                 continue
             if op == PUSH0:
                 if len(stack) >= STACK_LIMIT:

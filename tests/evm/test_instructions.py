@@ -20,6 +20,7 @@ from nodex.evm.errors import (
     StackUnderflowError,
     WriteInStaticContextError,
 )
+from nodex.evm.forks import DEFAULT_FORK
 from nodex.evm.frame import UNBOUNDED_MARGIN, Evm, ExecutionContext, Message
 from nodex.evm.gas import max_message_call_gas
 from nodex.evm.instructions import keccak as keccak_module
@@ -202,6 +203,80 @@ class ArithmeticTests(SynchronousTestCase):
             self.assertEqual(slot_of(key, slot), int.from_bytes(expected, "big"))
             self.assertLessEqual(len(keccak_module._kept_words), 3)
         self.assertIn((1).to_bytes(32, "big") + (1).to_bytes(32, "big"), keccak_module._kept_words)
+
+
+class InlineInstructionTests(SynchronousTestCase):
+    """
+    The instructions the loop runs itself (L{nodex.evm.interpreter._run})
+    give what the table's functions give.
+    """
+
+    WORDS = (0, 1, 2, 255, 256, 300, 2**255, 2**256 - 1)
+    UNARY = (0x15,)
+    BINARY = (0x01, 0x03, 0x10, 0x11, 0x14, 0x16, 0x1B, 0x1C)
+
+    def table_result(self, op: int, operands: tuple[int, ...]) -> tuple[int, int]:
+        """
+        The word and the gas of C{op} on C{operands} (the first on top)
+        through the fork's table.
+        """
+        evm = run(b"\x00")
+        evm.stack.clear()
+        evm.stack.extend(reversed(operands))
+        evm.gas_left = 100
+        evm.pc = 0
+        DEFAULT_FORK.instructions[op](evm)
+        self.assertEqual((len(evm.stack), evm.pc), (1, 1))
+        return evm.stack[-1], 100 - evm.gas_left
+
+    def check(self, op: int, operands: tuple[int, ...]) -> None:
+        """
+        Run C{op} on C{operands} in the loop and compare word and gas with the table's.
+        """
+        code = b"".join(push(word) for word in reversed(operands)) + bytes([op])
+        pushes = sum(2 if word == 0 else 3 for word in operands)
+        word, gas = self.table_result(op, operands)
+        evm = run(code + return_top())
+        self.assertIsNone(evm.error)
+        self.assertEqual(result_word(evm), word, f"opcode {op:#x} on {operands}")
+        evm = run(code)
+        self.assertIsNone(evm.error)
+        self.assertEqual(GAS - evm.gas_left, pushes + gas, f"gas of opcode {op:#x} on {operands}")
+
+    def test_unary(self) -> None:
+        """
+        ISZERO of every edge word.
+        """
+        for op in self.UNARY:
+            for word in self.WORDS:
+                self.check(op, (word,))
+
+    def test_binary(self) -> None:
+        """
+        ADD, SUB, LT, GT, EQ, AND, SHL and SHR of every pair of edge words
+        (wrapping, shifts of 256 and more, signed-looking words).
+        """
+        for op in self.BINARY:
+            for first in self.WORDS:
+                for second in self.WORDS:
+                    self.check(op, (first, second))
+
+    def test_underflow(self) -> None:
+        """
+        An inline instruction short of operands is a stack underflow.
+        """
+        self.assertIsInstance(run(b"\x15").error, StackUnderflowError)
+        self.assertIsInstance(run(push(1) + b"\x03").error, StackUnderflowError)
+        self.assertIsInstance(run(push(1) + b"\x1c").error, StackUnderflowError)
+
+    def test_other_opcodes_of_the_range(self) -> None:
+        """
+        MUL, SIGNEXTEND and BYTE, in the range of the inline ones, still run
+        through the table.
+        """
+        self.check(0x02, (3, 5))
+        self.check(0x0B, (0, 0xFF))
+        self.check(0x1A, (31, 0xAB))
 
 
 class GasTests(SynchronousTestCase):
