@@ -45,6 +45,15 @@ class IPendingBlock(Interface):
         and the C{receipts} of its transactions).
         """
 
+    def header_now() -> "Header | None":
+        """
+        The pending block's header if it is known at once, without building
+        (nothing pending to execute: the head's empty child), else L{None}
+        (then ask L{header}): the estimates and calls of an automining dev
+        chain, which hardhat-ethers makes at C{pending}, resolve it without
+        a Deferred.
+        """
+
 
 class IAutoMining(Interface):
     """

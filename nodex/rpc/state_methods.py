@@ -218,13 +218,30 @@ class StateMethods:
         """
         return await header_at(self._chain, selector, self._pending)
 
+    def _header_now(self, selector: BlockSelector) -> Header | None:
+        """
+        The header a block parameter names if it is known at once: the head
+        for C{latest} (and for C{pending} without a pending block), the
+        pending block's when nothing is pending to execute (an automining
+        dev chain, where hardhat-ethers estimates every transaction at
+        C{pending}); L{None} when it needs a read or a build.
+        """
+        if selector is BlockTag.LATEST:
+            return self._chain.head.header
+        if selector is BlockTag.PENDING:
+            pending = self._pending
+            return self._chain.head.header if pending is None else pending.header_now()
+        return None
+
     def _at(self, selector: BlockSelector, read: Callable[[Header], "Deferred[T]"]) -> "Deferred[T]":
         """
-        Apply C{read} to the header a block parameter names; for the head,
-        at once (the hot path of wallets and dapps: no coroutine, no read).
+        Apply C{read} to the header a block parameter names; for the head
+        and an empty pending block, at once (the hot path of wallets, dapps
+        and test suites: no coroutine, no read).
         """
-        if selector is BlockTag.LATEST or (selector is BlockTag.PENDING and self._pending is None):
-            return read(self._chain.head.header)
+        header = self._header_now(selector)
+        if header is not None:
+            return read(header)
 
         async def resolved() -> T:
             """
@@ -294,17 +311,17 @@ class StateMethods:
         header = await self._header(selector)
         return await self._state.create_access_list(header, request, StateOverrides())
 
-    async def estimate_gas(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> int:
+    def estimate_gas(self, request: CallRequest, selector: BlockSelector, overrides: StateOverrides) -> "Deferred[int]":
         """
         C{eth_estimateGas}: the least gas with which the call succeeds.
 
-        @raise RPCError: -32015 (or 3) with the revert payload.
+        @return: a Deferred firing with the gas, or failing with
+            L{RPCError} -32015 (or 3) with the revert payload (or as the
+            state service's C{estimate_gas} fails).
         """
-        header = await self._header(selector)
-        try:
-            return await self._state.estimate_gas(header, request, overrides)
-        except ExecutionRevertedError as exc:
-            raise revert_error(exc, self._revert_code, self._ethereum) from exc
+        return self._at(selector, lambda header: self._state.estimate_gas(header, request, overrides)).addErrback(
+            _revert_error, self._revert_code, self._ethereum
+        )
 
     async def get_proof(self, address: Address, keys: list[int], selector: BlockSelector) -> AccountProof:
         """

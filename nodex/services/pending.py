@@ -46,6 +46,7 @@ from nodex.services.threads import RunInThread
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
 from nodex.structures.receipts import Receipt
+from nodex.structures.transactions import Transaction
 
 HoldState = Callable[[dict[bytes, bytes], dict[bytes, bytes]], None]
 """Gives the state service the trie nodes and code of a state not in the store."""
@@ -115,7 +116,22 @@ class PendingBlocks:
         """
         The pending block's header (at once when nothing is pending).
         """
+        header = self.header_now()
+        if header is not None:
+            return succeed(header)
         return self.block().addCallback(lambda pending: pending.header)
+
+    def header_now(self) -> Header | None:
+        """
+        The pending block's header, if it is known without building: while
+        the pool is empty and no side block is a useful uncle, the block is
+        the head's empty child, made here (no Deferred, no transaction
+        list); L{None} otherwise (then ask L{header}).
+        """
+        if len(self._pool):
+            return None
+        pending = self._empty()
+        return None if pending is None else pending.header
 
     def block(self) -> "Deferred[PendingBlock]":
         """
@@ -123,35 +139,55 @@ class PendingBlocks:
 
         @return: a Deferred firing with the L{PendingBlock}.
         """
-        head = self._chain.head.header
-        quick = None
         if not len(self._pool):
-            clock = self._block_clock
-            quick = (
-                head, clock.now(), clock.offset, clock.next_timestamp, self._miner.coinbase,
-                () if self._side_blocks is None else self._side_blocks.candidates(),
-            )
-            if quick == self._quick and self._kept is not None:
-                return succeed(self._kept[1])
+            pending = self._empty()
+            if pending is not None:
+                return succeed(pending)
+            candidates: Sequence[Transaction] = ()
+        else:
+            candidates = order_candidates(self._pool.pending())
+        head = self._chain.head.header
         timestamp = self._block_clock.next_stamp(head.timestamp)
-        candidates = order_candidates(self._pool.pending())
         side = self._useful_side(head)
         coinbase = self._miner.coinbase
         key = (head.hash, timestamp, coinbase, tuple(tx.hash for tx in candidates), tuple(h.hash for h in side))
         if self._kept is not None and self._kept[0] == key:
-            self._quick = quick
             return succeed(self._kept[1])
-        if not candidates and not side:
-            fields = empty_header_fields(head, timestamp, coinbase, self._chain.rules, self._extra_data)
-            pending = PendingBlock(Block(Header(**fields), (), ()))
-            self._kept = (key, pending)
-            self._quick = quick
-            return succeed(pending)
         self._quick = None
         building = self._run_in_thread(
             self._reads.thd_build, head, candidates, timestamp, side, coinbase, self._chain.rules
         )
         return building.addCallback(self._built, key)
+
+    def _empty(self) -> PendingBlock | None:
+        """
+        With the pool empty (the caller's test): the kept block if the
+        quick key still names it, else the head's empty child made now and
+        kept; L{None} when a side block is a useful uncle (the block is
+        then built, as with transactions).
+        """
+        head = self._chain.head.header
+        clock = self._block_clock
+        quick = (
+            head, clock.now(), clock.offset, clock.next_timestamp, self._miner.coinbase,
+            () if self._side_blocks is None else self._side_blocks.candidates(),
+        )
+        if quick == self._quick and self._kept is not None:
+            return self._kept[1]
+        side = self._useful_side(head)
+        if side:
+            return None
+        timestamp = clock.next_stamp(head.timestamp)
+        coinbase = self._miner.coinbase
+        key = (head.hash, timestamp, coinbase, (), ())
+        if self._kept is not None and self._kept[0] == key:
+            pending = self._kept[1]
+        else:
+            fields = empty_header_fields(head, timestamp, coinbase, self._chain.rules, self._extra_data)
+            pending = PendingBlock(Block(Header(**fields), (), ()))
+            self._kept = (key, pending)
+        self._quick = quick
+        return pending
 
     def _built(self, built: BuiltBlock, key: tuple[object, ...]) -> PendingBlock:
         """

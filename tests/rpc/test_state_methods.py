@@ -337,6 +337,42 @@ class StateMethodsTests(DispatchFixture, SynchronousTestCase):
         error = self.error("eth_estimateGas", {"from": self.alice, "to": self.storage, "value": hex(10**20)})
         self.assertEqual((error["code"], error["message"]), (-32000, "insufficient funds for transfer"))
 
+    def test_pending_block_at_once(self) -> None:
+        """
+        At C{pending}, reads, calls and estimates run on the pending block's
+        header: the one L{IPendingBlock.header_now} gives at once (no
+        Deferred asked for), else the one L{IPendingBlock.header} fires with.
+        """
+        genesis = self.blocks[0].header
+
+        class Pending:
+            """
+            A pending block known at once (or not), whose Deferred is not to be asked for when it is.
+            """
+
+            def __init__(self, now: Any, later: Any) -> None:
+                self.now, self.later = now, later
+
+            def header_now(self) -> Any:
+                return self.now
+
+            def header(self) -> Deferred[Any]:
+                assert self.later is not None, "the header was known at once"
+                return succeed(self.later)
+
+        for now, later in ((genesis, None), (None, genesis)):
+            registry = MethodRegistry({name: ModuleSettings(True) for name in MODULES})
+            state = StateService(self.store, 33, maybeDeferred, Clock())
+            registry.add(StateMethods(self.chain, state, pending=Pending(now, later)))  # type: ignore[arg-type]
+            self.dispatcher = Dispatcher(registry, Clock())
+            self.assertEqual(self.call("eth_getBalance", self.alice, "pending"), "0x1")
+            self.assertEqual(self.call("eth_getBalance", self.alice, "latest"), hex(10**18))
+            transfer = {"from": self.alice, "to": "0x" + "01" * 20, "value": "0x2"}
+            self.assertEqual(self.call("eth_estimateGas", transfer), "0x5208")
+            error = self.error("eth_estimateGas", transfer, "pending")
+            self.assertEqual((error["code"], error["message"]), (-32000, "insufficient funds for transfer"))
+            self.assertEqual(self.error("eth_call", transfer, "pending")["code"], -32000)
+
     def test_create_access_list(self) -> None:
         """
         eth_createAccessList answers the list, the gas and, for a failed

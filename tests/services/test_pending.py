@@ -161,3 +161,35 @@ class PendingBlocksTests(SynchronousTestCase):
         self.assertEqual(len(self.successResultOf(building).block.transactions), 1)
         self.assertEqual(self.block().block.transactions, ())
         self.assertEqual(self.block().header, empty.header)
+
+    def test_header_now(self) -> None:
+        """
+        While the pool is empty, the header is known at once (the kept
+        block's, as L{PendingBlocks.header} gives it) without reading the
+        pool's pending list; with a transaction pending, or a side block
+        worth naming as an uncle, it is not (the block is built).
+        """
+        asked: list[int] = []
+        pending_list = self.pool.pending
+        self.pool.pending = lambda: asked.append(1) or pending_list()  # type: ignore[method-assign]
+        header = self.pending.header_now()
+        assert header is not None
+        self.assertIs(header, self.block().header)
+        self.assertIs(self.successResultOf(self.pending.header()), header)
+        self.successResultOf(self.miner.mine())
+        del asked[:]  # the miner reads the pool
+        self.clock.advance(1)
+        moved = self.pending.header_now()
+        assert moved is not None
+        self.assertEqual((moved.number, moved.timestamp, moved.parent_hash), (2, 1001, self.chain.head.header.hash))
+        self.assertIs(self.block().header, moved)
+        self.assertEqual((asked, self.reads.built), ([], []))
+        self.pool.transactions.append(transfer(0, 0))
+        self.assertIsNone(self.pending.header_now())
+        self.assertEqual(self.successResultOf(self.pending.header()), self.block().header)
+        self.assertEqual(len(self.reads.built), 1)
+        self.pool.clear()
+        self.side._candidates = (replace(self.genesis, number=1, extra_data=b"side"),)
+        self.assertIsNone(self.pending.header_now())
+        self.block()
+        self.assertEqual(len(self.reads.built), 2)
