@@ -17,8 +17,8 @@ from nodex.api.chain import IChainService
 from nodex.rpc import decoders
 from nodex.rpc.blockref import require_block
 from nodex.rpc.decoders import BlockParameter, DecodeError
-from nodex.structures.blocks import Block
 from nodex.rpc.registry import Method, Param
+from nodex.structures.blocks import Block
 
 MAX_BLOCK_COUNT = 1024
 """The most blocks one C{eth_feeHistory} covers (geth's limit)."""
