@@ -8,6 +8,7 @@ changes if it fails; the CALL and CREATE instructions call them recursively.
 
 import sys
 
+from nodex.evm.blocks import code_blocks
 from nodex.evm.cancellation import CHECK_GAS, Cancellation
 from nodex.evm.errors import (
     ExceptionalHalt,
@@ -257,6 +258,10 @@ def _run(evm: Evm) -> None:
     gas = evm.gas_left
     cancellation = evm.context.cancellation
     floor = 0 if cancellation is None else max(gas - CHECK_GAS, 0)
+    blocks = code_blocks(code, push_values, destinations, table)
+    if blocks is not None:
+        pc, floor = blocks.run(evm, pc, floor)
+        gas = evm.gas_left
     while True:
         op = code[pc]
         if op < 0x80:
@@ -331,6 +336,10 @@ def _run(evm: Evm) -> None:
                 if destination not in destinations:
                     raise InvalidJumpDestError
                 pc = destination
+                if blocks is not None:
+                    evm.gas_left = gas
+                    pc, floor = blocks.run(evm, pc, floor)
+                    gas = evm.gas_left
                 continue
             if op == JUMPI:
                 destination = stack.pop()
@@ -344,6 +353,10 @@ def _run(evm: Evm) -> None:
                     pc = destination
                 else:
                     raise InvalidJumpDestError
+                if blocks is not None:
+                    evm.gas_left = gas
+                    pc, floor = blocks.run(evm, pc, floor)
+                    gas = evm.gas_left
                 continue
         elif op < 0x90:
             # DUP1 to DUP16
