@@ -139,18 +139,28 @@ def checkpoint(gas: int, cancellation: Cancellation | None) -> None:
 
 class _Source:
     """
-    The source of one block function as it is written, with the stack words
-    not yet written to the list (C{pending}: constants and local names, the top last).
+    The source of one block function as it is written, and the stack as the
+    source leaves it: the list's top C{lifted} words are shadowed by
+    C{words}, the expressions (constants and local names, the top last) of
+    the words above the rest of the list.  The list itself changes only
+    where the words are written back (L{flush}).
     """
 
-    def __init__(self, start: int) -> None:
+    def __init__(self) -> None:
         self.lines: list[str] = []
-        self.pending: list[str] = []
+        self.words: list[str] = []
+        self.lifted = 0
         self.names = 0
         self.height = 0
         self.need = 0
         self.growth = 0
         self.gas = 0
+        # Where the gas is: in evm.gas_left (at the entry, and after an
+        # instruction of the table), or in the local name gas, and whether
+        # evm.gas_left has been given it; where evm.pc stands, if known.
+        self.gas_in_evm = True
+        self.gas_written = False
+        self.evm_pc = -1
         self.tables: dict[int, str] = {}
 
     def emit(self, line: str) -> None:
@@ -170,46 +180,106 @@ class _Source:
         self.height += delta
         self.growth = max(self.growth, self.height)
 
+    def lift(self) -> None:
+        """
+        Shadow one more word of the list: read it into a local name.
+        """
+        self.lifted += 1
+        value = self.name()
+        self.emit(f"{value} = stack[-{self.lifted}]")
+        self.words.insert(0, value)
+
+    def peek(self, depth: int) -> str:
+        """
+        The expression of the word C{depth} from the top (1: the top), left in place.
+        """
+        words = self.words
+        if depth <= len(words):
+            return words[-depth]
+        value = self.name()
+        self.emit(f"{value} = stack[-{self.lifted + depth - len(words)}]")
+        return value
+
     def take(self) -> str:
         """
         The expression of the top word, taken off the stack.
         """
-        if self.pending:
-            return self.pending.pop()
+        if not self.words:
+            self.lift()
+        return self.words.pop()
+
+    def swap(self, depth: int) -> None:
+        """
+        Exchange the top word with the word C{depth} below it.
+        """
+        if not self.words:
+            self.lift()
+        words = self.words
+        if depth < len(words):
+            words[-1], words[-1 - depth] = words[-1 - depth], words[-1]
+            return
+        index = -(self.lifted + depth + 1 - len(words))
         value = self.name()
-        self.emit(f"{value} = stack.pop()")
-        return value
+        self.emit(f"{value} = stack[{index}]")
+        self.emit(f"stack[{index}] = {words[-1]}")
+        words[-1] = value
 
     def flush(self) -> None:
         """
-        Write the pending words to the stack list.
+        Write the words back to the list.
         """
-        pending = self.pending
-        if len(pending) == 1:
-            self.emit(f"stack.append({pending[0]})")
-        elif pending:
-            self.emit(f"stack += ({', '.join(pending)},)")
-        self.pending = []
+        words = self.words
+        if self.lifted:
+            if words:
+                self.emit(f"stack[-{self.lifted}:] = ({', '.join(words)},)")
+            else:
+                self.emit(f"del stack[-{self.lifted}:]")
+        elif len(words) == 1:
+            self.emit(f"stack.append({words[0]})")
+        elif words:
+            self.emit(f"stack += ({', '.join(words)},)")
+        self.words = []
+        self.lifted = 0
 
     def spend(self) -> None:
         """
         Subtract the gas of the instructions since the last subtraction.
         """
         if self.gas:
-            self.emit(f"gas -= {self.gas}")
+            if self.gas_in_evm:
+                self.emit(f"gas = evm.gas_left - {self.gas}")
+            else:
+                self.emit(f"gas -= {self.gas}")
             self.gas = 0
+            self.gas_in_evm = False
+            self.gas_written = False
+
+    def write_gas(self) -> None:
+        """
+        Make C{evm.gas_left} hold the gas as the loop would have it here.
+        """
+        if self.gas and self.gas_in_evm:
+            self.emit(f"evm.gas_left -= {self.gas}")
+            self.gas = 0
+            return
+        self.spend()
+        if not self.gas_in_evm and not self.gas_written:
+            self.emit("evm.gas_left = gas")
+            self.gas_written = True
 
     def table_call(self, op: int, pc: int) -> None:
         """
         Run one instruction through the table, with the stack, gas and program counter written back first.
         """
         self.flush()
-        self.spend()
+        self.write_gas()
         function = self.tables.setdefault(op, f"t{op:02x}")
-        self.emit(f"evm.pc = {pc}")
-        self.emit("evm.gas_left = gas")
+        if self.evm_pc != pc:
+            self.emit(f"evm.pc = {pc}")
         self.emit(f"{function}(evm)")
-        self.emit("gas = evm.gas_left")
+        # The table's function leaves the gas in the frame and the program counter at the next instruction.
+        self.gas_in_evm = True
+        self.evm_pc = pc + 1
 
 
 def _is_constant(expression: str) -> bool:
@@ -220,54 +290,39 @@ def _translate(code: bytes, push_values: list[int | None], destinations: frozens
     """
     The source of the block at C{start}: up to its jump, halt, next JUMPDEST or L{MAX_BLOCK_INSTRUCTIONS}.
     """
-    source = _Source(start)
+    source = _Source()
     pc = start
     count = 0
     while True:
         op = code[pc]
         if count >= MAX_BLOCK_INSTRUCTIONS or (op == JUMPDEST and pc != start):
             source.flush()
-            source.spend()
-            source.emit("evm.gas_left = gas")
+            source.write_gas()
             source.emit(f"return {pc}")
             return source
         count += 1
         if PUSH1 <= op <= PUSH32 or op == PUSH0 or op == PC:
             value = 0 if op == PUSH0 else pc if op == PC else push_values[pc]
-            source.pending.append(str(value))
+            source.words.append(str(value))
             source.grows(1)
             source.gas += GAS_VERY_LOW if op >= PUSH1 else GAS_BASE
             pc += op - 0x5E if op >= PUSH1 else 1
         elif 0x80 <= op < 0x90:
             depth = op - 0x7F
             source.reads(depth)
-            pending = source.pending
-            if depth <= len(pending):
-                pending.append(pending[-depth])
-            else:
-                value = source.name()
-                source.emit(f"{value} = stack[{len(pending) - depth}]")
-                pending.append(value)
+            source.words.append(source.peek(depth))
             source.grows(1)
             source.gas += GAS_VERY_LOW
             pc += 1
         elif 0x90 <= op < 0xA0:
             depth = op - 0x8F
             source.reads(depth + 1)
-            pending = source.pending
-            if depth < len(pending):
-                pending[-1], pending[-1 - depth] = pending[-1 - depth], pending[-1]
-            else:
-                source.flush()
-                source.emit(f"stack[-1], stack[{-1 - depth}] = stack[{-1 - depth}], stack[-1]")
+            source.swap(depth)
             source.gas += GAS_VERY_LOW
             pc += 1
         elif op == POP:
             source.reads(1)
-            if source.pending:
-                source.pending.pop()
-            else:
-                source.emit("del stack[-1]")
+            source.take()
             source.grows(-1)
             source.gas += GAS_BASE
             pc += 1
@@ -281,11 +336,11 @@ def _translate(code: bytes, push_values: list[int | None], destinations: frozens
             b = source.take() if operands == 2 else ""
             expression = template.format(a=a, b=b, M=WORD_MASK)
             if _is_constant(a) and (operands == 1 or _is_constant(b)):
-                source.pending.append(str(eval(expression)))  # constants only: compile-time folding
+                source.words.append(str(eval(expression)))  # constants only: compile-time folding
             else:
                 value = source.name()
                 source.emit(f"{value} = {expression}")
-                source.pending.append(value)
+                source.words.append(value)
             source.grows(1 - operands)
             source.gas += gas
             pc += 1
@@ -319,7 +374,7 @@ def _translate_jump(source: _Source, op: int, pc: int, destinations: frozenset[i
     source.gas += GAS_MID if op == JUMP else GAS_HIGH
     source.flush()
     source.spend()
-    source.emit("evm.gas_left = gas")
+    source.write_gas()
     if _is_constant(destination):
         valid = int(destination) in destinations
     else:
@@ -360,7 +415,6 @@ def compile_block(
     head = [
         f"def block(evm, stack, floor):",
         f"    if not {low} <= len(stack) <= {high}: return {start + FALLBACK}",
-        "    gas = evm.gas_left",
     ]
     text = "\n".join(head + source.lines) + "\n"
     namespace: dict[str, Any] = {
