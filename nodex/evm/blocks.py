@@ -50,25 +50,28 @@ block is dropped (with the counts): a block function costs at most about
 """
 
 
-def _thresholds() -> tuple[int, int]:
+def _thresholds() -> tuple[int, int, int]:
     """
     The code and block thresholds from C{NODEX_EVM_BLOCKS}: unset or C{on},
-    the defaults; C{eager}, 1 and 1 (every block compiled at its first run:
-    for the tests); C{off}, never.
+    the defaults; C{eager}, every block compiled at its first run (for the
+    tests); C{off}, never.
     """
     setting = os.environ.get("NODEX_EVM_BLOCKS", "on")
     if setting == "off":
-        return 0, 0
+        return 0, 0, 0
     if setting == "eager":
-        return 1, 1
-    return 4, 2
+        return 1, 1, 1
+    return 16, 1024, 32
 
 
-CODE_THRESHOLD, BLOCK_THRESHOLD = _thresholds()
+CODE_THRESHOLD, HOT_JUMPS, BLOCK_THRESHOLD = _thresholds()
 """
-A code's frames run through the block functions from its C{CODE_THRESHOLD}-th
-frame on (0: never), and a block is compiled at its C{BLOCK_THRESHOLD}-th run
-after that: a contract deployed for a test and called twice pays nothing.
+A code's blocks are counted from its C{CODE_THRESHOLD}-th frame on (0:
+never), or from the C{HOT_JUMPS}-th jump of a frame (a loop); a block is
+compiled once the loop has run it to its end C{BLOCK_THRESHOLD} times: a
+contract deployed for a test and called a few times pays nothing, and
+compiling a block (some 20 µs a line of its source, a few hundred µs for a
+block of a Solidity contract) costs about what those runs cost.
 """
 
 # Opcodes that the table runs inside a block, and how many words each takes
@@ -124,17 +127,26 @@ JUMPDEST = 0x5B
 BlockFunction = Callable[[Any, list[int], int], int]
 
 
-def checkpoint(gas: int, cancellation: Cancellation | None) -> None:
+def checkpoint(evm: Any, gas: int, destination: int, condition: int, following: int) -> int:
     """
-    A block's jump found the gas below its floor: out of gas, or time to look at the cancellation.
+    A block's jump found the gas below its floor: out of gas, or time to look
+    at the cancellation; then the jump, as the loop makes it.
 
+    @return: the complement of the next program counter (the loop moves its floor).
     @raise OutOfGasError: the gas is negative.
     @raise ExecutionCancelledError: the run is cancelled.
+    @raise InvalidJumpDestError: the jump is taken to a byte that is no JUMPDEST.
     """
     if gas < 0:
         raise OutOfGasError
+    cancellation: Cancellation | None = evm.context.cancellation
     assert cancellation is not None
     cancellation.check()
+    if not condition:
+        return ~following
+    if destination in evm.valid_jump_destinations:
+        return ~destination
+    raise InvalidJumpDestError
 
 
 class _Source:
@@ -334,9 +346,10 @@ def _translate(code: bytes, push_values: list[int | None], destinations: frozens
             source.reads(operands)
             a = source.take()
             b = source.take() if operands == 2 else ""
-            expression = template.format(a=a, b=b, M=WORD_MASK)
+            expression = template.format(a=a, b=b, M="M")
             if _is_constant(a) and (operands == 1 or _is_constant(b)):
-                source.words.append(str(eval(expression)))  # constants only: compile-time folding
+                # constants only: folded as the block is compiled
+                source.words.append(str(eval(expression, {"M": WORD_MASK})))
             else:
                 value = source.name()
                 source.emit(f"{value} = {expression}")
@@ -375,27 +388,19 @@ def _translate_jump(source: _Source, op: int, pc: int, destinations: frozenset[i
     source.flush()
     source.spend()
     source.write_gas()
-    if _is_constant(destination):
-        valid = int(destination) in destinations
+    source.emit(f"if gas < floor: return checkpoint(evm, gas, {destination}, {condition}, {pc + 1})")
+    if not _is_constant(condition):
+        source.emit(f"if not {condition}: return {pc + 1}")
+    elif not int(condition):
+        source.emit(f"return {pc + 1}")
+        return
+    if not _is_constant(destination):
+        source.emit(f"if {destination} in destinations: return {destination}")
+        source.emit("raise InvalidJumpDestError")
+    elif int(destination) in destinations:
+        source.emit(f"return {destination}")
     else:
-        valid = None
-    for wrap, indent in (("~", "    "), ("", "")):
-        if indent:
-            source.emit("if gas < floor:")
-            source.emit("    checkpoint(gas, evm.context.cancellation)")
-        if _is_constant(condition):
-            if int(condition) == 0:
-                source.emit(f"{indent}return {wrap}{pc + 1}")
-                continue
-        else:
-            source.emit(f"{indent}if not {condition}: return {wrap}{pc + 1}")
-        if valid is None:
-            source.emit(f"{indent}if {destination} in destinations: return {wrap}{destination}")
-            source.emit(f"{indent}raise InvalidJumpDestError")
-        elif valid:
-            source.emit(f"{indent}return {wrap}{destination}")
-        else:
-            source.emit(f"{indent}raise InvalidJumpDestError")
+        source.emit("raise InvalidJumpDestError")
 
 
 def compile_block(
@@ -413,7 +418,7 @@ def compile_block(
     low = source.need
     high = STACK_LIMIT - source.growth
     head = [
-        f"def block(evm, stack, floor):",
+        "def block(evm, stack, floor, M=M):",
         f"    if not {low} <= len(stack) <= {high}: return {start + FALLBACK}",
     ]
     text = "\n".join(head + source.lines) + "\n"
@@ -421,6 +426,7 @@ def compile_block(
         "checkpoint": checkpoint,
         "InvalidJumpDestError": InvalidJumpDestError,
         "destinations": destinations,
+        "M": WORD_MASK,
     }
     for op, name in source.tables.items():
         namespace[name] = table[op]
@@ -444,15 +450,27 @@ class CodeBlocks:
         self.counts: dict[int, int] = {}
         self.frames = 0
 
-    def run(self, evm: Any, pc: int, floor: int) -> tuple[int, int]:
+    def run(self, evm: Any, pc: int, floor: int, entry: int) -> tuple[int, int]:
         """
         Run compiled blocks from C{pc} for as long as there are: the stack
         and the gas are C{evm}'s, the program counter and the floor of the
         cancellation checks are passed in and handed back.
 
-        @return: where the loop goes on, and its floor.
+        @param entry: where the loop started the run of instructions that
+            ended in the jump to C{pc} (-1: none); that run reached its jump
+            and paid its gas, and its block is compiled once it has done so
+            L{BLOCK_THRESHOLD} times.
+        @return: where the loop goes on (the C{entry} of the next call), and its floor.
         """
         compiled = self.compiled
+        if entry >= 0 and entry not in compiled:
+            counts = self.counts
+            count = counts.get(entry, 0) + 1
+            if count >= BLOCK_THRESHOLD:
+                counts.pop(entry, None)
+                compiled[entry] = _compile(self, entry)
+            else:
+                counts[entry] = count
         get = compiled.get
         stack = evm.stack
         while True:
@@ -465,12 +483,8 @@ class CodeBlocks:
                 floor = max(evm.gas_left - CHECK_GAS, 0)
                 continue
             if pc >= FALLBACK:
-                return pc - FALLBACK, floor
-            count = self.counts.get(pc, 0) + 1
-            if count < BLOCK_THRESHOLD:
-                self.counts[pc] = count
-                return pc, floor
-            compiled[pc] = _compile(self, pc)
+                pc -= FALLBACK
+            return pc, floor
 
 
 _CACHE: dict[tuple[int, bytes], CodeBlocks] = {}
@@ -502,9 +516,13 @@ def _clear() -> None:
     _compiled_instructions = 0
 
 
-def code_blocks(code: bytes, push_values: list[int | None], destinations: frozenset[int], table: list[Any]) -> CodeBlocks | None:
+def code_blocks(
+    code: bytes, push_values: list[int | None], destinations: frozenset[int], table: list[Any], hot: bool = False
+) -> CodeBlocks | None:
     """
-    The compiled blocks of C{code} if its frames are to run through them (L{CODE_THRESHOLD}), else L{None}.
+    The compiled blocks of C{code} if its frames are to count and run them, else L{None}.
+
+    @param hot: the frame has made L{HOT_JUMPS} jumps: count its blocks from now on, whatever the code's frames.
     """
     if not CODE_THRESHOLD:
         return None
@@ -516,10 +534,13 @@ def code_blocks(code: bytes, push_values: list[int | None], destinations: frozen
             _clear()
         blocks = _CACHE[key] = CodeBlocks(code, push_values, destinations, table)
         _cache_size += len(code)
+    if hot:
+        blocks.frames = max(blocks.frames, CODE_THRESHOLD)
+        return blocks
     blocks.frames += 1
     if blocks.frames < CODE_THRESHOLD:
         return None
     return blocks
 
 
-__all__ = ["BLOCK_THRESHOLD", "CODE_THRESHOLD", "CodeBlocks", "code_blocks", "compile_block"]
+__all__ = ["BLOCK_THRESHOLD", "CODE_THRESHOLD", "HOT_JUMPS", "CodeBlocks", "code_blocks", "compile_block"]
