@@ -60,7 +60,7 @@ def _thresholds() -> tuple[int, int, int]:
     if setting == "off":
         return 0, 0, 0
     if setting == "eager":
-        return 1, 1, 1
+        return 1, 1, 0
     return 16, 1024, 32
 
 
@@ -68,7 +68,8 @@ CODE_THRESHOLD, HOT_JUMPS, BLOCK_THRESHOLD = _thresholds()
 """
 A code's blocks are counted from its C{CODE_THRESHOLD}-th frame on (0:
 never), or from the C{HOT_JUMPS}-th jump of a frame (a loop); a block is
-compiled once the loop has run it to its end C{BLOCK_THRESHOLD} times: a
+compiled once the loop has run it to its end C{BLOCK_THRESHOLD} times (0:
+the first time it is reached, for the tests): a
 contract deployed for a test and called a few times pays nothing, and
 compiling a block (some 20 µs a line of its source, a few hundred µs for a
 block of a Solidity contract) costs about what those runs cost.
@@ -483,8 +484,11 @@ class CodeBlocks:
                 floor = max(evm.gas_left - CHECK_GAS, 0)
                 continue
             if pc >= FALLBACK:
-                pc -= FALLBACK
-            return pc, floor
+                return pc - FALLBACK, floor
+            if BLOCK_THRESHOLD:
+                return pc, floor
+            # Eager (a threshold of 0, for the tests): compiled the first time it is reached.
+            compiled[pc] = _compile(self, pc)
 
 
 _CACHE: dict[tuple[int, bytes], CodeBlocks] = {}
