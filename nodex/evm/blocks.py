@@ -61,7 +61,7 @@ def _thresholds() -> tuple[int, int, int]:
         return 0, 0, 0
     if setting == "eager":
         return 1, 1, 0
-    return 16, 1024, 32
+    return 16, 1024, 64
 
 
 CODE_THRESHOLD, HOT_JUMPS, BLOCK_THRESHOLD = _thresholds()
