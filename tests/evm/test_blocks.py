@@ -8,7 +8,7 @@ import random
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from nodex.evm import blocks
+from nodex.evm import blocks, interpreter
 from nodex.evm.cancellation import Cancellation, ExecutionCancelledError
 from nodex.evm.environment import TransactionEnvironment
 from nodex.evm.errors import InvalidJumpDestError, OutOfGasError, StackOverflowError, StackUnderflowError
@@ -371,6 +371,7 @@ class BoundsTests(SynchronousTestCase):
         """
         self.patch(blocks, "CODE_THRESHOLD", 3)
         self.patch(blocks, "BLOCK_THRESHOLD", 2)
+        self.patch(interpreter, "HOT_JUMPS", 1024)
         self.addCleanup(blocks._clear)
         blocks._clear()
         code = push(4) + b"\x56\x00\x5b" + push(9) + b"\x56\x00\x00\x5b\x00"
@@ -379,6 +380,24 @@ class BoundsTests(SynchronousTestCase):
             _run(code, 10_000, b"")
             counts.append(sum(len(entry.compiled) for entry in blocks._CACHE.values()))
         self.assertEqual(counts, [0, 0, 0, 1, 1, 1])
+
+    def test_loop_of_one_frame(self) -> None:
+        """
+        One frame's loop is compiled after L{interpreter.HOT_JUMPS} jumps,
+        and then L{blocks.BLOCK_THRESHOLD} runs of its block, whatever the code's frames.
+        """
+        self.patch(blocks, "CODE_THRESHOLD", 16)
+        self.patch(blocks, "BLOCK_THRESHOLD", 64)
+        self.patch(interpreter, "HOT_JUMPS", 1024)
+        self.addCleanup(blocks._clear)
+        blocks._clear()
+        loop = push(3000) + b"\x5b" + push(1) + b"\x90\x03\x80" + push(3) + b"\x57\x00"
+        shorter = push(1000) + loop[3:]
+        _run(shorter, 10**6, b"")
+        self.assertEqual(sum(len(entry.compiled) for entry in blocks._CACHE.values()), 0)
+        blocks._clear()
+        _run(loop, 10**6, b"")
+        self.assertEqual(sum(len(entry.compiled) for entry in blocks._CACHE.values()), 1)
 
 
 class CompiledCancellationTests(SynchronousTestCase):
