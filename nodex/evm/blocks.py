@@ -53,15 +53,19 @@ and runs of random PUSH32s), so some 35 MiB at most.
 
 def _thresholds() -> tuple[int, int, int]:
     """
-    The code and block thresholds from C{NODEX_EVM_BLOCKS}: unset or C{on},
-    the defaults; C{eager}, every block compiled at its first run (for the
-    tests); C{off}, never.
+    The code, jump and block thresholds from C{NODEX_EVM_BLOCKS}: unset or
+    C{on}, the defaults; C{eager}, every block compiled the first time it is
+    reached (for the tests); C{off}, never; three numbers C{code,jumps,block}
+    (for measurements), those.
     """
     setting = os.environ.get("NODEX_EVM_BLOCKS", "on")
     if setting == "off":
         return 0, 0, 0
     if setting == "eager":
         return 1, 1, 0
+    if setting.count(",") == 2:
+        code, jumps, block = (int(part) for part in setting.split(","))
+        return code, jumps, block
     return 16, 1024, 64
 
 
