@@ -74,21 +74,22 @@ CODE_THRESHOLD, HOT_JUMPS, BLOCK_THRESHOLD = _thresholds()
 A code's blocks are counted from its C{CODE_THRESHOLD}-th frame on (0:
 never), or from the C{HOT_JUMPS}-th jump of a frame (a loop); a block is
 compiled once the loop has run it to its end C{BLOCK_THRESHOLD} times (0:
-the first time it is reached, for the tests): a
-contract deployed for a test and called a few times pays nothing, and
-compiling a block (some 20 µs a line of its source, a few hundred µs for a
-block of a Solidity contract) costs about what those runs cost.
+the first time it is reached, for the tests): a contract deployed for a
+test and called a few times pays nothing, and compiling a block (some 20 µs
+a line of its source, a few hundred µs for a block of a Solidity contract)
+costs about what those runs cost.
 """
 
 # Opcodes that the table runs inside a block, and how many words each takes
 # from the stack and puts back; the table's function leaves the program
-# counter at the next instruction.  Any other opcode ends its block.
+# counter at the next instruction.  Any other opcode that is not inline
+# (below) nor a PUSH, DUP, SWAP, POP, PC or JUMPDEST ends its block.
 _TABLE_EFFECTS: dict[int, tuple[int, int]] = {}
-for _op in (0x02, 0x04, 0x05, 0x06, 0x07, 0x0A, 0x0B, 0x12, 0x13, 0x17, 0x18, 0x1A, 0x1D, 0x20):
+for _op in (0x05, 0x06, 0x07, 0x0A, 0x0B, 0x12, 0x13, 0x1A, 0x1D, 0x20):
     _TABLE_EFFECTS[_op] = (2, 1)
 for _op in (0x08, 0x09):
     _TABLE_EFFECTS[_op] = (3, 1)
-for _op in (0x19, 0x1E, 0x31, 0x35, 0x3B, 0x3F, 0x40, 0x49, 0x51, 0x54, 0x5C):
+for _op in (0x1E, 0x31, 0x35, 0x3B, 0x3F, 0x40, 0x49, 0x51, 0x54, 0x5C):
     _TABLE_EFFECTS[_op] = (1, 1)
 for _op in (0x30, 0x32, 0x33, 0x34, 0x36, 0x38, 0x3A, 0x3D, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x4A):
     _TABLE_EFFECTS[_op] = (0, 1)
