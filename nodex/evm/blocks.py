@@ -504,6 +504,10 @@ class CodeBlocks:
 _CACHE: dict[tuple[int, bytes], CodeBlocks] = {}
 # The codes counted: their bytes are held (as the analysis cache holds them) up to this many bytes.
 _CACHE_BYTES = 4 * 1024 * 1024
+# What an entry costs beside its code's bytes (the key, the CodeBlocks and
+# its two dicts, some 500 bytes): charged too, so that many tiny codes
+# (a byte each) make at most some 8,000 entries, not four million.
+_ENTRY_BYTES = 512
 _cache_size = 0
 _compiled_instructions = 0
 
@@ -544,10 +548,10 @@ def code_blocks(
     blocks = _CACHE.get(key)
     if blocks is None:
         global _cache_size
-        if _cache_size + len(code) > _CACHE_BYTES:
+        if _cache_size + len(code) + _ENTRY_BYTES > _CACHE_BYTES:
             _clear()
         blocks = _CACHE[key] = CodeBlocks(code, push_values, destinations, table)
-        _cache_size += len(code)
+        _cache_size += len(code) + _ENTRY_BYTES
     if hot:
         blocks.frames = max(blocks.frames, CODE_THRESHOLD)
         return blocks

@@ -363,6 +363,20 @@ class BoundsTests(SynchronousTestCase):
             blocks.CODE_THRESHOLD = saved
             blocks._clear()
 
+    def test_many_tiny_codes(self) -> None:
+        """
+        Codes of a byte each are counted by more than their bytes: the cache
+        holds at most L{blocks._CACHE_BYTES} over 512 of them.
+        """
+        self.addCleanup(blocks._clear)
+        blocks._clear()
+        table = DEFAULT_FORK.instructions
+        limit = blocks._CACHE_BYTES // blocks._ENTRY_BYTES
+        for value in range(limit + 100):
+            code = value.to_bytes(3, "big")
+            blocks.code_blocks(code, [None] * 3, frozenset(), table)
+            self.assertLessEqual(len(blocks._CACHE), limit)
+
     def test_thresholds(self) -> None:
         """
         With the default thresholds, a block is compiled only after the
