@@ -452,7 +452,9 @@ class CodeBlocks:
 
     __slots__ = ("code", "push_values", "destinations", "table", "compiled", "counts", "frames")
 
-    def __init__(self, code: bytes, push_values: list[int | None], destinations: frozenset[int], table: list[Any]):
+    def __init__(
+        self, code: bytes, push_values: list[int | None], destinations: frozenset[int], table: list[Any]
+    ) -> None:
         self.code = code
         self.push_values = push_values
         self.destinations = destinations
