@@ -7,5 +7,5 @@
 cimport cython
 from nodex.evm.frame cimport Evm
 
-@cython.locals(pc=Py_ssize_t, op=int, index=Py_ssize_t, code=bytes, stack=list, push_values=list)
+@cython.locals(pc=Py_ssize_t, op=int, index=Py_ssize_t, entry=Py_ssize_t, countdown=Py_ssize_t, code=bytes, stack=list, push_values=list)
 cpdef _run(Evm evm)

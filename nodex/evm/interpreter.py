@@ -8,6 +8,7 @@ changes if it fails; the CALL and CREATE instructions call them recursively.
 
 import sys
 
+from nodex.evm.blocks import HOT_JUMPS, code_blocks
 from nodex.evm.cancellation import CHECK_GAS, Cancellation
 from nodex.evm.errors import (
     ExceptionalHalt,
@@ -257,6 +258,13 @@ def _run(evm: Evm) -> None:
     gas = evm.gas_left
     cancellation = evm.context.cancellation
     floor = 0 if cancellation is None else max(gas - CHECK_GAS, 0)
+    blocks = code_blocks(code, push_values, destinations, table)
+    entry = -1
+    countdown = HOT_JUMPS
+    if blocks is not None:
+        pc, floor = blocks.run(evm, pc, floor, entry)
+        entry = pc
+        gas = evm.gas_left
     while True:
         op = code[pc]
         if op < 0x80:
@@ -331,6 +339,17 @@ def _run(evm: Evm) -> None:
                 if destination not in destinations:
                     raise InvalidJumpDestError
                 pc = destination
+                if blocks is None:
+                    countdown -= 1
+                    if countdown:
+                        continue
+                    blocks = code_blocks(code, push_values, destinations, table, True)
+                    if blocks is None:
+                        continue
+                evm.gas_left = gas
+                pc, floor = blocks.run(evm, pc, floor, entry)
+                entry = pc
+                gas = evm.gas_left
                 continue
             if op == JUMPI:
                 destination = stack.pop()
@@ -344,6 +363,17 @@ def _run(evm: Evm) -> None:
                     pc = destination
                 else:
                     raise InvalidJumpDestError
+                if blocks is None:
+                    countdown -= 1
+                    if countdown:
+                        continue
+                    blocks = code_blocks(code, push_values, destinations, table, True)
+                    if blocks is None:
+                        continue
+                evm.gas_left = gas
+                pc, floor = blocks.run(evm, pc, floor, entry)
+                entry = pc
+                gas = evm.gas_left
                 continue
         elif op < 0x90:
             # DUP1 to DUP16
