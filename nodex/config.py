@@ -483,6 +483,7 @@ SCHEMA: dict[str, Any] = {
         "max_connections_per_address": _integer(1, 1_000_000),
         "read_timeout": _seconds,
         "idle_timeout": _seconds,
+        "busy_poll": _integer(0, 10_000),
         "max_filters_per_client": _integer(1, 10_000),
         "revert_error_code": _revert_error_code,
         "client_version": _client_version,
@@ -683,6 +684,7 @@ class RPCConfig:
     max_connections_per_address: int = 256
     read_timeout: float = 30.0
     idle_timeout: float = 120.0
+    busy_poll: int = 0
     max_filters_per_client: int = 1000
     revert_error_code: int = -32015
     client_version: str = ""
@@ -845,6 +847,7 @@ def build(raw: Raw) -> NodeConfig:
                 max_connections_per_address=rpc.get("max_connections_per_address", 256),
                 read_timeout=rpc.get("read_timeout", 30.0),
                 idle_timeout=rpc.get("idle_timeout", 120.0),
+                busy_poll=rpc.get("busy_poll", 0),
                 max_filters_per_client=rpc.get("max_filters_per_client", 1000),
                 revert_error_code=rpc.get("revert_error_code", -32015),
                 client_version=rpc.get("client_version", ""),

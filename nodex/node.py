@@ -31,6 +31,7 @@ from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
 from nodex.api.peers import IPeerNetwork, IReputation, PeerURL
 from nodex.api.pool import ITransactionPool
 from nodex.api.state import CallRequest, StateOverrides
+from nodex.busypoll import BusyPollService
 from nodex.chain.genesis import genesis_spec_from_mapping, initialize_chain, make_genesis
 from nodex.chain.networks import DEV_NETWORKS, REGTEST_MINER_ADDRESS, chain_rules
 from nodex.chain.rules import ChainRules, ForkSchedule
@@ -1034,6 +1035,11 @@ def compose(config: NodeConfig, reactor: Any, platform: Platform = PLATFORM) -> 
     if config.rpc.endpoint != "none" or config.rpc.ws != "none":
         observer = None if metrics is None else metrics.observe_call
         server = build_rpc_server(config, reactor, peers, providers, call_observer=observer)
+        if config.rpc.busy_poll:
+            # Keep looking for a test suite's next request across its turn (docs/rpc.md, "Busy polling").
+            polling = BusyPollService(reactor, config.rpc.busy_poll / 1_000_000)
+            polling.setName("busy-poll")
+            polling.setServiceParent(node)
         if metrics is not None:
             metrics.set_method_names(server.dispatcher.registry.names())
         if config.rpc.endpoint != "none":

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "nodex.cli": 7,
     "nodex.processfiles": 7,
     "nodex.descriptors": 7,
+    "nodex.busypoll": 7,  # how the process's reactor waits (docs/rpc.md, "Busy polling")
 }
 """The layer of each top-level module or package of nodex (DESIGN §4)."""
 
