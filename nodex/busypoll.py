@@ -19,8 +19,9 @@ The cost is bounded: the node polls only after a turn that woke for
 input (a turn that ended on its timeout, such as a timer's, is followed
 by an ordinary blocking wait), and at most for the window each time, so
 an idle node does not poll at all, and a busy one spends at most
-C{window} of CPU per input it handles (0.2 ms each by default on regtest,
-off on the other networks: C{rpc.busy_poll}, C{docs/configuration.md}).
+C{window} of CPU per input it handles.  It is off unless C{rpc.busy_poll}
+asks for it (C{docs/rpc.md}, "Busy polling", has the measured trade-off:
+lockstep clients gain, pipelined ones lost as much on this machine).
 
 Only the epoll and poll reactors can be polled (their C{_poller}, a
 private attribute: L{BusyPoll.supports} looks for it, and

@@ -269,12 +269,11 @@ class InstallTests(SynchronousTestCase):
 
 class ConfigTests(SynchronousTestCase):
     """
-    C{rpc.busy_poll}: microseconds, 0 to 10,000; 200 on regtest, 0 on the
-    other networks.
+    C{rpc.busy_poll}: microseconds, 0 to 10,000; 0 (off) on every network.
     """
 
     def test_presets(self) -> None:
-        for network, window in (("regtest", 200), ("devnet", 0), ("testnet", 0), ("main", 0)):
+        for network, window in (("regtest", 0), ("devnet", 0), ("testnet", 0), ("main", 0)):
             self.assertEqual(load_config(None, {"network": network}).rpc.busy_poll, window, network)
 
     def test_bounds(self) -> None:
