@@ -64,6 +64,12 @@ _ANALYSIS_CACHE: dict[bytes, tuple[bytes, frozenset[int], list[int | None]]] = {
 # The analysis costs about 16 bytes of memory per byte of code; a few MiB of
 # code covers a block's contracts many times over.
 _ANALYSIS_CACHE_BYTES = 4 * 1024 * 1024
+# What an entry costs beside its code's bytes (the key, the tuple, the
+# destinations' set, the list: some 450 bytes), charged too: otherwise
+# codes of a byte or two (a hostile caller's CREATEs of distinct tiny
+# initcodes) would make millions of entries before the cache clears;
+# charged, at most 8,192.
+_ANALYSIS_ENTRY_BYTES = 512
 _analysis_cache_size = 0
 
 # A frame uses about eight Python frames; 1024 nested EVM frames need room.
@@ -104,11 +110,11 @@ def analyse_code(code: bytes) -> tuple[bytes, frozenset[int], list[int | None]]:
         position += 1
     result = (padded, frozenset(destinations), push_values)
     global _analysis_cache_size
-    if _analysis_cache_size + length > _ANALYSIS_CACHE_BYTES:
+    if _analysis_cache_size + length + _ANALYSIS_ENTRY_BYTES > _ANALYSIS_CACHE_BYTES:
         _ANALYSIS_CACHE.clear()
         _analysis_cache_size = 0
     _ANALYSIS_CACHE[code] = result
-    _analysis_cache_size += length
+    _analysis_cache_size += length + _ANALYSIS_ENTRY_BYTES
     return result
 
 

@@ -452,6 +452,20 @@ class HaltTests(SynchronousTestCase):
         self.assertIs(analyse_code(code), first)
         self.assertEqual(first[1], frozenset({0, 3}))
 
+    def test_analysis_cache_bounded_in_entries(self) -> None:
+        """
+        Many distinct tiny codes (a hostile caller's CREATEs of distinct
+        one- or two-byte initcodes) do not pile up: each entry is charged
+        its overhead beside its bytes, so the cache holds at most
+        C{_ANALYSIS_CACHE_BYTES // _ANALYSIS_ENTRY_BYTES} of them.
+        """
+        from nodex.evm import interpreter
+
+        limit = interpreter._ANALYSIS_CACHE_BYTES // interpreter._ANALYSIS_ENTRY_BYTES
+        for number in range(3 * limit):
+            analyse_code(number.to_bytes(2, "big"))
+            self.assertLessEqual(len(interpreter._ANALYSIS_CACHE), limit)
+
 
 class CallAndCreateTests(SynchronousTestCase):
     """
