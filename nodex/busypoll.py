@@ -10,7 +10,7 @@ and its CPU goes idle.  On a virtual machine (where CI runs, and where
 this project's figures are measured) an idle CPU halts and leaves the
 guest; waking it costs a wake-up latency and, worse, the caches and
 branch predictors the interpreter had warmed: the same automined
-transfer took 15–35 % more CPU time sent in lockstep than pipelined, for
+transfer took up to 60 % more CPU time sent in lockstep than pipelined, for
 1.5 % more instructions (C{benchmarks/RESULTS.md}, "Session 16").
 Polling for the window instead keeps the CPU busy across the client's
 turn, so that the next request is read at once, on a warm core.
