@@ -9,8 +9,10 @@ module turns a run of instructions from one start to the next jump into
 the source of a Python function, compiles it once, and calls it instead:
 PUSH, DUP, SWAP and POP become moves between local names, inline
 arithmetic is computed on them (or at compile time when its operands are
-constants), the block's gas is subtracted once per segment, and the jump
-that ends the block is checked against a destination known in advance.
+constants), the message's words (CALLER, CALLDATALOAD...) are read from
+the frame and MLOAD/MSTORE done on its memory when it needs no growth, the
+block's gas is subtracted once per segment, and the jump that ends the
+block is checked against a destination known in advance.
 
 A block function is exact: it changes the stack, memory, gas and program
 counter as the loop would have.  It runs only when the stack height at its
@@ -18,8 +20,8 @@ entry is such that none of its inline instructions can underflow or
 overflow the stack (otherwise it hands the block back to the loop, before
 doing anything); between its inline instructions nothing observable
 happens, so the gas is only written where an instruction of the table
-(MSTORE, SLOAD, CALL...) or the jump at the end could look at it, with the
-value the loop would have had there.  docs/evm.md, "Compiled basic blocks",
+(SLOAD, CALL..., or a growth of memory) or the jump at the end could look
+at it, with the value the loop would have had there.  docs/evm.md, "Compiled basic blocks",
 gives the design and its bounds.
 """
 
@@ -47,9 +49,10 @@ MAX_BLOCK_INSTRUCTIONS = 200
 MAX_COMPILED_INSTRUCTIONS = 200_000
 """
 The most instructions compiled into block functions before every compiled
-block is dropped (with the counts): block functions took 30 to 165 bytes of
-memory per instruction they hold (measured on the test token, random code
-and runs of random PUSH32s), so some 35 MiB at most.
+block is dropped (with the counts): block functions took 30 to 185 bytes of
+memory per instruction they hold (measured on the test token, random code,
+runs of random PUSH32s and MSTOREs under L{MAX_WRITE_BACK} words), so some
+37 MiB at most.
 """
 
 
