@@ -9,8 +9,10 @@ module turns a run of instructions from one start to the next jump into
 the source of a Python function, compiles it once, and calls it instead:
 PUSH, DUP, SWAP and POP become moves between local names, inline
 arithmetic is computed on them (or at compile time when its operands are
-constants), the block's gas is subtracted once per segment, and the jump
-that ends the block is checked against a destination known in advance.
+constants), the message's words (CALLER, CALLDATALOAD...) are read from
+the frame and MLOAD/MSTORE done on its memory when it needs no growth, the
+block's gas is subtracted once per segment, and the jump that ends the
+block is checked against a destination known in advance.
 
 A block function is exact: it changes the stack, memory, gas and program
 counter as the loop would have.  It runs only when the stack height at its
@@ -18,8 +20,8 @@ entry is such that none of its inline instructions can underflow or
 overflow the stack (otherwise it hands the block back to the loop, before
 doing anything); between its inline instructions nothing observable
 happens, so the gas is only written where an instruction of the table
-(MSTORE, SLOAD, CALL...) or the jump at the end could look at it, with the
-value the loop would have had there.  docs/evm.md, "Compiled basic blocks",
+(SLOAD, CALL..., or a growth of memory) or the jump at the end could look
+at it, with the value the loop would have had there.  docs/evm.md, "Compiled basic blocks",
 gives the design and its bounds.
 """
 
@@ -30,6 +32,8 @@ from typing import Any
 from nodex.evm.cancellation import CHECK_GAS, Cancellation
 from nodex.evm.errors import InvalidJumpDestError, OutOfGasError
 from nodex.evm.gas import GAS_BASE, GAS_HIGH, GAS_JUMPDEST, GAS_LOW, GAS_MID, GAS_VERY_LOW, STACK_LIMIT
+from nodex.evm.instructions import environment, memory
+from nodex.evm.memory import expand_memory
 
 WORD_MASK = 2**256 - 1
 
@@ -45,9 +49,10 @@ MAX_BLOCK_INSTRUCTIONS = 200
 MAX_COMPILED_INSTRUCTIONS = 200_000
 """
 The most instructions compiled into block functions before every compiled
-block is dropped (with the counts): block functions took 30 to 165 bytes of
-memory per instruction they hold (measured on the test token, random code
-and runs of random PUSH32s), so some 35 MiB at most.
+block is dropped (with the counts): block functions took 30 to 185 bytes of
+memory per instruction they hold (measured on the test token, random code,
+runs of random PUSH32s and MSTOREs under L{MAX_WRITE_BACK} words), so some
+37 MiB at most.
 """
 
 
@@ -122,6 +127,29 @@ _INLINE: dict[int, tuple[int, int, str]] = {
     0x1C: (2, GAS_VERY_LOW, "({b} >> {a} if {a} < 256 else 0)"),
 }
 
+# Instructions of the table done inline when the table holds these very
+# functions: the frame's message (its fields never change during the frame)
+# and memory words that need no growth.  What each pushes: an expression
+# of the message's fields (m the message, D its data) and of the operand a.
+_MESSAGE_WORDS: dict[int, tuple[Callable[..., None], int, str]] = {
+    0x30: (environment.address, 0, 'B(m.current_target, "big")'),
+    0x33: (environment.caller, 0, 'B(m.caller, "big")'),
+    0x34: (environment.callvalue, 0, "m.value"),
+    0x35: (environment.calldataload, 1, 'B(D[{a}:{a} + 32].ljust(32, Z), "big")'),
+    0x36: (environment.calldatasize, 0, "len(D)"),
+}
+_MESSAGE_GAS = {0x30: GAS_BASE, 0x33: GAS_BASE, 0x34: GAS_BASE, 0x35: GAS_VERY_LOW, 0x36: GAS_BASE}
+MLOAD = 0x51
+MSTORE = 0x52
+_MEMORY_WORDS = {MLOAD: memory.mload, MSTORE: memory.mstore}
+MAX_WRITE_BACK = 16
+"""
+The most words of a block above the stack's list at an inline MLOAD or
+MSTORE (its growth, if it runs out of gas, writes them back first): with
+more, the instruction goes through the table, which writes them back once,
+so that a block's source stays linear in its instructions.
+"""
+
 PUSH0 = 0x5F
 PUSH1 = 0x60
 PUSH32 = 0x7F
@@ -156,6 +184,21 @@ def checkpoint(evm: Any, gas: int, destination: int, condition: int, following: 
     raise InvalidJumpDestError
 
 
+def grow_in_evm(evm: Any, start: int, pending: int, pc: int) -> None:
+    """
+    An inline MLOAD or MSTORE needs memory beyond the frame's: grow it as the
+    table's function would, the gas being C{evm.gas_left - pending} there
+    (C{pending}, the block's gas not yet subtracted, MLOAD's or MSTORE's
+    own included, is left to subtract, as the block had it).
+
+    @raise OutOfGasError: the growth costs more than the gas left.
+    """
+    evm.pc = pc
+    evm.gas_left -= pending
+    expand_memory(evm, start, 32)
+    evm.gas_left += pending
+
+
 class _Source:
     """
     The source of one block function as it is written, and the stack as the
@@ -182,6 +225,10 @@ class _Source:
         self.gas_written = False
         self.evm_pc = -1
         self.tables: dict[int, str] = {}
+        # Whether the message (m, and its data D) and the memory (mem) have been read into local names.
+        self.message = False
+        self.data = False
+        self.memory = False
 
     def emit(self, line: str) -> None:
         self.lines.append("    " + line)
@@ -244,20 +291,28 @@ class _Source:
         self.emit(f"stack[{index}] = {words[-1]}")
         words[-1] = value
 
-    def flush(self) -> None:
+    def write_back(self) -> str:
         """
-        Write the words back to the list.
+        The statement that writes the words back to the list (empty: none needed).
         """
         words = self.words
         if self.lifted:
             if words:
-                self.emit(f"stack[-{self.lifted}:] = ({', '.join(words)},)")
-            else:
-                self.emit(f"del stack[-{self.lifted}:]")
-        elif len(words) == 1:
-            self.emit(f"stack.append({words[0]})")
-        elif words:
-            self.emit(f"stack += ({', '.join(words)},)")
+                return f"stack[-{self.lifted}:] = ({', '.join(words)},)"
+            return f"del stack[-{self.lifted}:]"
+        if len(words) == 1:
+            return f"stack.append({words[0]})"
+        if words:
+            return f"stack += ({', '.join(words)},)"
+        return ""
+
+    def flush(self) -> None:
+        """
+        Write the words back to the list.
+        """
+        line = self.write_back()
+        if line:
+            self.emit(line)
         self.words = []
         self.lifted = 0
 
@@ -301,12 +356,63 @@ class _Source:
         self.gas_in_evm = True
         self.evm_pc = pc + 1
 
+    def message_word(self, op: int) -> None:
+        """
+        ADDRESS, CALLER, CALLVALUE, CALLDATALOAD or CALLDATASIZE, from the frame's message.
+        """
+        _, operands, template = _MESSAGE_WORDS[op]
+        if not self.message:
+            self.emit("m = evm.message")
+            self.message = True
+        if "D" in template and not self.data:
+            self.emit("D = m.data")
+            self.data = True
+        a = self.take() if operands else ""
+        value = self.name()
+        self.emit(f"{value} = " + template.format(a=a))
+        self.words.append(value)
+        self.gas += _MESSAGE_GAS[op]
+
+    def memory_word(self, op: int, pc: int) -> None:
+        """
+        MLOAD or MSTORE on the memory as it is; one that reaches beyond it
+        first grows it, as the table's function would (with the gas it would
+        see, and the stack written back if the growth runs out of gas).
+        """
+        if not self.memory:
+            self.emit("mem = evm.memory")
+            self.memory = True
+        start = self.take()
+        value = self.take() if op == MSTORE else ""
+        self.gas += GAS_VERY_LOW
+        end = str(int(start) + 32) if _is_constant(start) else f"{start} + 32"
+        self.emit(f"if {end} > len(mem):")
+        # Inside a block the gas is always in evm.gas_left (only the jump at its end spends into a local name).
+        assert self.gas_in_evm
+        call = f"grow_in_evm(evm, {start}, {self.gas}, {pc})"
+        self.evm_pc = -1
+        write_back = self.write_back()
+        if write_back:
+            self.emit(f"    try: {call}")
+            self.emit(f"    except OutOfGasError: {write_back}; raise")
+        else:
+            self.emit(f"    {call}")
+        if op == MLOAD:
+            word = self.name()
+            self.emit(f'{word} = B(mem[{start}:{end}], "big")')
+            self.words.append(word)
+        else:
+            data = repr(int(value).to_bytes(32, "big")) if _is_constant(value) else f'{value}.to_bytes(32, "big")'
+            self.emit(f"mem[{start}:{end}] = {data}")
+
 
 def _is_constant(expression: str) -> bool:
     return expression[0].isdigit()
 
 
-def _translate(code: bytes, push_values: list[int | None], destinations: frozenset[int], start: int) -> _Source:
+def _translate(
+    code: bytes, push_values: list[int | None], destinations: frozenset[int], start: int, table: list[Any]
+) -> _Source:
     """
     The source of the block at C{start}: up to its jump, its halt or L{MAX_BLOCK_INSTRUCTIONS}.
 
@@ -371,6 +477,18 @@ def _translate(code: bytes, push_values: list[int | None], destinations: frozens
         elif op == JUMP or op == JUMPI:
             _translate_jump(source, op, pc, destinations)
             return source
+        elif op in _MESSAGE_WORDS and table[op] is _MESSAGE_WORDS[op][0]:
+            operands = _MESSAGE_WORDS[op][1]
+            source.reads(operands)
+            source.message_word(op)
+            source.grows(1 - operands)
+            pc += 1
+        elif op in _MEMORY_WORDS and table[op] is _MEMORY_WORDS[op] and len(source.words) <= MAX_WRITE_BACK:
+            operands = 1 if op == MLOAD else 2
+            source.reads(operands)
+            source.memory_word(op, pc)
+            source.grows(0 if op == MLOAD else -2)
+            pc += 1
         elif op in _TABLE_EFFECTS:
             pops, pushes = _TABLE_EFFECTS[op]
             source.reads(pops)
@@ -425,7 +543,7 @@ def compile_block(
     @return: the block's function (C{function(evm, stack, floor)} gives the
         next program counter) and how many instructions it holds.
     """
-    source = _translate(code, push_values, destinations, start)
+    source = _translate(code, push_values, destinations, start, table)
     low = source.need
     high = STACK_LIMIT - source.growth
     head = [
@@ -436,6 +554,10 @@ def compile_block(
     namespace: dict[str, Any] = {
         "checkpoint": checkpoint,
         "InvalidJumpDestError": InvalidJumpDestError,
+        "OutOfGasError": OutOfGasError,
+        "grow_in_evm": grow_in_evm,
+        "B": int.from_bytes,
+        "Z": b"\x00",
         "destinations": destinations,
         "M": WORD_MASK,
     }

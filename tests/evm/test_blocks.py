@@ -304,6 +304,103 @@ class DifferentialTests(SynchronousTestCase):
                 self.assert_same(code, 200_000, data)
             self.assert_same_at_every_gas(code, 200_000)
 
+    def test_message_words_inline(self) -> None:
+        """
+        ADDRESS, CALLER, CALLVALUE, CALLDATASIZE and CALLDATALOAD (at
+        constant and computed offsets: inside, across and past the end of
+        calldata of several lengths, and near 2**256) done inline give what
+        the table gives, at every gas near the end.
+        """
+        word = 2**256 - 1
+        offsets = [0, 1, 4, 31, 32, 33, 35, 36, 67, 68, 100, 2**64, 2**255, word - 31, word]
+        for offset in offsets:
+            constant = push(offset) + b"\x35"
+            computed = push(offset) + b"\x80\x50" + push(0) + b"\x01\x35"
+            for load in (constant, computed):
+                body = b"\x30\x33\x34\x36" + load + b"\x18\x18\x18\x18" + push(0) + b"\x52"
+                code = push(4) + b"\x56\x00\x5b" + body + push(32) + push(0) + b"\xf3"
+                for length in (0, 1, 4, 31, 32, 33, 36, 68):
+                    data = bytes(range(1, length + 1))
+                    self.assert_same(code, 10_000, data)
+                self.assert_same_at_every_gas(code, 10_000)
+
+    def test_memory_words_inline(self) -> None:
+        """
+        MLOAD and MSTORE at offsets around the end of memory of several
+        sizes (no growth, growth by a word, growth past the gas, offsets near
+        2**64 and 2**256), constant and computed, with words of the block
+        not yet written back to the stack when the growth runs out of gas.
+        """
+        word = 2**256 - 1
+        for size in (0, 32, 64, 96):
+            grow = push(0xEE) + push(size - 32) + b"\x52" if size else b""
+            for offset in (0, 1, size - 33, size - 32, size - 31, size, size + 1, 1000, 2**64, word - 31, word):
+                if offset < 0:
+                    continue
+                for computed in (False, True):
+                    where = push(offset) + (b"\x80\x50" + push(0) + b"\x01" if computed else b"")
+                    store = push(7) + push(0x1234) + where + b"\x52"
+                    load = push(9) + where + b"\x51"
+                    for body in (store + load, load + store, push(3) + b"\x80" + where + b"\x51\x01" + where + b"\x52"):
+                        code = push(4) + b"\x56\x00\x5b" + grow + body + b"\x59" + push(0) + b"\xf3"
+                        self.assert_same(code, 100_000)
+                        self.assert_same_at_every_gas(code, 100_000)
+        # OutOfGasError in a growth, with words of the block above the stack's
+        huge = push(1) + push(2) + b"\x80\x91" + push(5) + push(2**64) + b"\x52\x00"
+        self.assertIs(outcome(push(4) + b"\x56\x00\x5b" + huge, 100_000)[2], OutOfGasError)
+        self.assert_same(push(4) + b"\x56\x00\x5b" + huge, 100_000)
+        lifted = push(1) + push(2) + push(3) + push(4) + b"\x56\x00\x5b" + b"\x90\x50" + push(2**40) + b"\x51\x00"
+        self.assert_same(lifted, 100_000)
+
+    def test_inline_only_for_the_table_functions(self) -> None:
+        """
+        The memory and message words are inline under the table that holds
+        their usual functions, and called through a table that holds others.
+        """
+        code, destinations, push_values = analyse_code(
+            b"\x30\x33\x34\x36" + push(0) + b"\x35" + push(64) + b"\x51" + push(0) + b"\x52\x00"
+        )
+        table = DEFAULT_FORK.instructions
+        source = blocks._translate(code, push_values, destinations, 0, table)
+        self.assertEqual(sorted(source.tables), [0x00])
+        other = list(table)
+        for op in (0x30, 0x33, 0x34, 0x35, 0x36, 0x51, 0x52):
+            other[op] = lambda evm: None
+        source = blocks._translate(code, push_values, destinations, 0, other)
+        self.assertEqual(sorted(source.tables), [0x00, 0x30, 0x33, 0x34, 0x35, 0x36, 0x51, 0x52])
+        # Past MAX_WRITE_BACK words above the list, MSTORE goes through the table (which writes them back once).
+        for count, ops in ((blocks.MAX_WRITE_BACK - 2, [0x00]), (blocks.MAX_WRITE_BACK - 1, [0x00, 0x52])):
+            code, destinations, push_values = analyse_code(push(1) * count + push(2) + push(0) + b"\x52\x00")
+            source = blocks._translate(code, push_values, destinations, 0, table)
+            self.assertEqual(sorted(source.tables), ops)
+
+    def test_random_memory_and_message_programs(self) -> None:
+        """
+        300 random programs of memory and calldata words at offsets near the
+        end of memory and calldata and near 2**256, among arithmetic, jumps
+        and table instructions, with calldata of several lengths.
+        """
+        word = 2**256 - 1
+        for seed in range(300):
+            rng = random.Random(-seed - 1)
+            program = _Program(rng)
+            for _ in range(rng.randrange(5, 60)):
+                if rng.random() < 0.4:
+                    offset = rng.choice([0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 128, 200, 2**64, word - 31, word])
+                    program.code += push(rng.getrandbits(256)) + push(offset)
+                    if rng.random() < 0.3:
+                        program.code += b"\x80\x50"
+                    program.code.append(rng.choice([0x51, 0x52, 0x52, 0x35, 0x30, 0x33, 0x34, 0x36]))
+                else:
+                    program.piece()
+            code = program.finish()
+            data = bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 1, 4, 32, 36, 68])))
+            self.assert_same(code, 30_000, data)
+            used = 30_000 - outcome(code, 30_000, data)[0]
+            for amount in (used - 1, used // 2, used // 5):
+                if amount > 0:
+                    self.assert_same(code, amount, data)
+
     def test_recursion(self) -> None:
         """
         A contract that calls itself while its gas lasts runs the same blocks in nested frames.
