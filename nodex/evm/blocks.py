@@ -563,6 +563,10 @@ def compile_block(
     }
     for op, name in source.tables.items():
         namespace[name] = table[op]
+    # The text is this module's fixed templates filled with integers (words,
+    # offsets, gas, program counters) and names it made: no byte of the
+    # contract's code reaches it as text, so compiling it runs nothing the
+    # code chose.
     exec(compile(text, f"<evm block {start}>", "exec"), namespace)
     return namespace["block"], source.instructions
 
