@@ -13,6 +13,7 @@ from twisted.plugin import getPlugins
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex.busypoll import BusyPollService
 from nodex.config import NodeConfig
 from nodex.db.schema import CHAIN_DIRECTORY
 from nodex.node import SWITCH_INTERVAL, NodeService, compose, compose_wallet
@@ -175,6 +176,23 @@ class MakeServiceTests(SynchronousTestCase):
         assert options.config is not None
         node = compose(options.config, MemoryReactorClock())
         self.assertRaises(KeyError, node.getServiceNamed, "rpc")
+
+    def test_busy_poll_service(self) -> None:
+        """
+        C{rpc.busy_poll} above 0 adds the service that busy-polls the
+        reactor (docs/rpc.md, "Busy polling"), with its window in seconds;
+        the default (0) adds none.
+        """
+        from dataclasses import replace
+
+        options = Options(stdout=io.StringIO())
+        options.parseOptions(["--datadir", self.mktemp(), "--rpc", "tcp:0:interface=127.0.0.1", "--ws", "none"])
+        assert options.config is not None
+        self.assertRaises(KeyError, compose(options.config, MemoryReactorClock()).getServiceNamed, "busy-poll")
+        config = replace(options.config, rpc=replace(options.config.rpc, busy_poll=200))
+        polling = compose(config, MemoryReactorClock()).getServiceNamed("busy-poll")
+        self.assertIsInstance(polling, BusyPollService)
+        self.assertEqual(polling._window, 0.0002)
 
     def test_trace_limits(self) -> None:
         """
