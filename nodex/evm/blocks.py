@@ -380,6 +380,9 @@ class _Source:
         see, and the stack written back if the growth runs out of gas).
         """
         if not self.memory:
+            # One read a block: a frame's memory is one bytearray for its
+            # whole life (expand_memory extends it in place), so the name
+            # stays right across the table's calls.
             self.emit("mem = evm.memory")
             self.memory = True
         start = self.take()

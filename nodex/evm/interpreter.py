@@ -369,6 +369,8 @@ def _run(evm: Evm) -> None:
                     pc = destination
                 else:
                     raise InvalidJumpDestError
+                # The same hand-over as JUMP's above, written out again: one
+                # branch for both jumps would cost every jump a comparison.
                 if blocks is None:
                     countdown -= 1
                     if countdown:
