@@ -50,9 +50,19 @@ def _length_prefix(length: int, offset: int) -> bytes:
 
 
 # Most payloads are at most a few hundred bytes: their prefixes come from tables.
-_TABLE_SIZE = 1024
-_STRING_PREFIXES = [_length_prefix(length, 0x80) for length in range(_TABLE_SIZE)]
-_LIST_PREFIXES = [_length_prefix(length, 0xC0) for length in range(_TABLE_SIZE)]
+PREFIX_TABLE_SIZE = 1024
+"""The payload lengths (0 to 1,023) whose prefixes L{STRING_PREFIXES} and L{LIST_PREFIXES} hold."""
+
+STRING_PREFIXES = [_length_prefix(length, 0x80) for length in range(PREFIX_TABLE_SIZE)]
+"""The prefix of a string by its length, below L{PREFIX_TABLE_SIZE}, for encoders that inline L{encode_bytes}
+(a single byte below 0x80 has none: the caller checks).  Never changed."""
+
+LIST_PREFIXES = [_length_prefix(length, 0xC0) for length in range(PREFIX_TABLE_SIZE)]
+"""The prefix of a list by its payload's length, below L{PREFIX_TABLE_SIZE}.  Never changed."""
+
+_TABLE_SIZE = PREFIX_TABLE_SIZE
+_STRING_PREFIXES = STRING_PREFIXES
+_LIST_PREFIXES = LIST_PREFIXES
 
 
 def encode_bytes(value: bytes) -> bytes:
@@ -272,6 +282,9 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "EMPTY_LIST",
     "EMPTY_STRING",
+    "LIST_PREFIXES",
+    "PREFIX_TABLE_SIZE",
+    "STRING_PREFIXES",
     "RLPFormatError",
     "RLPItem",
     "decode",

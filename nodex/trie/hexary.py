@@ -218,20 +218,24 @@ class HexaryTrie:
                 return node
             else:
                 node.value = value
-            _invalidate(node)
+            # _invalidate inlined in this recursion: a call less for each node on the path.
+            node.ref = None
+            node.stored = False
             return node
         if kind is LeafNode:
             if node.path == path:
                 if node.value != value:
                     node.value = value
-                    _invalidate(node)
+                    node.ref = None
+                    node.stored = False
                 return node
             return self._split(node, path, value)
         length = len(node.path)
         if path[:length] == node.path:
             new = node.child = self._put(node.child, path[length:], value)
             if new.ref is None:
-                _invalidate(node)
+                node.ref = None
+                node.stored = False
             return node
         return self._split(node, path, value)
 
@@ -333,7 +337,26 @@ class HexaryTrie:
         ref = node.ref
         if ref is not None and (new_nodes is None or node.stored):
             return ref
-        encoded = self._encode(node, new_nodes)
+        # Leaves and branches, nearly every node hashed, encoded here rather than through _encode: a call less each.
+        kind = type(node)
+        if kind is LeafNode:
+            encoded = encode_leaf(node.path, node.value)  # type: ignore[union-attr]
+        elif kind is BranchNode:
+            encoded = encode_branch(
+                [
+                    EMPTY_STRING
+                    if child is None
+                    else child
+                    if type(child) is bytes
+                    else child.ref  # type: ignore[union-attr]
+                    if child.ref is not None and (new_nodes is None or child.stored)  # type: ignore[union-attr]
+                    else self._ref(child, new_nodes)  # type: ignore[arg-type]
+                    for child in node.children  # type: ignore[union-attr]
+                ],
+                node.value,  # type: ignore[union-attr]
+            )
+        else:
+            encoded = encode_extension(node.path, self._child_ref(node.child, new_nodes))  # type: ignore[union-attr]
         if len(encoded) >= 32:
             if ref is None:
                 ref = HASH_REF_PREFIX + keccak256(encoded)
@@ -365,18 +388,7 @@ class HexaryTrie:
             return encode_leaf(node.path, node.value)
         if kind is ExtensionNode:
             return encode_extension(node.path, self._child_ref(node.child, new_nodes))
-        # The sixteen children inline: this loop is the heart of hashing.
-        refs = []
-        for child in node.children:
-            if child is None:
-                refs.append(EMPTY_STRING)
-            elif type(child) is bytes:
-                refs.append(child)
-            elif child.ref is not None and (new_nodes is None or child.stored):
-                refs.append(child.ref)
-            else:
-                refs.append(self._ref(child, new_nodes))
-        return encode_branch(refs, node.value)
+        return encode_branch([self._child_ref(child, new_nodes) for child in node.children], node.value)
 
     @property
     def root_hash(self) -> bytes:

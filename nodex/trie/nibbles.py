@@ -6,10 +6,15 @@ indexing gives the nibble, slicing and comparison run in C, and conversion
 to and from keys is a C{hex()} and a C{translate}.
 """
 
+from binascii import unhexlify
+
 from nodex.trie.errors import MalformedNodeError
 
 _HEX_TO_NIBBLE = bytes.maketrans(b"0123456789abcdef", bytes(range(16)))
-_NIBBLE_TO_HEX = bytes.maketrans(bytes(range(16)), b"0123456789abcdef")
+
+NIBBLE_TO_HEX = bytes.maketrans(bytes(range(16)), b"0123456789abcdef")
+"""The C{translate} table from nibbles to hexadecimal digits, for encoders that pack a path inline (the nibbles
+are 0 to 15: others pass unchanged, and C{unhexlify} refuses them)."""
 
 
 def key_to_nibbles(key: bytes) -> bytes:
@@ -25,7 +30,7 @@ def nibbles_to_key(nibbles: bytes) -> bytes:
 
     @raise ValueError: the path has an odd length.
     """
-    return bytes.fromhex(nibbles.translate(_NIBBLE_TO_HEX).decode("ascii"))
+    return unhexlify(nibbles.translate(NIBBLE_TO_HEX))
 
 
 def encode_path(nibbles: bytes, is_leaf: bool) -> bytes:
@@ -34,12 +39,10 @@ def encode_path(nibbles: bytes, is_leaf: bool) -> bytes:
     (2 for a leaf, plus 1 for an odd length), a zero pad nibble for an even
     length, then the path packed two nibbles a byte.
     """
-    flag = 2 if is_leaf else 0
+    # The flag (and pad) nibbles written as hexadecimal digits before the path's: one translation, one unhexlify.
     if len(nibbles) & 1:
-        prefixed = bytes([flag + 1]) + nibbles
-    else:
-        prefixed = bytes([flag, 0]) + nibbles
-    return bytes.fromhex(prefixed.translate(_NIBBLE_TO_HEX).decode("ascii"))
+        return unhexlify((b"3" if is_leaf else b"1") + nibbles.translate(NIBBLE_TO_HEX))
+    return unhexlify((b"20" if is_leaf else b"00") + nibbles.translate(NIBBLE_TO_HEX))
 
 
 def decode_path(encoded: bytes) -> tuple[bytes, bool]:
@@ -73,4 +76,4 @@ def common_prefix_length(left: bytes, right: bytes) -> int:
     return length
 
 
-__all__ = ["common_prefix_length", "decode_path", "encode_path", "key_to_nibbles", "nibbles_to_key"]
+__all__ = ["NIBBLE_TO_HEX", "common_prefix_length", "decode_path", "encode_path", "key_to_nibbles", "nibbles_to_key"]

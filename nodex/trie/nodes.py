@@ -12,11 +12,14 @@ A child slot holds L{None} (blank), a 33-byte C{bytes} reference to a node
 not loaded yet, or a node object.
 """
 
+from binascii import unhexlify
 from typing import Union
 
+from nodex.rlpcore import LIST_PREFIXES, PREFIX_TABLE_SIZE, STRING_PREFIXES
 from nodex.trie.errors import MalformedNodeError
-from nodex.trie.nibbles import decode_path, encode_path
+from nodex.trie.nibbles import NIBBLE_TO_HEX, decode_path
 from nodex.trie.node_rlp import (
+    EMPTY_STRING,
     RLPItem,
     decode,
     decode_item,
@@ -203,25 +206,64 @@ def decode_node(encoded: bytes) -> Node:
     return _decode_plain_branch(encoded) or node_from_items(decode(encoded))
 
 
+def _encoded_path(path: bytes, flags: bytes) -> bytes:
+    """
+    The RLP string of a hex-prefix path (L{nodex.trie.nibbles.encode_path}, inlined with L{encode_bytes}):
+    C{flags} is the flag nibble, with the pad nibble for an even path, as hexadecimal digits.
+    """
+    packed = unhexlify(flags + path.translate(NIBBLE_TO_HEX))
+    length = len(packed)
+    if length == 1:
+        # 0x00, 0x1?, 0x20 or 0x3?: below 0x80, its own encoding.
+        return packed
+    if length < PREFIX_TABLE_SIZE:
+        return STRING_PREFIXES[length] + packed
+    return encode_bytes(packed)
+
+
 def encode_leaf(path: bytes, value: bytes) -> bytes:
     """
-    The RLP of a leaf node.
+    The RLP of a leaf node: its hex-prefix path and its value as RLP strings, in a list.  Written out (a leaf is
+    encoded and hashed at every change of its value, the commonest change of a block) with the same result as
+    C{encode_list_payload(encode_bytes(encode_path(path, True)) + encode_bytes(value))}.
     """
-    return encode_list_payload(encode_bytes(encode_path(path, True)) + encode_bytes(value))
+    packed = unhexlify((b"3" if len(path) & 1 else b"20") + path.translate(NIBBLE_TO_HEX))
+    length = len(packed)
+    if length == 1:
+        head = packed
+    elif length < PREFIX_TABLE_SIZE:
+        head = STRING_PREFIXES[length] + packed
+    else:
+        head = encode_bytes(packed)
+    length = len(value)
+    if length == 1 and value[0] < 0x80:
+        payload = head + value
+    elif length < PREFIX_TABLE_SIZE:
+        payload = b"".join((head, STRING_PREFIXES[length], value))
+    else:
+        payload = head + encode_bytes(value)
+    length = len(payload)
+    if length < PREFIX_TABLE_SIZE:
+        return LIST_PREFIXES[length] + payload
+    return encode_list_payload(payload)
 
 
 def encode_extension(path: bytes, child_ref: bytes) -> bytes:
     """
     The RLP of an extension node whose child stands as C{child_ref}.
     """
-    return encode_list_payload(encode_bytes(encode_path(path, False)) + child_ref)
+    return encode_list_payload(_encoded_path(path, b"1" if len(path) & 1 else b"00") + child_ref)
 
 
 def encode_branch(child_refs: list[bytes], value: bytes) -> bytes:
     """
     The RLP of a branch node whose sixteen children stand as C{child_refs}.
     """
-    return encode_list_payload(b"".join(child_refs) + encode_bytes(value))
+    payload = b"".join(child_refs) + (encode_bytes(value) if value else EMPTY_STRING)
+    length = len(payload)
+    if length < PREFIX_TABLE_SIZE:
+        return LIST_PREFIXES[length] + payload
+    return encode_list_payload(payload)
 
 
 __all__ = [

@@ -35,6 +35,25 @@ class NibblesTests(SynchronousTestCase):
         self.assertEqual(encode_path(bytes([0, 15, 1, 12, 11, 8]), True), b"\x20\x0f\x1c\xb8")
         self.assertEqual(encode_path(bytes([15, 1, 12, 11, 8]), True), b"\x3f\x1c\xb8")
 
+    def test_hex_prefix_by_pairs(self) -> None:
+        """
+        For paths of every length up to 70 nibbles, and empty: the flag nibble (with a zero pad nibble for an even
+        length) then the nibbles two a byte.
+        """
+        for length in range(71):
+            path = bytes((index * 7) % 16 for index in range(length))
+            for is_leaf in (True, False):
+                flag = (2 if is_leaf else 0) + (length & 1)
+                nibbles = bytes([flag]) + path if length & 1 else bytes([flag, 0]) + path
+                expected = bytes(nibbles[index] * 16 + nibbles[index + 1] for index in range(0, len(nibbles), 2))
+                self.assertEqual(encode_path(path, is_leaf), expected, (length, is_leaf))
+
+    def test_odd_key_refused(self) -> None:
+        """
+        A path of an odd length is no key.
+        """
+        self.assertRaises(ValueError, nibbles_to_key, bytes([1, 2, 3]))
+
     def test_decode_round_trip(self) -> None:
         """
         Decoding an encoded path gives back the path and its kind.
