@@ -592,7 +592,7 @@ the caller to put in the C{TRIE_NODES} column; the code deployed
             for address in self._dirty_accounts | set(self._dirty_storage):
                 self._commit_account(address, nodes)
             nodes.update(self._trie.commit())
-            root = Hash32(self._trie.root_hash)
+            root: Hash32 = self._trie.root_hash  # type: ignore[assignment]
         except TrieError as exc:
             raise StateError(f"cannot update the state trie: {exc}") from exc
         self._committed_nodes.update(nodes)
@@ -612,13 +612,20 @@ the caller to put in the C{TRIE_NODES} column; the code deployed
             self._storage_tries.pop(address, None)
             self._storage.pop(address, None)
             return
-        slots = self._storage.get(address, {})
+        dirty = self._dirty_storage.get(address)
         if address in self._wiped:
+            slots = self._storage.get(address, {})
             trie = SecureTrie(self._read_node, EMPTY_TRIE_ROOT)
             keys: Iterable[int] = [key for key, value in slots.items() if value]
+        elif dirty is None:
+            # No slot written: the account's storage root is its trie's, which stays as it is (an account's storage
+            # root follows its trie at every commit, and every change of the account keeps it).
+            self._trie.put(address, account.encode())
+            return
         else:
+            slots = self._storage.get(address, {})
             trie = self._storage_trie(address)
-            keys = self._dirty_storage.get(address, ())
+            keys = dirty
         for key in keys:
             value = slots.get(key, 0)
             if value:
@@ -627,7 +634,7 @@ the caller to put in the C{TRIE_NODES} column; the code deployed
                 trie.delete(key.to_bytes(32, "big"))
         nodes.update(trie.commit())
         self._storage_tries[address] = trie
-        storage_root = Hash32(trie.root_hash)
+        storage_root: Hash32 = trie.root_hash  # type: ignore[assignment]
         if storage_root != account.storage_root:
             account = Account(account.nonce, account.balance, storage_root, account.code_hash)
             self._accounts[address] = account

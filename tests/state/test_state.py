@@ -91,6 +91,36 @@ class AccountTests(SynchronousTestCase):
         self.assertEqual(reopened.get_storage(ALICE, 1), 0x1234)
         self.assertNotEqual(reopened.get_account(ALICE).storage_root, EMPTY_TRIE_ROOT)
 
+    def test_account_change_keeps_storage(self) -> None:
+        """
+        A commit that changes an account with storage but none of its slots keeps its storage root, whether the
+        storage was read since the last commit or not: the root is the one a state built at once gets.
+        """
+        for read_first in (False, True):
+            state, nodes, codes = memory_state()
+            state.set_balance(ALICE, 9)
+            state.set_storage(ALICE, 1, 0x1234)
+            state.set_storage(ALICE, 2, 7)
+            state.set_balance(BOB, 1)
+            first = persist(state, nodes, codes)
+            storage_root = state.get_account(ALICE).storage_root
+            if read_first:
+                self.assertEqual(state.get_storage(ALICE, 2), 7)
+            state.set_nonce(ALICE, 3)
+            state.set_balance(BOB, 2)
+            second = persist(state, nodes, codes)
+            self.assertNotEqual(second, first)
+            self.assertEqual(state.get_account(ALICE).storage_root, storage_root)
+            at_once, _, _ = memory_state()
+            at_once.set_balance(ALICE, 9)
+            at_once.set_storage(ALICE, 1, 0x1234)
+            at_once.set_storage(ALICE, 2, 7)
+            at_once.set_nonce(ALICE, 3)
+            at_once.set_balance(BOB, 2)
+            self.assertEqual(at_once.commit()[0], second)
+            reopened = State(nodes.get, codes.get, second)
+            self.assertEqual((reopened.get_storage(ALICE, 1), reopened.get_nonce(ALICE)), (0x1234, 3))
+
     def test_account_encoding(self) -> None:
         """
         An account with balance 1 is stored as C{rlp([0, 1, empty root, empty code hash])}.
