@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from nodex.crypto import EMPTY_KECCAK, keccak256
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32, cached_property, direct_init
+from nodex.rlpcore import EMPTY_STRING, LIST_PREFIXES, STRING_PREFIXES
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
     decode_fixed,
@@ -18,6 +19,11 @@ from nodex.structures.rlpcodec import (
 
 EMPTY_TRIE_ROOT = Hash32(keccak256(b"\x80"))
 """The root hash of an empty Merkle-Patricia trie (Keccak-256 of the RLP empty string)."""
+
+_SMALL_INTEGERS = [bytes((value,)) for value in range(0x80)]
+"""The RLP of the integers 0 to 127 but 0 (each its own byte): the nonces and balances of L{Account._encoded}."""
+
+_HASH_PREFIX = STRING_PREFIXES[32]
 
 
 @direct_init
@@ -45,9 +51,34 @@ class Account:
 
     @cached_property
     def _encoded(self) -> bytes:
-        return encode_rlp(
-            [encode_uint(self.nonce), encode_uint(self.balance), self.storage_root, self.code_hash]
-        )
+        # Written out for the fields' usual shapes (an account is encoded at every change, two or three a
+        # transaction); any other goes the general way, with the same result or error.
+        nonce, balance, storage_root, code_hash = self.nonce, self.balance, self.storage_root, self.code_hash
+        if not (
+            0 <= nonce < UINT64_CEILING
+            and 0 <= balance < UINT256_CEILING
+            and type(storage_root) is bytes
+            and len(storage_root) == 32
+            and type(code_hash) is bytes
+            and len(code_hash) == 32
+        ):
+            return encode_rlp([encode_uint(nonce), encode_uint(balance), storage_root, code_hash])
+        if nonce == 0:
+            nonce_item = EMPTY_STRING
+        elif nonce < 0x80:
+            nonce_item = _SMALL_INTEGERS[nonce]
+        else:
+            raw = nonce.to_bytes((nonce.bit_length() + 7) // 8, "big")
+            nonce_item = STRING_PREFIXES[len(raw)] + raw
+        if balance == 0:
+            balance_item = EMPTY_STRING
+        elif balance < 0x80:
+            balance_item = _SMALL_INTEGERS[balance]
+        else:
+            raw = balance.to_bytes((balance.bit_length() + 7) // 8, "big")
+            balance_item = STRING_PREFIXES[len(raw)] + raw
+        payload = b"".join((nonce_item, balance_item, _HASH_PREFIX, storage_root, _HASH_PREFIX, code_hash))
+        return LIST_PREFIXES[len(payload)] + payload
 
     @classmethod
     def decode(cls, raw: bytes) -> "Account":

@@ -7,7 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from nodex.crypto import EMPTY_KECCAK, keccak256
 from nodex.structures.accounts import EMPTY_ACCOUNT, EMPTY_TRIE_ROOT, Account
 from nodex.structures.errors import RLPError
-from nodex.structures.rlpcodec import encode_rlp
+from nodex.structures.rlpcodec import encode_rlp, encode_uint
 
 
 class AccountTests(SynchronousTestCase):
@@ -26,6 +26,37 @@ class AccountTests(SynchronousTestCase):
         )
         self.assertEqual(EMPTY_ACCOUNT.encode(), encode_rlp([b"", b"", EMPTY_TRIE_ROOT, EMPTY_KECCAK]))
         self.assertTrue(EMPTY_ACCOUNT.is_empty)
+
+    def test_encoding_as_general_one(self) -> None:
+        """
+        The written-out encoding of an account is the general RLP of its four fields, for nonces and balances on
+        either side of the single-byte and length boundaries, and for fields of other shapes (which take the
+        general way).
+        """
+        integers = [0, 1, 0x7F, 0x80, 0xFF, 0x100, 2**56 - 1, 2**64 - 1, 2**200, 2**256 - 1]
+        root, code_hash = keccak256(b"root"), keccak256(b"code")
+        for nonce in integers[:8]:
+            for balance in integers:
+                account = Account(nonce, balance, root, code_hash)
+                expected = encode_rlp([encode_uint(nonce), encode_uint(balance), root, code_hash])
+                self.assertEqual(account.encode(), expected, (nonce, balance))
+        for account in [
+            Account(2**64, 2**256, root, code_hash),
+            Account(1, 2, root[:31], code_hash),
+            Account(1, 2, root, code_hash + b"\x00"),
+            Account(1, 2, bytearray(root), code_hash),  # type: ignore[arg-type]
+        ]:
+            expected = encode_rlp(
+                [encode_uint(account.nonce), encode_uint(account.balance), account.storage_root, account.code_hash]
+            )
+            self.assertEqual(account.encode(), expected, account)
+
+    def test_negative_refused(self) -> None:
+        """
+        A negative nonce or balance cannot be encoded.
+        """
+        self.assertRaises(RLPError, Account(-1, 0).encode)
+        self.assertRaises(RLPError, Account(0, -1).encode)
 
     def test_round_trip(self) -> None:
         """
