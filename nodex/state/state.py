@@ -19,7 +19,7 @@ from typing import Any
 from nodex.crypto import EMPTY_KECCAK, keccak256
 from nodex.primitives import Address, Hash32
 from nodex.state.errors import StateError
-from nodex.structures.accounts import EMPTY_TRIE_ROOT, Account
+from nodex.structures.accounts import EMPTY_ACCOUNT, EMPTY_TRIE_ROOT, Account
 from nodex.structures.errors import RLPError
 from nodex.trie import BLANK_ROOT, SecureTrie, TrieError
 from nodex.trie.nodecache import NodeCache
@@ -300,21 +300,38 @@ class State:
         account = self.get_account(address)
         return 0 if account is None else account.nonce
 
+    def _replace_account(self, address: Address, account: Account) -> None:
+        """
+        L{set_account} for an address whose account L{get_account} has just
+        read (so it is in the cache): the journal entry and the mark, without
+        reading it again.
+        """
+        accounts = self._accounts
+        self._journal.append((accounts, address, accounts[address]))
+        accounts[address] = account
+        self._dirty_accounts.add(address)
+
     def set_balance(self, address: Address, balance: int) -> None:
         """
         Set the balance of C{address}, creating the account if needed.
         """
         account = self.get_account(address)
         if account is None:
-            self.set_account(address, Account(balance=balance))
+            self._replace_account(address, Account(balance=balance))
         else:
-            self.set_account(address, Account(account.nonce, balance, account.storage_root, account.code_hash))
+            self._replace_account(address, Account(account.nonce, balance, account.storage_root, account.code_hash))
 
     def add_balance(self, address: Address, amount: int) -> None:
         """
         Add C{amount} wei to the balance of C{address}.
         """
-        self.set_balance(address, self.get_balance(address) + amount)
+        account = self.get_account(address)
+        if account is None:
+            self._replace_account(address, Account(balance=amount))
+        else:
+            self._replace_account(
+                address, Account(account.nonce, account.balance + amount, account.storage_root, account.code_hash)
+            )
 
     def transfer(self, sender: Address, recipient: Address, amount: int) -> None:
         """
@@ -330,14 +347,15 @@ class State:
         """
         Set the nonce of C{address}, creating the account if needed.
         """
-        account = self.get_account(address) or Account()
-        self.set_account(address, Account(nonce, account.balance, account.storage_root, account.code_hash))
+        account = self.get_account(address) or EMPTY_ACCOUNT
+        self._replace_account(address, Account(nonce, account.balance, account.storage_root, account.code_hash))
 
     def increment_nonce(self, address: Address) -> None:
         """
         Add one to the nonce of C{address}.
         """
-        self.set_nonce(address, self.get_nonce(address) + 1)
+        account = self.get_account(address) or EMPTY_ACCOUNT
+        self._replace_account(address, Account(account.nonce + 1, account.balance, account.storage_root, account.code_hash))
 
     def destroy_account(self, address: Address) -> None:
         """
@@ -388,8 +406,8 @@ class State:
         self._codes[code_hash] = code
         if code:
             self.new_codes[code_hash] = code
-        account = self.get_account(address) or Account()
-        self.set_account(address, Account(account.nonce, account.balance, account.storage_root, code_hash))
+        account = self.get_account(address) or EMPTY_ACCOUNT
+        self._replace_account(address, Account(account.nonce, account.balance, account.storage_root, code_hash))
 
     def has_code_or_nonce(self, address: Address) -> bool:
         """
@@ -458,7 +476,10 @@ class State:
         current = self.get_storage(address, key)
         if (address, key) not in self._original:
             self._original[(address, key)] = current
-        self._record(self._storage[address], key, value)
+        # What _record does, for a slot get_storage has just put in the cache.
+        slots = self._storage[address]
+        self._journal.append((slots, key, current))
+        slots[key] = value
         dirty = self._dirty_storage.get(address)
         if dirty is None:
             dirty = self._dirty_storage[address] = set()

@@ -187,6 +187,34 @@ class JournalTests(SynchronousTestCase):
         self.assertFalse(state.is_warm_address(BOB))
         self.assertFalse(state.is_warm_slot(BOB, 3))
 
+    def test_revert_account_changes_of_stored_accounts(self) -> None:
+        """
+        Each way of changing an account (balance, added balance, nonce,
+        incremented nonce, code) is undone by a revert, for an account read
+        from the trie or absent from it, whose first read is the change.
+        """
+        changes = [
+            lambda state, address: state.set_balance(address, 5),
+            lambda state, address: state.add_balance(address, 5),
+            lambda state, address: state.set_nonce(address, 5),
+            lambda state, address: state.increment_nonce(address),
+            lambda state, address: state.set_code(address, b"\x60\x00"),
+        ]
+        base, nodes, codes = memory_state()
+        base.set_balance(ALICE, 3)
+        base.set_nonce(ALICE, 2)
+        root = persist(base, nodes, codes)
+        for change in changes:
+            state = State(nodes.get, codes.get, root)
+            snapshot = state.snapshot()
+            change(state, ALICE)
+            change(state, BOB)
+            self.assertTrue(state.account_exists(BOB))
+            state.revert(snapshot)
+            self.assertEqual(state.get_account(ALICE), base.get_account(ALICE))
+            self.assertIsNone(state.get_account(BOB))
+            self.assertEqual(state.commit()[0], root)
+
     def test_nested_snapshots(self) -> None:
         """
         Reverting an inner snapshot keeps the changes made before it.
