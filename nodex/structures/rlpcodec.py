@@ -97,6 +97,10 @@ def encode_list_of_encoded(encoded_items: Iterable[bytes]) -> bytes:
     return encode_list_payload(b"".join(encoded_items))
 
 
+_BYTE_INTEGERS = [b""] + [bytes((value,)) for value in range(1, 256)]
+"""The minimal bytes of 0 to 255: most of the integers of a block (types, nonces, statuses, counts) are."""
+
+
 def encode_uint(value: int) -> bytes:
     """
     The minimal big-endian bytes of a non-negative integer (empty for zero).
@@ -105,6 +109,8 @@ def encode_uint(value: int) -> bytes:
     """
     if value < 0:
         raise RLPError(f"cannot encode the negative integer {value}")
+    if value < 256:
+        return _BYTE_INTEGERS[value]
     return value.to_bytes((value.bit_length() + 7) // 8, "big")
 
 

@@ -161,6 +161,18 @@ class FieldTests(SynchronousTestCase):
         self.assertEqual(encode_uint(0), b"")
         self.assertEqual(encode_uint(256), b"\x01\x00")
 
+    def test_uint_minimal_bytes(self) -> None:
+        """
+        Every integer below 300 and around each power of two up to 2**260 is
+        its big-endian bytes without leading zeros (those below 256 come from
+        a table).
+        """
+        values = list(range(300)) + [2**bits + delta for bits in range(8, 261) for delta in (-1, 0, 1)]
+        for value in values:
+            expected = value.to_bytes(32 + 2, "big").lstrip(b"\x00")
+            self.assertEqual(encode_uint(value), expected, value)
+            self.assertIs(type(encode_uint(value)), bytes)
+
     def test_uint_leading_zero_refused(self) -> None:
         """
         An integer with a leading zero byte is not canonical.
