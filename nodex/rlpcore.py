@@ -60,10 +60,6 @@ STRING_PREFIXES = [_length_prefix(length, 0x80) for length in range(PREFIX_TABLE
 LIST_PREFIXES = [_length_prefix(length, 0xC0) for length in range(PREFIX_TABLE_SIZE)]
 """The prefix of a list by its payload's length, below L{PREFIX_TABLE_SIZE}.  Never changed."""
 
-_TABLE_SIZE = PREFIX_TABLE_SIZE
-_STRING_PREFIXES = STRING_PREFIXES
-_LIST_PREFIXES = LIST_PREFIXES
-
 
 def encode_bytes(value: bytes) -> bytes:
     """
@@ -72,8 +68,8 @@ def encode_bytes(value: bytes) -> bytes:
     length = len(value)
     if length == 1 and value[0] < 0x80:
         return value
-    if length < _TABLE_SIZE:
-        return _STRING_PREFIXES[length] + value
+    if length < PREFIX_TABLE_SIZE:
+        return STRING_PREFIXES[length] + value
     return _length_prefix(length, 0x80) + value
 
 
@@ -83,8 +79,8 @@ def encode_list_payload(payload: bytes) -> bytes:
     C{payload}.
     """
     length = len(payload)
-    if length < _TABLE_SIZE:
-        return _LIST_PREFIXES[length] + payload
+    if length < PREFIX_TABLE_SIZE:
+        return LIST_PREFIXES[length] + payload
     return _length_prefix(length, 0xC0) + payload
 
 
@@ -100,8 +96,8 @@ def encode(item: RLPItem | tuple) -> bytes:
         length = len(item)  # type: ignore[arg-type]
         if length == 1 and item[0] < 0x80:  # type: ignore[index,operator]
             return item  # type: ignore[return-value]
-        if length < _TABLE_SIZE:
-            return _STRING_PREFIXES[length] + item  # type: ignore[operator]
+        if length < PREFIX_TABLE_SIZE:
+            return STRING_PREFIXES[length] + item  # type: ignore[operator]
         return _length_prefix(length, 0x80) + item  # type: ignore[operator]
     if kind is list or kind is tuple:
         parts = []
@@ -111,8 +107,8 @@ def encode(item: RLPItem | tuple) -> bytes:
                 length = len(child)
                 if length == 1 and child[0] < 0x80:
                     parts.append(child)
-                elif length < _TABLE_SIZE:
-                    parts.append(_STRING_PREFIXES[length])
+                elif length < PREFIX_TABLE_SIZE:
+                    parts.append(STRING_PREFIXES[length])
                     parts.append(child)
                 else:
                     parts.append(_length_prefix(length, 0x80))
@@ -121,8 +117,8 @@ def encode(item: RLPItem | tuple) -> bytes:
                 parts.append(encode(child))
         payload = b"".join(parts)
         length = len(payload)
-        if length < _TABLE_SIZE:
-            return _LIST_PREFIXES[length] + payload
+        if length < PREFIX_TABLE_SIZE:
+            return LIST_PREFIXES[length] + payload
         return _length_prefix(length, 0xC0) + payload
     if isinstance(item, (bytearray, memoryview)):
         return encode_bytes(bytes(item))
@@ -284,9 +280,9 @@ __all__ = [
     "EMPTY_STRING",
     "LIST_PREFIXES",
     "PREFIX_TABLE_SIZE",
-    "STRING_PREFIXES",
     "RLPFormatError",
     "RLPItem",
+    "STRING_PREFIXES",
     "decode",
     "decode_item",
     "encode",

@@ -21,9 +21,11 @@ EMPTY_TRIE_ROOT = Hash32(keccak256(b"\x80"))
 """The root hash of an empty Merkle-Patricia trie (Keccak-256 of the RLP empty string)."""
 
 _SMALL_INTEGERS = [bytes((value,)) for value in range(0x80)]
-"""The RLP of the integers 0 to 127 but 0 (each its own byte): the nonces and balances of L{Account._encoded}."""
+"""The RLP of the integers 1 to 127, each its own byte, for L{Account._encoded} (zero is the empty string: its
+entry is not used)."""
 
 _HASH_PREFIX = STRING_PREFIXES[32]
+"""The RLP prefix of a 32-byte string: a storage root's or a code hash's."""
 
 
 @direct_init
