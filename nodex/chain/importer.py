@@ -330,7 +330,6 @@ class BlockImporter(ChainTip):
         """
         if isinstance(request, EmptyRun):
             return self._make_empty_run(request, max_nonces)
-        tip = self.tip.header
         built, state = self.build(request)
         if isinstance(built, Declined):
             # Reads only: the state is still the tip's.
@@ -344,10 +343,18 @@ class BlockImporter(ChainTip):
                 " this network needs a merged miner"
             )
         block = seal_block(built.block, seal)
-        # The solver's search is the seal's check (the canonical template,
-        # committing to the header's hash for merged mining): not again.
-        validate_header(tip, block.header, self.rules, seal=False)
-        validate_block(block, built.outcome)
+        # No validate_header or validate_block here: their outcome is
+        # certain.  The solver's search is the seal's check (the canonical
+        # template, committing to the header's hash for merged mining); the
+        # builder made the other header fields on this very parent with the
+        # functions validate_header checks them with (next_difficulty, and
+        # next_gas_limit passed through check_gas_limit), refused a
+        # timestamp not after the parent's or beyond 64 bits and extra data
+        # beyond the limit, kept the parent's minimum gas price, let no
+        # transaction take more than the gas left; and it copied the roots,
+        # gas, bloom and fees from the very outcome validate_block would
+        # compare them with.  A block sealed elsewhere (store_built) or from
+        # outside is checked whole.
         writing = _Writing(
             block, built.outcome.receipts, self.tip.total_difficulty + cumulative_difficulty(block),
             built.outcome.nodes, built.outcome.code,

@@ -20,11 +20,11 @@ from nodex.chain.admission import AdmissionRules, check_admission, check_transac
 from nodex.chain.building.builder import BuiltBlock, build_block
 from nodex.chain.dev.blocks import StateEdit
 from nodex.chain.dev.state import load_state
-from nodex.chain.errors import ChainError
+from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import ChainRules
 from nodex.chain.uncles import select_uncles, still_useful
-from nodex.primitives import Address, direct_init
+from nodex.primitives import UINT64_CEILING, Address, direct_init
 from nodex.state.state import State
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
@@ -194,6 +194,10 @@ def build_requested(
     @raise nodex.chain.dev.state.SnapshotError: a malformed snapshot.
     """
     timestamp = request.time.stamp(parent.timestamp)
+    if timestamp >= UINT64_CEILING:
+        # Refused before an edit touches the state (build_block would
+        # refuse it too, after them).
+        raise InvalidBlockError(f"timestamp {timestamp} does not fit in 64 bits")
     if isinstance(request, TransactionsBlock):
         return _transactions_block(request, parent, state, block_hashes, rules, ancestry, timestamp)
     if isinstance(request, EditsBlock):
