@@ -264,7 +264,8 @@ def apply_transaction(
     state.begin_transaction()
     intrinsic, price = check_transaction(state, block, tx, sender, block.gas_limit - block_gas_used)
     blob_hashes: Sequence[Hash32] = getattr(tx, "blob_versioned_hashes", ()) or ()
-    blob_fee = GAS_PER_BLOB * len(blob_hashes) * block.blob_base_fee
+    # Only a blob transaction needs the block's blob base fee (computed on first use).
+    blob_fee = GAS_PER_BLOB * len(blob_hashes) * block.blob_base_fee if blob_hashes else 0
     state.increment_nonce(sender)
     state.set_balance(sender, state.get_balance(sender) - tx.gas * price - blob_fee)
     context = ExecutionContext(state, block, TransactionEnvironment(sender, price, tuple(blob_hashes)), tracer)
