@@ -125,8 +125,12 @@ class Header:
         transaction is sealed this way).
         """
         sealed = object.__new__(type(self))
-        values = sealed.__dict__
-        values.update(zip(_MERGED_MINING_HASHED_NAMES, _merged_mining_hashed_values(self.__dict__)))
+        # A copy of the fields (a dict's copy is one C call), without what
+        # was computed from them.
+        values = self.__dict__.copy()
+        for name in _COMPUTED_NAMES:
+            values.pop(name, None)
+        object.__setattr__(sealed, "__dict__", values)
         values["bitcoin_merged_mining_header"] = bitcoin_header
         values["bitcoin_merged_mining_merkle_proof"] = merkle_proof
         values["bitcoin_merged_mining_coinbase_transaction"] = coinbase
@@ -217,10 +221,10 @@ def _bounded(item: RLPItem, what: str, ceiling: int) -> int:
 
 _FIELD_NAMES_ORDERED = tuple(field.name for field in fields(Header))
 _FIELD_NAMES = frozenset(_FIELD_NAMES_ORDERED)
-_MERGED_MINING_HASHED_NAMES = _FIELD_NAMES_ORDERED[:_MERGED_MINING_HASHED_FIELDS]
 # The fields' values out of a header's __dict__, in order, in one C call.
 _field_values = itemgetter(*_FIELD_NAMES_ORDERED)
-_merged_mining_hashed_values = itemgetter(*_MERGED_MINING_HASHED_NAMES)
+# What a header's __dict__ may hold besides its fields: its cached encodings and hashes.
+_COMPUTED_NAMES = tuple(name for name, value in vars(Header).items() if isinstance(value, cached_property))
 
 _HASH_PREFIX = encode_bytes(bytes(32))[:1]
 _ADDRESS_PREFIX = encode_bytes(bytes(20))[:1]

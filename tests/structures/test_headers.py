@@ -126,6 +126,7 @@ class HeaderTests(SynchronousTestCase):
             bitcoin_merged_mining_coinbase_transaction=b"",
         )
         self.assertNotEqual(bare.hash, sample_header().hash)
+        bare_encoding = bare.encode()
         seal = (b"\x07" * 80, b"\x08" * 32, b"\x09" * 120)
         sealed = bare.with_seal(*seal)
         expected = sample_header(
@@ -138,7 +139,10 @@ class HeaderTests(SynchronousTestCase):
         self.assertEqual(sealed.hash, Header.decode(expected.encode()).hash)
         self.assertEqual(sealed.hash_for_merged_mining, Header.decode(expected.encode()).hash_for_merged_mining)
         self.assertEqual(Header.decode(sealed.encode()), expected)
-        self.assertEqual(bare.with_seal(b"", b"", b"").encode(), bare.encode())
+        self.assertNotEqual(sealed.encode(), bare_encoding)
+        computed = {"_encoded_fields", "_encoded", "hash", "hash_for_merged_mining"}
+        self.assertEqual(vars(sealed).keys() - computed, set(Header.__dataclass_fields__))
+        self.assertEqual(bare.with_seal(b"", b"", b"").encode(), bare_encoding)
 
     def test_replaced(self) -> None:
         """
