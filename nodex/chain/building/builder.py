@@ -88,6 +88,7 @@ def build_block(
     block_hashes: BlockHashes,
     extra_data: bytes = b"",
     uncles: Sequence[Header] = (),
+    validated: Transaction | None = None,
 ) -> BuiltBlock:
     """
     Build a block template on C{parent}, executing C{candidates} in order.
@@ -97,6 +98,10 @@ def build_block(
     @param timestamp: the block's timestamp, already after the parent's.
     @param block_hashes: the lookup of the parent's ancestry for BLOCKHASH.
     @param uncles: uncle headers to include (already checked by the caller).
+    @param validated: a candidate that has just passed
+        L{nodex.structures.transaction_rules.validate_transaction} for this
+        chain's id under its impersonation rule (an automining node's lone
+        candidate, checked with the pool's rules): not checked again.
     @raise InvalidBlockError: the timestamp does not follow the parent or
         does not fit in 64 bits, the extra data is too long, there are too
         many uncles, or the parent's gas limit allows no valid one.
@@ -129,7 +134,10 @@ def build_block(
         if gas_limit - gas_used < TX_BASE_COST:
             break
         try:
-            sender = checked_sender(transaction, rules.chain_id, rules.impersonation)
+            if transaction is validated:
+                sender = transaction.sender
+            else:
+                sender = checked_sender(transaction, rules.chain_id, rules.impersonation)
         except InvalidTransactionError as exc:
             skipped.append(SkippedTransaction(transaction, str(exc), True))
             continue

@@ -229,6 +229,7 @@ def _transactions_block(
     """
     Build a block of the request's candidates (see L{build_requested}).
     """
+    validated = None
     if request.admit is not None:
         (transaction,) = request.candidates
         admission = request.admit
@@ -240,11 +241,16 @@ def _transactions_block(
         check_admission(transaction, nonce, balance, {}, admission.rules)
         if transaction.nonce != nonce:
             return Declined((nonce, balance))
+        # The admission ran validate_transaction: the builder's would give
+        # the same answer when the chain id is the same and the marker of
+        # an impersonated sender is allowed in the block if it was here.
+        if admission.rules.chain_id == rules.chain_id and (rules.impersonation or not admission.may_impersonate):
+            validated = transaction
     useful = [header for header in request.uncle_candidates if still_useful(header, parent.number)]
     uncles = select_uncles(useful, ancestry(parent)) if useful else []
     built = build_block(
         parent, state, request.candidates, request.coinbase, timestamp, rules, block_hashes,
-        request.extra_data, uncles,
+        request.extra_data, uncles, validated,
     )
     if not request.empty and not built.block.transactions:
         return Declined()
