@@ -361,8 +361,7 @@ class BlockImporter(ChainTip):
         )
         # A snapshot's block has a state of its own, not the one built on.
         kept = None if isinstance(request, SnapshotBlock) else state
-        step = self._commit([writing], kept)
-        return Imported(step.result, step.block, step.receipts, step.head, step.event, block_hash=block.hash, built=built)
+        return self._commit([writing], kept, built=built)
 
     def build(self, request: BlockRequest) -> tuple[BuiltBlock | Declined, State]:
         """
@@ -495,6 +494,7 @@ class BlockImporter(ChainTip):
         rewind_to: ChainHead | None = None,
         source: BlockSource = LOCAL,
         index: bool = True,
+        built: BuiltBlock | None = None,
     ) -> Imported:
         """
         Write blocks (each on the one before, the first on a stored block)
@@ -505,6 +505,7 @@ class BlockImporter(ChainTip):
         @param state: the last block's state, if it was built or executed on
             the tip's state and may be kept for the next block.
         @param index: extend the log index's bitmaps after the write.
+        @param built: the builder's account of the block made here (L{make}), for the step.
         @return: the step of the last block (or of the rewind).
         """
         batch = self.store.batch()
@@ -529,7 +530,8 @@ class BlockImporter(ChainTip):
             if not is_heavier(last.total_difficulty, tip.total_difficulty):
                 self.store.write(batch)
                 return Imported(
-                    ImportResult.IMPORTED_NOT_BEST, last.block, last.receipts, block_hash=last.block.hash, source=source
+                    ImportResult.IMPORTED_NOT_BEST, last.block, last.receipts, block_hash=last.block.hash, source=source,
+                    built=built,
                 )
             event = self._adopt_into(batch, writings)
             head = ChainHead(last.block.header, last.total_difficulty)
@@ -544,7 +546,9 @@ class BlockImporter(ChainTip):
         if result is None:
             return Imported(None, head=head, event=event)
         last = writings[-1]
-        return Imported(result, last.block, last.receipts, head, event, block_hash=last.block.hash, source=source)
+        return Imported(
+            result, last.block, last.receipts, head, event, block_hash=last.block.hash, source=source, built=built
+        )
 
     def _adopt_into(self, batch: object, writings: Sequence[_Writing]) -> ChainEvent:
         """

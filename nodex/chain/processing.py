@@ -159,7 +159,10 @@ def cumulative_difficulty(block: Block) -> int:
     """
     The difficulty a block adds to its chain: its own plus its uncles' (DESIGN §2).
     """
-    return block.header.difficulty + sum(uncle.difficulty for uncle in block.uncles)
+    uncles = block.uncles
+    if not uncles:
+        return block.header.difficulty
+    return block.header.difficulty + sum(uncle.difficulty for uncle in uncles)
 
 
 def checked_sender(transaction: Transaction, chain_id: int, impersonation: bool = False) -> Address:

@@ -8,6 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.aside import FILE, SUBMITTED, Bounds, from_peer
 from nodex.chain.admission import AdmissionRules
+from nodex.chain.building.builder import BuiltBlock
 from nodex.chain.building.making import BlockTime, EditsBlock, LoneAdmission, TransactionsBlock
 from nodex.chain.dev.blocks import SetBalance
 from nodex.chain.errors import InvalidBlockError
@@ -518,6 +519,9 @@ class ImporterMakeTests(ImporterFixture, SynchronousTestCase):
         """
         step = self.builder.make(request)  # type: ignore[arg-type]
         self.assertEqual(step.result, ImportResult.IMPORTED_BEST)
+        assert step.block is not None and step.head is not None and isinstance(step.built, BuiltBlock)
+        self.assertEqual((step.block_hash, step.head.header), (step.block.hash, step.block.header))
+        self.assertEqual(step.built.block.header.hash_for_merged_mining, step.block.header.hash_for_merged_mining)
         return step.block
 
     def test_made_blocks_pass_every_check(self) -> None:
