@@ -558,9 +558,14 @@ class BlockImporter(ChainTip):
         tip = self.tip
         first = writings[0].block
         if first.header.parent_hash == tip.header.hash:
-            adopted = tuple(writing.block for writing in writings)
+            if len(writings) == 1:
+                adopted: tuple[Block, ...] = (first,)
+                receipts: tuple[tuple[Receipt, ...], ...] = (writings[0].receipts,)
+            else:
+                adopted = tuple(writing.block for writing in writings)
+                receipts = tuple(writing.receipts for writing in writings)
             write_canonical_changes(batch, tip.header, (), adopted)  # type: ignore[arg-type]
-            return ChainEvent(adopted, (), tuple(writing.receipts for writing in writings), ())
+            return ChainEvent(adopted, (), receipts, ())
         pending = {writing.block.hash: writing for writing in writings}
         reorganisation = find_reorganisation(
             lambda wanted: pending[wanted].block.header if wanted in pending else self._read_header(wanted),

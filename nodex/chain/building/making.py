@@ -246,8 +246,10 @@ def _transactions_block(
         # an impersonated sender is allowed in the block if it was here.
         if admission.rules.chain_id == rules.chain_id and (rules.impersonation or not admission.may_impersonate):
             validated = transaction
-    useful = [header for header in request.uncle_candidates if still_useful(header, parent.number)]
-    uncles = select_uncles(useful, ancestry(parent)) if useful else []
+    uncles: list[Header] = []
+    if request.uncle_candidates:
+        useful = [header for header in request.uncle_candidates if still_useful(header, parent.number)]
+        uncles = select_uncles(useful, ancestry(parent)) if useful else []
     built = build_block(
         parent, state, request.candidates, request.coinbase, timestamp, rules, block_hashes,
         request.extra_data, uncles, validated,
