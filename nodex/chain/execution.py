@@ -137,7 +137,9 @@ def check_transaction(
     @raise InvalidTransactionError: a rule is broken (too little gas,
         nonce, fees below the base fee, balance, sender with code, blobs).
     """
-    if tx.value >= UINT256_CEILING or tx.max_fee_per_gas >= UINT256_CEILING or tx.gas >= UINT64_CEILING:
+    # The fee cap is a property on some types: read once.
+    max_fee = tx.max_fee_per_gas
+    if tx.value >= UINT256_CEILING or max_fee >= UINT256_CEILING or tx.gas >= UINT64_CEILING:
         raise InvalidTransactionError("a value, fee or gas limit is out of range")
     intrinsic = intrinsic_gas(tx)
     if intrinsic > tx.gas:
@@ -152,7 +154,6 @@ def check_transaction(
         raise InvalidTransactionError(f"initcode of {len(tx.data)} bytes exceeds {max_init_code_size} (EIP-3860)")
     if tx.gas > gas_available:
         raise InvalidTransactionError(f"gas limit {tx.gas} exceeds the block's available gas {gas_available}")
-    max_fee = tx.max_fee_per_gas
     if tx.type >= 2:
         if max_fee < tx.max_priority_fee_per_gas:
             raise InvalidTransactionError("max priority fee per gas higher than max fee per gas")
@@ -264,7 +265,8 @@ def apply_transaction(
     state.begin_transaction()
     intrinsic, price = check_transaction(state, block, tx, sender, block.gas_limit - block_gas_used)
     blob_hashes: Sequence[Hash32] = getattr(tx, "blob_versioned_hashes", ()) or ()
-    blob_fee = GAS_PER_BLOB * len(blob_hashes) * block.blob_base_fee
+    # Only a blob transaction needs the block's blob base fee (computed on first use).
+    blob_fee = GAS_PER_BLOB * len(blob_hashes) * block.blob_base_fee if blob_hashes else 0
     state.increment_nonce(sender)
     state.set_balance(sender, state.get_balance(sender) - tx.gas * price - blob_fee)
     context = ExecutionContext(state, block, TransactionEnvironment(sender, price, tuple(blob_hashes)), tracer)

@@ -330,7 +330,6 @@ class BlockImporter(ChainTip):
         """
         if isinstance(request, EmptyRun):
             return self._make_empty_run(request, max_nonces)
-        tip = self.tip.header
         built, state = self.build(request)
         if isinstance(built, Declined):
             # Reads only: the state is still the tip's.
@@ -344,18 +343,25 @@ class BlockImporter(ChainTip):
                 " this network needs a merged miner"
             )
         block = seal_block(built.block, seal)
-        # The solver's search is the seal's check (the canonical template,
-        # committing to the header's hash for merged mining): not again.
-        validate_header(tip, block.header, self.rules, seal=False)
-        validate_block(block, built.outcome)
+        # No validate_header or validate_block here: their outcome is
+        # certain.  The solver's search is the seal's check (the canonical
+        # template, committing to the header's hash for merged mining); the
+        # builder made the other header fields on this very parent with the
+        # functions validate_header checks them with (next_difficulty, and
+        # next_gas_limit passed through check_gas_limit), refused a
+        # timestamp not after the parent's or beyond 64 bits and extra data
+        # beyond the limit, kept the parent's minimum gas price, let no
+        # transaction take more than the gas left; and it copied the roots,
+        # gas, bloom and fees from the very outcome validate_block would
+        # compare them with.  A block sealed elsewhere (store_built) or from
+        # outside is checked whole.
         writing = _Writing(
             block, built.outcome.receipts, self.tip.total_difficulty + cumulative_difficulty(block),
             built.outcome.nodes, built.outcome.code,
         )
         # A snapshot's block has a state of its own, not the one built on.
         kept = None if isinstance(request, SnapshotBlock) else state
-        step = self._commit([writing], kept)
-        return Imported(step.result, step.block, step.receipts, step.head, step.event, block_hash=block.hash, built=built)
+        return self._commit([writing], kept, built=built)
 
     def build(self, request: BlockRequest) -> tuple[BuiltBlock | Declined, State]:
         """
@@ -488,6 +494,7 @@ class BlockImporter(ChainTip):
         rewind_to: ChainHead | None = None,
         source: BlockSource = LOCAL,
         index: bool = True,
+        built: BuiltBlock | None = None,
     ) -> Imported:
         """
         Write blocks (each on the one before, the first on a stored block)
@@ -498,6 +505,7 @@ class BlockImporter(ChainTip):
         @param state: the last block's state, if it was built or executed on
             the tip's state and may be kept for the next block.
         @param index: extend the log index's bitmaps after the write.
+        @param built: the builder's account of the block made here (L{make}), for the step.
         @return: the step of the last block (or of the rewind).
         """
         batch = self.store.batch()
@@ -522,7 +530,8 @@ class BlockImporter(ChainTip):
             if not is_heavier(last.total_difficulty, tip.total_difficulty):
                 self.store.write(batch)
                 return Imported(
-                    ImportResult.IMPORTED_NOT_BEST, last.block, last.receipts, block_hash=last.block.hash, source=source
+                    ImportResult.IMPORTED_NOT_BEST, last.block, last.receipts, block_hash=last.block.hash, source=source,
+                    built=built,
                 )
             event = self._adopt_into(batch, writings)
             head = ChainHead(last.block.header, last.total_difficulty)
@@ -537,7 +546,9 @@ class BlockImporter(ChainTip):
         if result is None:
             return Imported(None, head=head, event=event)
         last = writings[-1]
-        return Imported(result, last.block, last.receipts, head, event, block_hash=last.block.hash, source=source)
+        return Imported(
+            result, last.block, last.receipts, head, event, block_hash=last.block.hash, source=source, built=built
+        )
 
     def _adopt_into(self, batch: object, writings: Sequence[_Writing]) -> ChainEvent:
         """
@@ -547,9 +558,14 @@ class BlockImporter(ChainTip):
         tip = self.tip
         first = writings[0].block
         if first.header.parent_hash == tip.header.hash:
-            adopted = tuple(writing.block for writing in writings)
+            if len(writings) == 1:
+                adopted: tuple[Block, ...] = (first,)
+                receipts: tuple[tuple[Receipt, ...], ...] = (writings[0].receipts,)
+            else:
+                adopted = tuple(writing.block for writing in writings)
+                receipts = tuple(writing.receipts for writing in writings)
             write_canonical_changes(batch, tip.header, (), adopted)  # type: ignore[arg-type]
-            return ChainEvent(adopted, (), tuple(writing.receipts for writing in writings), ())
+            return ChainEvent(adopted, (), receipts, ())
         pending = {writing.block.hash: writing for writing in writings}
         reorganisation = find_reorganisation(
             lambda wanted: pending[wanted].block.header if wanted in pending else self._read_header(wanted),

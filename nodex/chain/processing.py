@@ -89,17 +89,37 @@ def block_environment(
 
     @param forks: the network's schedule, which chooses the block's rule set.
     """
+    return environment_of(
+        header.coinbase, header.number, header.timestamp, header.gas_limit, header.difficulty, chain_id, block_hashes,
+        forks,
+    )
+
+
+def environment_of(
+    coinbase: Address,
+    number: int,
+    timestamp: int,
+    gas_limit: int,
+    difficulty: int,
+    chain_id: int,
+    block_hashes: BlockHashes,
+    forks: ForkSchedule = DEFAULT_FORK_SCHEDULE,
+) -> BlockEnvironment:
+    """
+    The environment of a block with these header fields (L{block_environment}
+    for a block whose header is not made yet: the builder's).
+    """
     return BlockEnvironment(
-        coinbase=header.coinbase,
-        number=header.number,
-        timestamp=header.timestamp,
-        gas_limit=header.gas_limit,
-        prev_randao=header.difficulty.to_bytes(32, "big"),
+        coinbase=coinbase,
+        number=number,
+        timestamp=timestamp,
+        gas_limit=gas_limit,
+        prev_randao=difficulty.to_bytes(32, "big"),
         chain_id=chain_id,
         base_fee=0,
         excess_blob_gas=0,
         block_hashes=block_hashes,
-        fork=forks.fork_at(header.number),
+        fork=forks.fork_at(number),
     )
 
 
@@ -139,7 +159,10 @@ def cumulative_difficulty(block: Block) -> int:
     """
     The difficulty a block adds to its chain: its own plus its uncles' (DESIGN §2).
     """
-    return block.header.difficulty + sum(uncle.difficulty for uncle in block.uncles)
+    uncles = block.uncles
+    if not uncles:
+        return block.header.difficulty
+    return block.header.difficulty + sum(uncle.difficulty for uncle in uncles)
 
 
 def checked_sender(transaction: Transaction, chain_id: int, impersonation: bool = False) -> Address:
@@ -206,10 +229,12 @@ def finish_block(
         raise InvalidBlockError(f"cannot compute the state root: {exc}") from exc
     code = dict(state.new_codes)
     state.new_codes.clear()
+    # A block of one transaction (every automined one) has its receipt's bloom.
+    bloom = receipts[0].bloom if len(receipts) == 1 else merge_blooms(receipt.bloom for receipt in receipts)
     return BlockOutcome(
         receipts=tuple(receipts),
         gas_used=receipts[-1].cumulative_gas_used if receipts else 0,
-        logs_bloom=merge_blooms(receipt.bloom for receipt in receipts),
+        logs_bloom=bloom,
         paid_fees=paid_fees,
         state_root=state_root,
         transactions_root=transactions_root(transactions),
@@ -425,6 +450,7 @@ __all__ = [
     "checked_sender",
     "cumulative_difficulty",
     "effective_gas_price",
+    "environment_of",
     "execute_transaction",
     "finish_block",
     "header_seal",

@@ -14,11 +14,12 @@ commit to).
 """
 
 from dataclasses import dataclass, fields
+from operator import itemgetter
 
 from nodex.crypto import keccak256
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Address, Hash32, cached_property, direct_init
 from nodex.rlpcore import encode_bytes, encode_list_payload
-from nodex.structures.bloom import BLOOM_BYTES
+from nodex.structures.bloom import BLOOM_BYTES, EMPTY_BLOOM
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
     RLPItem,
@@ -67,30 +68,6 @@ class Header:
     bitcoin_merged_mining_merkle_proof: bytes = b""
     bitcoin_merged_mining_coinbase_transaction: bytes = b""
 
-    @cached_property
-    def _fields(self) -> list[bytes]:
-        return [
-            self.parent_hash,
-            self.uncles_hash,
-            self.coinbase,
-            self.state_root,
-            self.transactions_root,
-            self.receipts_root,
-            self.logs_bloom,
-            encode_uint(self.difficulty),
-            encode_uint(self.number),
-            encode_uint(self.gas_limit),
-            encode_uint(self.gas_used),
-            encode_uint(self.timestamp),
-            self.extra_data,
-            encode_uint(self.paid_fees),
-            encode_uint(self.minimum_gas_price),
-            encode_uint(self.uncle_count),
-            self.bitcoin_merged_mining_header,
-            self.bitcoin_merged_mining_merkle_proof,
-            self.bitcoin_merged_mining_coinbase_transaction,
-        ]
-
     def encode(self) -> bytes:
         """
         The header's full RLP (all 19 fields).
@@ -104,14 +81,14 @@ class Header:
         headers held for one chain event (C{hardhat_mine}) keeps a third of
         the memory this way.
         """
-        for cached in ("_fields", "_encoded_fields", "_encoded"):
+        for cached in ("_encoded_fields", "_encoded"):
             self.__dict__.pop(cached, None)
 
     @cached_property
     def _encoded_fields(self) -> list[bytes]:
         # Each field encoded once: the hash, the hash for merged mining and
         # the full encoding are lists of the same leading fields.
-        return [encode_bytes(field) for field in self._fields]
+        return _encode_fields(self)
 
     @cached_property
     def _encoded(self) -> bytes:
@@ -147,38 +124,41 @@ class Header:
         rather than computed again (the block of every automined
         transaction is sealed this way).
         """
-        sealed = self.replaced(
-            bitcoin_merged_mining_header=bitcoin_header,
-            bitcoin_merged_mining_merkle_proof=merkle_proof,
-            bitcoin_merged_mining_coinbase_transaction=coinbase,
-        )
+        sealed = object.__new__(type(self))
+        # A copy of the fields (a dict's copy is one C call), without what
+        # was computed from them.
+        values = self.__dict__.copy()
+        for name in _COMPUTED_NAMES:
+            values.pop(name, None)
+        object.__setattr__(sealed, "__dict__", values)
+        values["bitcoin_merged_mining_header"] = bitcoin_header
+        values["bitcoin_merged_mining_merkle_proof"] = merkle_proof
+        values["bitcoin_merged_mining_coinbase_transaction"] = coinbase
         carried = self._encoded_fields[:_MERGED_MINING_HASHED_FIELDS]
-        sealed.__dict__["_encoded_fields"] = carried + [
+        values["_encoded_fields"] = carried + [
             encode_bytes(bitcoin_header),
             encode_bytes(merkle_proof),
             encode_bytes(coinbase),
         ]
-        sealed.__dict__["hash_for_merged_mining"] = self.hash_for_merged_mining
+        values["hash_for_merged_mining"] = self.hash_for_merged_mining
         return sealed
 
     def replaced(self, **changes: object) -> "Header":
         """
         This header with some fields changed: what L{dataclasses.replace}
         gives (none of the cached encodings or hashes carried over), in a
-        fifth of its time, for the two headers made per automined block
-        (the built block's, the sealed one's).  The header's C{__init__}
-        does nothing but set the fields, so setting them in the new
-        object's C{__dict__} is the same.
+        fraction of its time, for the headers made per automined block.
+        The header's C{__init__} does nothing but set the fields, so
+        setting them in the new object's C{__dict__} is the same.
 
         @raise TypeError: a name that is not a field.
         """
-        unknown = changes.keys() - _FIELD_NAMES
-        if unknown:
-            raise TypeError(f"Header has no field {sorted(unknown)[0]!r}")
+        if not _FIELD_NAMES.issuperset(changes):
+            raise TypeError(f"Header has no field {sorted(changes.keys() - _FIELD_NAMES)[0]!r}")
         header = object.__new__(type(self))
-        values = self.__dict__
-        header.__dict__.update({name: values[name] for name in _FIELD_NAMES_ORDERED})
-        header.__dict__.update(changes)
+        values = header.__dict__
+        values.update(zip(_FIELD_NAMES_ORDERED, _field_values(self.__dict__)))
+        values.update(changes)
         return header
 
     @classmethod
@@ -241,6 +221,92 @@ def _bounded(item: RLPItem, what: str, ceiling: int) -> int:
 
 _FIELD_NAMES_ORDERED = tuple(field.name for field in fields(Header))
 _FIELD_NAMES = frozenset(_FIELD_NAMES_ORDERED)
+# The fields' values out of a header's __dict__, in order, in one C call.
+_field_values = itemgetter(*_FIELD_NAMES_ORDERED)
+# What a header's __dict__ may hold besides its fields: its cached encodings and hashes.
+_COMPUTED_NAMES = tuple(name for name, value in vars(Header).items() if isinstance(value, cached_property))
+
+_HASH_PREFIX = encode_bytes(bytes(32))[:1]
+_ADDRESS_PREFIX = encode_bytes(bytes(20))[:1]
+_BLOOM_PREFIX = encode_bytes(EMPTY_BLOOM)[:-BLOOM_BYTES]
+_SMALL_INTEGERS = tuple(encode_bytes(encode_uint(value)) for value in range(0x80))
+
+
+def _encode_integers(values: tuple[int, ...]) -> list[bytes]:
+    """
+    The RLP encodings of non-negative integers (L{encode_uint}, then the
+    string's encoding), in one loop.
+
+    @raise RLPError: a negative integer.
+    """
+    encoded = []
+    for value in values:
+        if value < 0x80:
+            if value < 0:
+                raise RLPError(f"cannot encode the negative integer {value}")
+            encoded.append(_SMALL_INTEGERS[value])
+        else:
+            encoded.append(encode_bytes(value.to_bytes((value.bit_length() + 7) // 8, "big")))
+    return encoded
+
+
+def _encode_fields(header: Header) -> list[bytes]:
+    """
+    The RLP encodings of a header's 19 fields, in order.
+
+    Written out field by field rather than a call of L{encode_bytes} per
+    field: some 20 calls cost more than the encodings themselves, and a
+    block made here encodes a header each time.  The hashes, the coinbase
+    and the bloom take their fixed prefixes when they have their fixed
+    lengths (always, but in a header made by hand for a test).
+    """
+    parent_hash = header.parent_hash
+    uncles_hash = header.uncles_hash
+    coinbase = header.coinbase
+    state_root = header.state_root
+    transactions_root = header.transactions_root
+    receipts_root = header.receipts_root
+    logs_bloom = header.logs_bloom
+    if (
+        len(parent_hash) == len(uncles_hash) == len(state_root) == len(transactions_root) == len(receipts_root) == 32
+        and len(coinbase) == 20
+        and len(logs_bloom) == BLOOM_BYTES
+    ):
+        encoded = [
+            _HASH_PREFIX + parent_hash,
+            _HASH_PREFIX + uncles_hash,
+            _ADDRESS_PREFIX + coinbase,
+            _HASH_PREFIX + state_root,
+            _HASH_PREFIX + transactions_root,
+            _HASH_PREFIX + receipts_root,
+            _BLOOM_PREFIX + logs_bloom,
+        ]
+    else:
+        encoded = [
+            encode_bytes(field)
+            for field in (parent_hash, uncles_hash, coinbase, state_root, transactions_root, receipts_root, logs_bloom)
+        ]
+    difficulty, number, gas_limit, gas_used, timestamp = _encode_integers(
+        (header.difficulty, header.number, header.gas_limit, header.gas_used, header.timestamp)
+    )
+    paid_fees, minimum_gas_price, uncle_count = _encode_integers(
+        (header.paid_fees, header.minimum_gas_price, header.uncle_count)
+    )
+    encoded += (
+        difficulty,
+        number,
+        gas_limit,
+        gas_used,
+        timestamp,
+        encode_bytes(header.extra_data),
+        paid_fees,
+        minimum_gas_price,
+        uncle_count,
+        encode_bytes(header.bitcoin_merged_mining_header),
+        encode_bytes(header.bitcoin_merged_mining_merkle_proof),
+        encode_bytes(header.bitcoin_merged_mining_coinbase_transaction),
+    )
+    return encoded
 
 
 __all__ = ["EMPTY_UNCLES_HASH", "HEADER_FIELDS", "MAX_EXTRA_DATA", "Header"]

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from nodex.primitives import UINT64_CEILING, cached_property, direct_init
+from nodex.rlpcore import encode_bytes, encode_list_payload
 from nodex.structures.bloom import BLOOM_BYTES, logs_bloom
 from nodex.structures.errors import RLPError
 from nodex.structures.logs import Log
@@ -70,13 +71,22 @@ class Receipt:
 
     @cached_property
     def _encoded(self) -> bytes:
-        payload = encode_rlp(
-            [
-                encode_uint(self.status),
-                encode_uint(self.cumulative_gas_used),
-                self.bloom,
-                [log.to_rlp_item() for log in self.logs],
-            ]
+        # rlp([status, cumulativeGasUsed, bloom, logs]) written out: the
+        # generic encoder walks the nested lists item by item, several
+        # times the cost for the receipt every automined block encodes.
+        status = self.status
+        if status == 1:
+            status_rlp = b"\x01"
+        elif status == 0:
+            status_rlp = b"\x80"
+        else:
+            status_rlp = encode_bytes(encode_uint(status))
+        bloom = self.bloom
+        payload = encode_list_payload(
+            status_rlp
+            + encode_bytes(encode_uint(self.cumulative_gas_used))
+            + (_BLOOM_PREFIX + bloom if len(bloom) == BLOOM_BYTES else encode_bytes(bloom))
+            + encode_list_payload(b"".join([_encode_log(log) for log in self.logs]))
         )
         if self.tx_type == LEGACY_TX_TYPE:
             return payload
@@ -123,6 +133,25 @@ class Receipt:
         )
         receipt.__dict__["_encoded"] = raw
         return receipt
+
+
+_BLOOM_PREFIX = encode_bytes(bytes(BLOOM_BYTES))[:-BLOOM_BYTES]
+_HASH_PREFIX = encode_bytes(bytes(32))[:1]
+
+
+def _encode_log(log: Log) -> bytes:
+    """
+    The RLP of a log, C{rlp([address, [topic, ...], data])}; its topics
+    take their fixed prefix when all have their fixed 32 bytes.
+    """
+    topics = log.topics
+    if not topics:
+        topics_rlp = b""
+    elif set(map(len, topics)) == {32}:
+        topics_rlp = _HASH_PREFIX + _HASH_PREFIX.join(topics)
+    else:
+        topics_rlp = b"".join([encode_bytes(topic) for topic in topics])
+    return encode_list_payload(encode_bytes(log.address) + encode_list_payload(topics_rlp) + encode_bytes(log.data))
 
 
 def encode_receipts(receipts: Sequence[Receipt]) -> bytes:

@@ -54,10 +54,9 @@ def validate_chain_id(tx: Transaction, chain_id: int) -> None:
 
     @raise WrongChainIdError: the transaction names another chain.
     """
-    if isinstance(tx, LegacyTransaction) and tx.chain_id is None:
-        return
-    if tx.chain_id != chain_id:
-        raise WrongChainIdError(f"invalid chain id {tx.chain_id}: this chain's id is {chain_id}")
+    carried = tx.chain_id
+    if carried != chain_id and (carried is not None or not isinstance(tx, LegacyTransaction)):
+        raise WrongChainIdError(f"invalid chain id {carried}: this chain's id is {chain_id}")
 
 
 def validate_transaction(tx: Transaction, chain_id: int, impersonation: bool = False) -> None:
@@ -80,12 +79,14 @@ def validate_transaction(tx: Transaction, chain_id: int, impersonation: bool = F
     validate_chain_id(tx, chain_id)
     if tx.nonce >= UINT64_CEILING - 1:
         raise InvalidTransactionError(f"nonce {tx.nonce} is too big: it must stay below 2**64-1 (EIP-2681)")
-    if tx.max_priority_fee_per_gas > tx.max_fee_per_gas:
+    # The fee fields are properties on some types: each read once.
+    max_fee = tx.max_fee_per_gas
+    priority_fee = tx.max_priority_fee_per_gas
+    if priority_fee > max_fee:
         raise InvalidTransactionError(
-            f"max priority fee per gas {tx.max_priority_fee_per_gas} is higher than"
-            f" max fee per gas {tx.max_fee_per_gas}"
+            f"max priority fee per gas {priority_fee} is higher than max fee per gas {max_fee}"
         )
-    if tx.gas * tx.max_fee_per_gas >= UINT256_CEILING:
+    if tx.gas * max_fee >= UINT256_CEILING:
         raise InvalidTransactionError("gas times gas price does not fit in 256 bits")
     if tx.to == b"" and len(tx.data) > MAX_INIT_CODE_SIZE:
         raise InvalidTransactionError(
@@ -94,7 +95,7 @@ def validate_transaction(tx: Transaction, chain_id: int, impersonation: bool = F
     needed = intrinsic_gas(tx)
     if tx.gas < needed:
         raise IntrinsicGasTooLowError(f"intrinsic gas too low: have {tx.gas}, want {needed}")
-    if tx.impersonated and not impersonation:
+    if not impersonation and tx.impersonated:
         raise InvalidSignatureError(
             "invalid signature: s must be in [1, secp256k1n) (an impersonated sender's marker,"
             " which only a dev chain's own transactions and blocks may carry)"

@@ -7,6 +7,11 @@ from dataclasses import replace
 from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.aside import FILE, SUBMITTED, Bounds, from_peer
+from nodex.chain.admission import AdmissionRules
+from nodex.chain.building.builder import BuiltBlock
+from nodex.chain.building.making import BlockTime, EditsBlock, LoneAdmission, TransactionsBlock
+from nodex.chain.dev.blocks import SetBalance
+from nodex.chain.errors import InvalidBlockError
 from nodex.chain.importer import HOLD_SECONDS, BlockImporter, ImportResult
 from nodex.chain.processing import validate_header
 from nodex.db.schema import read_canonical_hash, read_header_rlp
@@ -14,10 +19,11 @@ from nodex.primitives import Hash32
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.headers import Header
-from nodex.structures.transactions import LegacyTransaction, impersonate
+from nodex.structures.transactions import LegacyTransaction, impersonate, sign_transaction
 from tests.chain.test_processing import (
     ADDRESSES,
     CHAIN_ID,
+    KEYS,
     RECIPIENT,
     build_on,
     reseal,
@@ -499,6 +505,147 @@ class ImporterLayerTests(SynchronousTestCase):
         )
         output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         self.assertEqual(output.strip(), "[]")
+
+
+class ImporterMakeTests(ImporterFixture, SynchronousTestCase):
+    """
+    Blocks made here (L{BlockImporter.make}), whose header and outcome the
+    importer does not check again: the builder made them to pass.
+    """
+
+    def make(self, request: object) -> Block:
+        """
+        Make a block in the builder's store; the block made.
+        """
+        step = self.builder.make(request)  # type: ignore[arg-type]
+        self.assertEqual(step.result, ImportResult.IMPORTED_BEST)
+        assert step.block is not None and step.head is not None and isinstance(step.built, BuiltBlock)
+        self.assertEqual((step.block_hash, step.head.header), (step.block.hash, step.block.header))
+        self.assertEqual(step.built.block.header.hash_for_merged_mining, step.block.header.hash_for_merged_mining)
+        return step.block
+
+    def test_made_blocks_pass_every_check(self) -> None:
+        """
+        Blocks made here pass every check of a block from outside (header
+        with seal, roots, gas, bloom and fees after executing it again) in
+        another node's importer.
+        """
+        for count in range(3):
+            tip = self.builder.tip.header
+            candidates = tuple(transfer(key, count - 1 - key) for key in range(count))
+            block = self.make(TransactionsBlock(RECIPIENT, BlockTime(tip.timestamp + 1, tip.timestamp), candidates))
+            self.assertEqual(len(block.transactions), count)
+            self.assertEqual(self.result(block), (ImportResult.IMPORTED_BEST, None))
+        tip = self.builder.tip.header
+        edit = SetBalance(ADDRESSES[2], 5)
+        block = self.make(EditsBlock(RECIPIENT, BlockTime(tip.timestamp + 1, tip.timestamp), (edit,), b"edits"))
+        validate_header(tip, block.header, sample_rules())
+        self.assertEqual(self.importer.tip.header.hash, tip.hash)
+
+    def test_timestamp_beyond_64_bits(self) -> None:
+        """
+        A block stamped beyond 64 bits is refused before its edits touch the
+        tip's state: the next block does not carry them.
+        """
+        tip = self.builder.tip.header
+        edit = SetBalance(ADDRESSES[2], 5)
+        with self.assertRaises(InvalidBlockError) as caught:
+            self.builder.make(EditsBlock(RECIPIENT, BlockTime(2**64, tip.timestamp), (edit,)))
+        self.assertIn("64 bits", str(caught.exception))
+        self.assertEqual(self.builder.tip.header.hash, tip.hash)
+        block = self.make(TransactionsBlock(RECIPIENT, BlockTime(tip.timestamp + 1, tip.timestamp), (transfer(0, 0),)))
+        state = State.from_store(self.builder_store, block.header.state_root)
+        self.assertEqual(state.get_balance(ADDRESSES[2]), 10**30)
+        self.assertEqual(self.result(block), (ImportResult.IMPORTED_BEST, None))
+
+
+class ImporterLoneAdmissionTests(ImporterFixture, SynchronousTestCase):
+    """
+    An automining node's block for one transaction, admitted with the
+    pool's rules first (L{LoneAdmission}): the transaction's own rules are
+    checked once when the admission's answer holds for the block, again
+    when it may not.
+    """
+
+    def setUp(self) -> None:
+        """
+        Count the calls of validate_transaction, where the admission and
+        the builder make them.
+        """
+        super().setUp()
+        self.validations: list[object] = []
+        import nodex.chain.admission
+        import nodex.chain.processing
+
+        for module in (nodex.chain.admission, nodex.chain.processing):
+            self.patch(module, "validate_transaction", self.counting(module.validate_transaction))
+
+    def counting(self, validate):  # type: ignore[no-untyped-def]
+        """
+        C{validate}, counting its calls.
+        """
+
+        def counted(tx, chain_id, impersonation=False):  # type: ignore[no-untyped-def]
+            self.validations.append(tx)
+            return validate(tx, chain_id, impersonation)
+
+        return counted
+
+    def make(self, builder: BlockImporter, transaction: object, admission: LoneAdmission) -> Block:
+        """
+        Make the block of C{transaction} alone; the block.
+        """
+        tip = builder.tip.header
+        request = TransactionsBlock(
+            RECIPIENT, BlockTime(tip.timestamp + 1, tip.timestamp), (transaction,), empty=False, admit=admission
+        )
+        step = builder.make(request)
+        assert step.block is not None
+        return step.block
+
+    def test_checked_once(self) -> None:
+        """
+        A transaction admitted for this chain's id is not checked again by
+        the builder; the block passes every check of a block from outside.
+        """
+        transaction = transfer(0, 0)
+        block = self.make(self.builder, transaction, LoneAdmission(AdmissionRules(CHAIN_ID)))
+        self.assertEqual(block.transactions, (transaction,))
+        self.assertEqual(self.validations, [transaction])
+        self.assertEqual(self.result(block), (ImportResult.IMPORTED_BEST, None))
+
+    def test_checked_again_for_another_chain_id(self) -> None:
+        """
+        Admitted under another chain id (a legacy transaction without one
+        passes any), the transaction is checked again for the block.
+        """
+        unsigned = LegacyTransaction(nonce=0, gas_price=1, gas=21_000, to=RECIPIENT, value=7, data=b"")
+        transaction = sign_transaction(unsigned, KEYS[0], None)
+        block = self.make(self.builder, transaction, LoneAdmission(AdmissionRules(CHAIN_ID + 1)))
+        self.assertEqual(block.transactions, (transaction,))
+        self.assertEqual(self.validations, [transaction, transaction])
+
+    def test_impersonation_checked_again_where_the_rules_forbid(self) -> None:
+        """
+        A transaction with an impersonation marker admitted as impersonated
+        is checked again on a chain whose rules forbid the marker: left
+        out, no block is made.
+        """
+        unsigned = LegacyTransaction(nonce=0, gas_price=1, gas=21_000, to=RECIPIENT, value=7, data=b"")
+        marked = impersonate(unsigned, ADDRESSES[2], CHAIN_ID)
+        tip = self.builder.tip.header
+        request = TransactionsBlock(
+            RECIPIENT, BlockTime(tip.timestamp + 1, tip.timestamp), (marked,), empty=False,
+            admit=LoneAdmission(AdmissionRules(CHAIN_ID), may_impersonate=True),
+        )
+        step = self.builder.make(request)
+        self.assertIsNone(step.result)
+        self.assertEqual(self.validations, [marked, marked])
+        self.assertEqual(self.builder.tip.header.hash, tip.hash)
+        allowing = BlockImporter(self.builder_store, replace(sample_rules(), impersonation=True))
+        self.validations.clear()
+        block = self.make(allowing, marked, LoneAdmission(AdmissionRules(CHAIN_ID), may_impersonate=True))
+        self.assertEqual((block.transactions, self.validations), ((marked,), [marked]))
 
 
 class ImporterBlockHashesTests(ImporterFixture, SynchronousTestCase):

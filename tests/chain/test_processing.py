@@ -23,6 +23,7 @@ from nodex.chain.processing import (
     block_environment,
     cumulative_difficulty,
     effective_gas_price,
+    finish_block,
     receipts_root,
     transactions_root,
     uncles_hash,
@@ -39,6 +40,9 @@ from nodex.evm.forks import CANCUN, CANCUN_CLZ
 from nodex.primitives import Address, Hash32
 from nodex.state.state import State
 from nodex.structures.blocks import Block
+from nodex.structures.bloom import merge_blooms
+from nodex.structures.logs import Log
+from nodex.structures.receipts import Receipt
 from nodex.structures.headers import EMPTY_UNCLES_HASH, Header
 from nodex.structures.transactions import FeeMarketTransaction, LegacyTransaction, Transaction, sign_transaction
 
@@ -309,6 +313,21 @@ class EnvironmentTests(SynchronousTestCase):
         self.assertEqual(effective_gas_price(fee_market_transfer(0, 0, 10, 4)), 4)
         self.assertEqual(effective_gas_price(fee_market_transfer(0, 0, 3, 4)), 3)
         self.assertEqual(effective_gas_price(transfer(0, 0, gas_price=6)), 6)
+
+    def test_outcome_bloom(self) -> None:
+        """
+        A block's bloom is the union of its receipts' blooms: one receipt's
+        own bloom, none's the empty bloom.
+        """
+        first = Receipt.from_logs(0, 1, 21_000, [Log(Address(b"\x01" * 20), (Hash32(b"\x02" * 32),), b"")])
+        second = Receipt.from_logs(0, 1, 42_000, [Log(Address(b"\x03" * 20), (), b"")])
+        store, genesis = sample_store()
+        for receipts in ((), (first,), (second,), (first, second)):
+            state = State.from_store(store, genesis.state_root)
+            outcome = finish_block(state, [transfer(0, 0)] * len(receipts), receipts, 0)
+            self.assertEqual(outcome.logs_bloom, merge_blooms(receipt.bloom for receipt in receipts))
+        self.assertNotEqual(first.bloom, merge_blooms([first.bloom, second.bloom]))
+        self.assertEqual(outcome.logs_bloom, merge_blooms([first.bloom, second.bloom]))
 
     def test_empty_roots(self) -> None:
         """

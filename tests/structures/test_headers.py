@@ -126,6 +126,7 @@ class HeaderTests(SynchronousTestCase):
             bitcoin_merged_mining_coinbase_transaction=b"",
         )
         self.assertNotEqual(bare.hash, sample_header().hash)
+        bare_encoding = bare.encode()
         seal = (b"\x07" * 80, b"\x08" * 32, b"\x09" * 120)
         sealed = bare.with_seal(*seal)
         expected = sample_header(
@@ -138,7 +139,10 @@ class HeaderTests(SynchronousTestCase):
         self.assertEqual(sealed.hash, Header.decode(expected.encode()).hash)
         self.assertEqual(sealed.hash_for_merged_mining, Header.decode(expected.encode()).hash_for_merged_mining)
         self.assertEqual(Header.decode(sealed.encode()), expected)
-        self.assertEqual(bare.with_seal(b"", b"", b"").encode(), bare.encode())
+        self.assertNotEqual(sealed.encode(), bare_encoding)
+        computed = {"_encoded_fields", "_encoded", "hash", "hash_for_merged_mining"}
+        self.assertEqual(vars(sealed).keys() - computed, set(Header.__dataclass_fields__))
+        self.assertEqual(bare.with_seal(b"", b"", b"").encode(), bare_encoding)
 
     def test_replaced(self) -> None:
         """
@@ -161,6 +165,39 @@ class HeaderTests(SynchronousTestCase):
         self.assertEqual(header.replaced(), header)
         with self.assertRaises(TypeError):
             header.replaced(nonce=1)
+
+    def test_encoding_is_the_fields_rlp(self) -> None:
+        """
+        The encoding is the RLP list of the 19 fields (integers minimal
+        big-endian), whatever the lengths and sizes: single bytes below
+        0x80 stand for themselves, and hashes, coinbase or bloom of other
+        lengths than theirs (in headers made by hand) are encoded as they
+        are.
+        """
+
+        def expected(header: Header) -> bytes:
+            values = [getattr(header, name) for name in Header.__dataclass_fields__]
+            return encode_rlp([encode_uint(value) if isinstance(value, int) else value for value in values])
+
+        headers = [
+            sample_header(),
+            sample_header(difficulty=0, number=1, gas_limit=0x7F, gas_used=0x80, timestamp=0xFF, uncle_count=10**70),
+            sample_header(paid_fees=2**256 - 1, minimum_gas_price=1, extra_data=b"\x05"),
+            sample_header(parent_hash=Hash32(b"\x01"), coinbase=Address(b""), logs_bloom=b"\x00" * 1100),
+            sample_header(state_root=Hash32(b"\x01" * 31), receipts_root=Hash32(b"\x90")),
+            sample_header(bitcoin_merged_mining_header=b"", bitcoin_merged_mining_coinbase_transaction=b"\x7f"),
+        ]
+        for header in headers:
+            self.assertEqual(header.encode(), expected(header))
+            self.assertEqual(header.hash, keccak256(encode_rlp(decode_rlp(expected(header))[:17])))  # type: ignore[index]
+
+    def test_negative_integer_refused(self) -> None:
+        """
+        A header with a negative integer field cannot be encoded.
+        """
+        for field in ("difficulty", "paid_fees", "uncle_count"):
+            with self.assertRaises(RLPError):
+                sample_header(**{field: -1}).encode()
 
     def test_extra_data_limit(self) -> None:
         """

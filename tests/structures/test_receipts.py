@@ -41,6 +41,34 @@ class ReceiptTests(SynchronousTestCase):
             self.assertEqual(decoded, receipt)
             self.assertFalse(decoded.succeeded)
 
+    def test_encoding_is_the_fields_rlp(self) -> None:
+        """
+        The consensus encoding is the RLP of C{[status, cumulativeGasUsed,
+        bloom, [[address, [topic, ...], data], ...]]} after the type byte of
+        a typed receipt, whatever the values: any status, no log or several,
+        no topic or four, and (in receipts made by hand) lengths other than
+        the fixed ones.
+        """
+        log = Log(Address(b"\x11" * 20), (Hash32(b"\x22" * 32), Hash32(b"\x33" * 32)), b"\x01" * 70)
+        odd = Log(Address(b"\x7f"), (Hash32(b"\x01" * 31), Hash32(b"\x05"), Hash32(b"")), b"\x05")
+        bare = Log(Address(b"\x44" * 20), (), b"")
+        cases = [
+            Receipt(0, 1, 21000, EMPTY_BLOOM, ()),
+            Receipt(0, 0, 0, EMPTY_BLOOM, (log,)),
+            Receipt(1, 1, 2**63, logs_bloom([log, bare]), (log, bare, log)),
+            Receipt(2, 5, 127, b"\x05", (odd,)),
+            Receipt(2, 200, 128, b"", (bare, Log(Address(b"\x01" * 20), (Hash32(b"\x02" * 32),) * 4, b"\x00"))),
+        ]
+        for receipt in cases:
+            fields = [
+                receipt.status.to_bytes((receipt.status.bit_length() + 7) // 8, "big"),
+                receipt.cumulative_gas_used.to_bytes((receipt.cumulative_gas_used.bit_length() + 7) // 8, "big"),
+                receipt.bloom,
+                [[entry.address, list(entry.topics), entry.data] for entry in receipt.logs],
+            ]
+            typed = bytes([receipt.tx_type]) if receipt.tx_type else b""
+            self.assertEqual(receipt.encode(), typed + encode_rlp(fields))
+
     def test_from_logs_computes_bloom(self) -> None:
         """
         L{Receipt.from_logs} fills the bloom from the logs.

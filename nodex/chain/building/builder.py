@@ -17,14 +17,14 @@ from nodex.chain.seal.pow import Seal
 from nodex.chain.processing import (
     BlockHashes,
     BlockOutcome,
-    block_environment,
     checked_sender,
+    environment_of,
     execute_transaction,
     finish_block,
     uncles_hash,
 )
-from nodex.chain.rules import MAX_EXTRA_DATA_SIZE, MAX_UNCLES, ChainRules, next_gas_limit
-from nodex.primitives import Address, direct_init
+from nodex.chain.rules import MAX_EXTRA_DATA_SIZE, MAX_UNCLES, ChainRules, check_gas_limit, next_gas_limit
+from nodex.primitives import UINT64_CEILING, Address, direct_init
 from nodex.state.state import State
 from nodex.structures.blocks import Block
 from nodex.structures.errors import InvalidTransactionError
@@ -88,6 +88,7 @@ def build_block(
     block_hashes: BlockHashes,
     extra_data: bytes = b"",
     uncles: Sequence[Header] = (),
+    validated: Transaction | None = None,
 ) -> BuiltBlock:
     """
     Build a block template on C{parent}, executing C{candidates} in order.
@@ -97,36 +98,32 @@ def build_block(
     @param timestamp: the block's timestamp, already after the parent's.
     @param block_hashes: the lookup of the parent's ancestry for BLOCKHASH.
     @param uncles: uncle headers to include (already checked by the caller).
-    @raise InvalidBlockError: the timestamp does not follow the parent, the
-        extra data is too long, or there are too many uncles.
+    @param validated: a candidate that has just passed
+        L{nodex.structures.transaction_rules.validate_transaction} for this
+        chain's id under its impersonation rule (an automining node's lone
+        candidate, checked with the pool's rules): not checked again.
+    @raise InvalidBlockError: the timestamp does not follow the parent or
+        does not fit in 64 bits, the extra data is too long, there are too
+        many uncles, or the parent's gas limit allows no valid one.
     """
     if timestamp <= parent.timestamp:
         raise InvalidBlockError(f"timestamp {timestamp} is not after the parent's {parent.timestamp}")
+    if timestamp >= UINT64_CEILING:
+        raise InvalidBlockError(f"timestamp {timestamp} does not fit in 64 bits")
     if len(extra_data) > MAX_EXTRA_DATA_SIZE:
         raise InvalidBlockError(f"extra data of {len(extra_data)} bytes is longer than {MAX_EXTRA_DATA_SIZE}")
     if len(uncles) > MAX_UNCLES:
         raise InvalidBlockError(f"{len(uncles)} uncles, at most {MAX_UNCLES} allowed")
     gas_limit = next_gas_limit(rules, parent.gas_limit)
+    # The check an importer makes, so that a template is never refused
+    # for its gas limit (a parent below the minimum, which a genesis may be).
+    check_gas_limit(rules, parent.gas_limit, gas_limit)
     difficulty = next_difficulty(rules.difficulty, parent.difficulty, parent.timestamp, timestamp, len(uncles))
-    template = Header(
-        parent_hash=parent.hash,
-        uncles_hash=uncles_hash(uncles),
-        coinbase=coinbase,
-        state_root=parent.state_root,
-        transactions_root=parent.transactions_root,
-        receipts_root=parent.receipts_root,
-        logs_bloom=parent.logs_bloom,
-        difficulty=difficulty,
-        number=parent.number + 1,
-        gas_limit=gas_limit,
-        gas_used=0,
-        timestamp=timestamp,
-        extra_data=extra_data,
-        paid_fees=0,
-        minimum_gas_price=parent.minimum_gas_price,
-        uncle_count=len(uncles),
+    number = parent.number + 1
+    minimum_gas_price = parent.minimum_gas_price
+    environment = environment_of(
+        coinbase, number, timestamp, gas_limit, difficulty, rules.chain_id, block_hashes, rules.forks
     )
-    environment = block_environment(template, rules.chain_id, block_hashes, rules.forks)
     included: list[Transaction] = []
     receipts: list[Receipt] = []
     skipped: list[SkippedTransaction] = []
@@ -137,7 +134,10 @@ def build_block(
         if gas_limit - gas_used < TX_BASE_COST:
             break
         try:
-            sender = checked_sender(transaction, rules.chain_id, rules.impersonation)
+            if transaction is validated:
+                sender = transaction.sender
+            else:
+                sender = checked_sender(transaction, rules.chain_id, rules.impersonation)
         except InvalidTransactionError as exc:
             skipped.append(SkippedTransaction(transaction, str(exc), True))
             continue
@@ -159,7 +159,7 @@ def build_block(
             continue
         try:
             receipt, gas, fee = execute_transaction(
-                state, environment, transaction, sender, gas_used, template.minimum_gas_price
+                state, environment, transaction, sender, gas_used, minimum_gas_price
             )
         except InvalidTransactionError as exc:
             blocked_senders.add(sender)
@@ -170,13 +170,25 @@ def build_block(
         gas_used += gas
         paid_fees += fee
     outcome = finish_block(state, included, receipts, paid_fees)
-    header = template.replaced(
+    # The header is made once, with what the execution gave: every field
+    # is known before the first transaction but these six.
+    header = Header(
+        parent_hash=parent.hash,
+        uncles_hash=uncles_hash(uncles),
+        coinbase=coinbase,
         state_root=outcome.state_root,
         transactions_root=outcome.transactions_root,
         receipts_root=outcome.receipts_root,
         logs_bloom=outcome.logs_bloom,
+        difficulty=difficulty,
+        number=number,
+        gas_limit=gas_limit,
         gas_used=outcome.gas_used,
+        timestamp=timestamp,
+        extra_data=extra_data,
         paid_fees=outcome.paid_fees,
+        minimum_gas_price=minimum_gas_price,
+        uncle_count=len(uncles),
     )
     return BuiltBlock(Block(header, tuple(included), tuple(uncles)), outcome, tuple(skipped))
 

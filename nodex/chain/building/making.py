@@ -20,11 +20,11 @@ from nodex.chain.admission import AdmissionRules, check_admission, check_transac
 from nodex.chain.building.builder import BuiltBlock, build_block
 from nodex.chain.dev.blocks import StateEdit
 from nodex.chain.dev.state import load_state
-from nodex.chain.errors import ChainError
+from nodex.chain.errors import ChainError, InvalidBlockError
 from nodex.chain.processing import Ancestor, BlockHashes
 from nodex.chain.rules import ChainRules
 from nodex.chain.uncles import select_uncles, still_useful
-from nodex.primitives import Address, direct_init
+from nodex.primitives import UINT64_CEILING, Address, direct_init
 from nodex.state.state import State
 from nodex.structures.headers import Header
 from nodex.structures.transactions import Transaction
@@ -194,6 +194,10 @@ def build_requested(
     @raise nodex.chain.dev.state.SnapshotError: a malformed snapshot.
     """
     timestamp = request.time.stamp(parent.timestamp)
+    if timestamp >= UINT64_CEILING:
+        # Refused before an edit touches the state (build_block would
+        # refuse it too, after them).
+        raise InvalidBlockError(f"timestamp {timestamp} does not fit in 64 bits")
     if isinstance(request, TransactionsBlock):
         return _transactions_block(request, parent, state, block_hashes, rules, ancestry, timestamp)
     if isinstance(request, EditsBlock):
@@ -225,6 +229,7 @@ def _transactions_block(
     """
     Build a block of the request's candidates (see L{build_requested}).
     """
+    validated = None
     if request.admit is not None:
         (transaction,) = request.candidates
         admission = request.admit
@@ -236,11 +241,18 @@ def _transactions_block(
         check_admission(transaction, nonce, balance, {}, admission.rules)
         if transaction.nonce != nonce:
             return Declined((nonce, balance))
-    useful = [header for header in request.uncle_candidates if still_useful(header, parent.number)]
-    uncles = select_uncles(useful, ancestry(parent)) if useful else []
+        # The admission ran validate_transaction: the builder's would give
+        # the same answer when the chain id is the same and the marker of
+        # an impersonated sender is allowed in the block if it was here.
+        if admission.rules.chain_id == rules.chain_id and (rules.impersonation or not admission.may_impersonate):
+            validated = transaction
+    uncles: list[Header] = []
+    if request.uncle_candidates:
+        useful = [header for header in request.uncle_candidates if still_useful(header, parent.number)]
+        uncles = select_uncles(useful, ancestry(parent)) if useful else []
     built = build_block(
         parent, state, request.candidates, request.coinbase, timestamp, rules, block_hashes,
-        request.extra_data, uncles,
+        request.extra_data, uncles, validated,
     )
     if not request.empty and not built.block.transactions:
         return Declined()

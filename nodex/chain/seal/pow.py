@@ -24,7 +24,7 @@ from nodex.chain.seal import sha256state
 from nodex.chain.seal.bitcoin import HEADER_SIZE, encode_varint, header_merkle_root, txid
 from nodex.chain.errors import InvalidSealError
 from nodex.crypto import double_sha256, sha256
-from nodex.primitives import direct_init
+from nodex.primitives import UINT256_CEILING, direct_init
 
 MERGED_MINING_TAG = b"NDXBLOCK:"
 """The 9-byte marker that precedes hashForMergedMining in the Bitcoin coinbase."""
@@ -66,7 +66,7 @@ def seal_target(difficulty: int) -> int:
     """
     if difficulty <= 0:
         raise InvalidSealError(f"difficulty must be positive, not {difficulty}")
-    return 2**256 // max(difficulty, MIN_COUNTED_DIFFICULTY)
+    return UINT256_CEILING // max(difficulty, MIN_COUNTED_DIFFICULTY)
 
 
 def bitcoin_work_value(bitcoin_header: bytes) -> int:
@@ -254,6 +254,9 @@ def _template_parts() -> tuple[bytes, bytes, bytes]:
 
 
 _TEMPLATE_HEAD, _TEMPLATE_TAIL, _TEMPLATE_COMPRESSED_HEAD = _template_parts()
+_TEMPLATE_HEADER_HEAD = TEMPLATE_VERSION.to_bytes(4, "little") + b"\x00" * 32
+"""The template header's version and (zero) previous block hash: its merkle root follows."""
+_TEMPLATE_BITS = TEMPLATE_BITS.to_bytes(4, "little")
 
 
 def solve(hash_for_merged_mining: bytes, difficulty: int, nonces: Iterable[int]) -> Seal | None:
@@ -276,17 +279,24 @@ def solve(hash_for_merged_mining: bytes, difficulty: int, nonces: Iterable[int])
         coinbase = template_coinbase(hash_for_merged_mining)
         compressed = compress_coinbase(coinbase)
     root = txid(coinbase)
-    prefix = TEMPLATE_VERSION.to_bytes(4, "little") + b"\x00" * 32 + root
+    prefix = _TEMPLATE_HEADER_HEAD + root
     first = hashlib.sha256(prefix[:64])
     tail = prefix[64:]
-    bits = TEMPLATE_BITS.to_bytes(4, "little")
     sha256_ = hashlib.sha256
+    from_bytes = int.from_bytes
+    # The nonce's first four bytes (the header's time) change once every
+    # 2**32 nonces: the bytes around them are made once per change.
+    high: int | None = None
+    head = b""
     for number in nonces:
-        nonce = number.to_bytes(8, "big")
+        if number >> 32 != high:
+            high = number >> 32
+            head = tail + high.to_bytes(4, "big") + _TEMPLATE_BITS
         inner = first.copy()
-        inner.update(tail + nonce[:4] + bits + nonce[4:])
-        if int.from_bytes(sha256_(inner.digest()).digest(), "little") <= target:
-            return Seal(prefix + nonce[:4] + bits + nonce[4:], b"", compressed)
+        inner.update(head + (number & 0xFFFFFFFF).to_bytes(4, "big"))
+        if from_bytes(sha256_(inner.digest()).digest(), "little") <= target:
+            nonce = number.to_bytes(8, "big")
+            return Seal(prefix + nonce[:4] + _TEMPLATE_BITS + nonce[4:], b"", compressed)
     return None
 
 

@@ -8,8 +8,11 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from nodex.chain.building.builder import build_block, seal_block
 from nodex.chain.errors import InvalidBlockError
+from nodex.chain.genesis import initialize_chain
 from nodex.chain.seal.pow import Seal
 from nodex.chain.processing import validate_block, validate_header
+from nodex.chain.rules import MIN_GAS_LIMIT
+from nodex.db.memory import MemoryStore
 from nodex.db.schema import write_trie_nodes
 from nodex.state.state import State
 from nodex.structures.headers import Header
@@ -22,6 +25,7 @@ from tests.chain.test_processing import (
     build_on,
     canonical_hashes,
     execute,
+    sample_genesis,
     sample_rules,
     sample_store,
     transfer,
@@ -185,3 +189,62 @@ class BuildBlockTests(SynchronousTestCase):
         )
         self.assertEqual(state.get_nonce(ADDRESSES[0]), 1)
         self.assertEqual(built.outcome.state_root, built.block.header.state_root)
+
+
+class BuildBlockChecksTests(SynchronousTestCase):
+    """
+    The checks L{build_block} makes so that the importer need not check
+    the header of a block made here again (L{BlockImporter.make}).
+    """
+
+    def test_timestamp_beyond_64_bits(self) -> None:
+        """
+        A timestamp that does not fit in 64 bits is refused before any
+        transaction runs: the state is left as it was.
+        """
+        store, genesis = sample_store()
+        state = State.from_store(store, genesis.state_root)
+        with self.assertRaises(InvalidBlockError) as caught:
+            build_block(
+                genesis, state, [transfer(0, 0)], COINBASE, 2**64, sample_rules(), canonical_hashes(store, genesis)
+            )
+        self.assertIn("64 bits", str(caught.exception))
+        self.assertEqual(state.get_nonce(ADDRESSES[0]), 0)
+        built = build_block(
+            genesis, state, [transfer(0, 0)], COINBASE, 2**64 - 1, sample_rules(), canonical_hashes(store, genesis)
+        )
+        validate_header(genesis, built.block.header, sample_rules(), seal=False)
+
+    def test_gas_limit_checked_as_an_importer_does(self) -> None:
+        """
+        On a parent whose gas limit is below the minimum (a genesis may be),
+        the moving limit cannot reach a valid one: the template is refused
+        with the reason an importer would give, rather than made.
+        """
+        store = MemoryStore()
+        genesis = initialize_chain(store, "regtest", replace(sample_genesis(), gas_limit=MIN_GAS_LIMIT // 3))
+        rules = replace(sample_rules(), fixed_gas_limit=False)
+        state = State.from_store(store, genesis.state_root)
+        with self.assertRaises(InvalidBlockError) as caught:
+            build_block(genesis, state, [], COINBASE, 1, rules, canonical_hashes(store, genesis))
+        self.assertIn("below the minimum", str(caught.exception))
+
+    def test_header_made_once_with_the_outcome(self) -> None:
+        """
+        The header commits to the execution's outcome and to the rules'
+        values for the parent, and passes every check an importer makes.
+        """
+        store, genesis = sample_store()
+        rules = replace(sample_rules(), fixed_gas_limit=False, target_gas_limit=GAS_LIMIT + 10**6)
+        built = build_on(store, genesis, [transfer(0, 0), transfer(1, 0)], rules=rules, extra_data=b"made")
+        header, outcome = built.block.header, built.outcome
+        self.assertEqual(
+            (header.state_root, header.transactions_root, header.receipts_root, header.logs_bloom),
+            (outcome.state_root, outcome.transactions_root, outcome.receipts_root, outcome.logs_bloom),
+        )
+        self.assertEqual((header.gas_used, header.paid_fees), (42_000, outcome.paid_fees))
+        self.assertEqual(
+            (header.gas_limit, header.extra_data, header.uncle_count), (GAS_LIMIT + GAS_LIMIT // 1024, b"made", 0)
+        )
+        validate_header(genesis, header, rules)
+        validate_block(built.block, execute(store, genesis, built.block))

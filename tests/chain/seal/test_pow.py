@@ -169,6 +169,17 @@ class SealTests(SynchronousTestCase):
         self.assertIsNone(solve(HASH_FOR_MM, 10**9, range(20)))
         short = keccak256(b"short")[:20]
         self.assertEqual(solve(short, 3, range(100)), reference(short, 3, range(100)))
+        last = range(2**64 - 20, 2**64)
+        self.assertEqual(solve(HASH_FOR_MM, 3, last), reference(HASH_FOR_MM, 3, last))
+
+    def test_solve_refuses_nonces_beyond_8_bytes(self) -> None:
+        """
+        A nonce that does not fit the template's 8 bytes (negative, or
+        2**64 and above) is refused as L{int.to_bytes} refuses it.
+        """
+        for nonces in ([-1], [-(2**32)], [2**64], [2**32 - 1, 2**64 + 5]):
+            with self.assertRaises(OverflowError):
+                solve(HASH_FOR_MM, 10**30, nonces)
 
     def test_target(self) -> None:
         """
