@@ -23,6 +23,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from nodex.api.chain import IFollowUps
 from nodex.rpc.errors import (
     InvalidRequestError,
     LimitExceededError,
@@ -269,6 +270,7 @@ class Dispatcher:
         limits: EnvelopeLimits = EnvelopeLimits(),
         debug: bool = False,
         call_observer: CallObserver | None = None,
+        follow_ups: IFollowUps | None = None,
     ) -> None:
         """
         @param registry: the methods clients may call.
@@ -279,6 +281,10 @@ class Dispatcher:
         @param call_observer: told of every call that had a method name:
             the name, the answer's error code (or L{None}) and the duration
             (the metrics); without one, the hot path pays nothing for it.
+        @param follow_ups: the services' work put off until an answer is
+            sent (L{IFollowUps}), which the HTTP edge holds while it answers;
+            this runs it before each element of a batch, so that an element
+            sees what the elements before it caused.
         """
         self._registry = registry
         self._clock = clock
@@ -287,6 +293,7 @@ class Dispatcher:
         self._observer = call_observer
         self._timed = debug or call_observer is not None
         self._request_ids = count(1)
+        self.follow_ups = follow_ups
 
     @property
     def registry(self) -> MethodRegistry:
@@ -386,8 +393,11 @@ class Dispatcher:
     def _element(self, request: Any, deadline: float) -> Response | None | Deferred[Response | None]:
         """
         Start one batch element, or answer it -32011 if the batch's deadline
-        has passed.
+        has passed; first, run what the elements before it put off until the
+        answer (L{IFollowUps}): the batch's answer is not sent yet.
         """
+        if self.follow_ups is not None:
+            self.follow_ups.run_now()
         if self._clock.seconds() >= deadline:
             return self._expired(request)
         return self._start(request, deadline)

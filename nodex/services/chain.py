@@ -54,6 +54,7 @@ from nodex.api.chain import (
 )
 from nodex.services.chainreader import RECENT_BLOCKS, ChainReader, receipt_views
 from nodex.services.clockcheck import ClockCheck
+from nodex.services.followups import FollowUps
 from nodex.services.loglines import LineThrottle
 from nodex.services.threads import ChainThreads
 from nodex.state.state import State
@@ -96,6 +97,7 @@ class ChainService(ChainReader, Service):
         clock: IReactorTime,
         threads: ChainThreads | None = None,
         close_store: bool = False,
+        follow_ups: FollowUps | None = None,
     ) -> None:
         """
         @param store: a store whose chain has been initialised by the time
@@ -106,12 +108,16 @@ class ChainService(ChainReader, Service):
         @param threads: the writer thread and reader pool; L{None} runs
             everything at once on the calling thread (unit tests).
         @param close_store: close the store when the service stops.
+        @param follow_ups: what the RPC edge holds while it answers (a new
+            one by default): the observers of a block made for the answer
+            being computed are told after it is sent (L{make}).
         """
         super().__init__(store, threads.run_reader if threads else maybeDeferred)
         self.rules = rules
         self._clock = clock
         self._threads = threads
         self._close_store = close_store
+        self.follow_ups = follow_ups if follow_ups is not None else FollowUps()
         self._run_writer: Callable[..., Deferred[Any]] = threads.run_writer if threads else maybeDeferred
         self._run_small_writer: Callable[..., Deferred[Any]] = threads.run_writer_small if threads else maybeDeferred
         self._observers: list[Callable[[ChainEvent], None]] = []
@@ -252,17 +258,37 @@ class ChainService(ChainReader, Service):
         if step.head is not None:
             self._head = step.head
         if step.event is not None:
-            for observer in list(self._observers):
-                try:
-                    observer(step.event)
-                except Exception:
-                    self.log.failure("chain observer {observer!r} failed", observer=observer)
+            self._tell_observers(step.event)
         elif step.result is ImportResult.IMPORTED_NOT_BEST and step.block is not None:
             for side_observer in list(self._side_observers):
                 try:
                     side_observer(step.block)
                 except Exception:
                     self.log.failure("side-block observer {observer!r} failed", observer=side_observer)
+        return step
+
+    def _tell_observers(self, event: ChainEvent) -> None:
+        """
+        Tell the observers of the chain of C{event}; one that fails is logged.
+        """
+        for observer in list(self._observers):
+            try:
+                observer(event)
+            except Exception:
+                self.log.failure("chain observer {observer!r} failed", observer=observer)
+
+    def _publish_after_answer(self, step: Imported) -> Imported:
+        """
+        L{_publish} for a block made for the request being answered: the
+        head moves now, and the observers are told once the answer has been
+        sent (L{FollowUps}), when the edge holds one; otherwise now.
+        """
+        follow_ups = self.follow_ups
+        if step.event is None or not follow_ups.holding:
+            return self._publish(step)
+        if step.head is not None:
+            self._head = step.head
+        follow_ups.later(self._tell_observers, step.event)
         return step
 
     def _publish_job(self, job: "_Job") -> list[ImportOutcome]:
@@ -370,7 +396,7 @@ class ChainService(ChainReader, Service):
 
     # Blocks made here (IChainWriter)
 
-    def make(self, request: BlockRequest, small: bool = False) -> Deferred[Imported]:
+    def make(self, request: BlockRequest, small: bool = False, after_answer: bool = False) -> Deferred[Imported]:
         """
         Build the block C{request} asks for on the tip, seal it with the
         built-in solver and store it, in one writer job, so that blocks
@@ -379,6 +405,9 @@ class ChainService(ChainReader, Service):
         @param small: the block is known to be small (see
             L{nodex.services.threads.SerialThread.run_small}): when the writer
             is idle it is made at once on the calling thread.
+        @param after_answer: the observers may be told after the answer of
+            the request being served is sent (L{_publish_after_answer}):
+            the caller and its callbacks read nothing they change.
         @return: a Deferred firing with the published step (its C{block}
             L{None} when the request made none: see its C{built}), or failing
             with L{nodex.chain.building.making.NotDueError} (not yet: the drift
@@ -387,6 +416,7 @@ class ChainService(ChainReader, Service):
             L{InvalidBlockError}.
         """
         run = self._run_small_writer if small else self._run_writer
+        publish = self._publish_after_answer if after_answer else self._publish
         made = run(self._thd_make, request)
         if made.called and type(made.result) is Imported:
             # The job ran at once (a small block, an idle writer): its step
@@ -395,10 +425,10 @@ class ChainService(ChainReader, Service):
             # (read, never written); tests.services.test_chain's
             # test_make_at_once breaks if it stops holding a fired result.
             try:
-                return succeed(self._publish(made.result))
+                return succeed(publish(made.result))
             except Exception:
                 return fail()
-        return made.addCallback(self._publish)
+        return made.addCallback(publish)
 
     def build(self, request: BlockRequest) -> "Deferred[tuple[BuiltBlock | Declined, State]]":
         """

@@ -499,7 +499,9 @@ class Miner(Service):
             return self._mined(step.block, step.built.skipped)
 
         # One pair (made() raises no SealSearchError for _no_seal to turn).
-        return self._writer.make(request, small=small).addCallbacks(made, self._no_seal)
+        # A lone transaction's block is made for the answer to its sender:
+        # its observers may be told after that answer (IChainWriter.make).
+        return self._writer.make(request, small=small, after_answer=lone).addCallbacks(made, self._no_seal)
 
     async def _produce_sealed(self, request: TransactionsBlock, lone: bool) -> Any:
         """

@@ -282,6 +282,25 @@ class MinerTests(SynchronousTestCase):
         self.assertEqual(self.blocks[-1].transactions, (tx,))
         self.assertEqual(self.chain.head.header, self.blocks[-1].header)
 
+    def test_mine_alone_observers_after_the_answer(self) -> None:
+        """
+        While the RPC edge holds the chain's follow-ups (an answer is being
+        computed), the block of a transaction mined alone is stored and the
+        head moves before C{mine_alone} fires, and the chain's observers are
+        told when the hold ends; a block mined otherwise is told at once.
+        """
+        miner = self.miner("auto")
+        follow_ups = self.chain.follow_ups
+        follow_ups.hold()
+        self.assertIsNone(self.successResultOf(miner.mine_alone(transfer(0, 0), ADMISSION)))
+        self.assertEqual((self.chain.head.header.number, self.blocks), (1, []))
+        self.successResultOf(miner.mine(empty=True))
+        self.assertEqual([block.number for block in self.blocks], [2])
+        follow_ups.release()
+        self.assertEqual([block.number for block in self.blocks], [2, 1])
+        self.successResultOf(miner.mine_alone(transfer(0, 1), ADMISSION))
+        self.assertEqual([block.number for block in self.blocks], [2, 1, 3])
+
     def test_mine_alone_small_blocks(self) -> None:
         """
         The block of a transaction of at most L{SMALL_BLOCK_GAS} is a small
