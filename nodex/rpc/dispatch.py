@@ -155,19 +155,26 @@ def _too_large(size: int, limit: int) -> LimitExceededError:
     return LimitExceededError(f"response of {size} bytes exceeds the limit of {limit} bytes")
 
 
-def _record(value: Any, outcome: list[Any]) -> Any:
+def _ignore(failure: Failure) -> None:
     """
-    Keep a Deferred's result (or Failure) in C{outcome} and pass it on.
+    End a Deferred's chain on a failure that the dispatcher answers.
     """
-    outcome.append(value)
-    return value
 
 
 def _result_now(result: Deferred[Any]) -> list[Any]:
     """
     The result of a Deferred that has fired already (a cached read, a
-    coroutine that never waited), taken without a timer or callbacks of the
-    dispatcher's own.
+    coroutine that never waited, an automined transaction's block made at
+    once), taken without a timer or callbacks of the dispatcher's own.
+
+    It reads the Deferred's C{result}, as Twisted's own C{await} of a fired
+    Deferred does, when the Deferred has fired, waits for no other
+    (C{paused}) and has no callback left to run, nor any running above this
+    call (C{_runningCallbacks}, Twisted's attribute, read and never written):
+    its result is then final.  (It used to add a callback that recorded the
+    result: one more run of the Deferred's callback loop for every such
+    request.)  tests.rpc.test_dispatch's C{test_result_of_a_running_deferred}
+    breaks if the attribute stops meaning that.
 
     @return: a list holding the result or L{Failure} when the Deferred has
         fired (a Failure then ends there: the caller answers it); an empty
@@ -175,13 +182,13 @@ def _result_now(result: Deferred[Any]) -> list[Any]:
         paused in a chain of Deferreds), which the Deferred then still
         carries to later callbacks.
     """
-    outcome: list[Any] = []
-    if result.called:
-        result.addBoth(_record, outcome)
-        if outcome and isinstance(outcome[0], Failure):
-            # The caller answers the error: end the chain here.
-            result.addErrback(lambda failure: None)
-    return outcome
+    if not result.called or result.paused or result.callbacks or result._runningCallbacks:
+        return []
+    value = result.result
+    if isinstance(value, Failure):
+        # The caller answers the error: end the chain here.
+        result.addErrback(_ignore)
+    return [value]
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
