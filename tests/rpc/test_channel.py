@@ -5,6 +5,7 @@ agreement with the twisted.web path.
 
 import json
 import re
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,7 +14,7 @@ from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import ClientFactory, Protocol
-from twisted.internet.task import Clock
+from twisted.internet.task import Clock, deferLater
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -628,6 +629,53 @@ class FollowUpsTests(SynchronousTestCase):
         self.assertEqual(order, ["start", "put off", "start", "put off"])
         [(_, _, body)] = parse_responses(transport.value())
         self.assertEqual([answer["id"] for answer in json.loads(body)], [1, 2])
+
+
+class RealSocketFollowUpsTests(TestCase):
+    """
+    The answer of the direct lane is on the socket before the work put off
+    until it runs (L{channel.send_now} sends at once, not at the reactor's
+    next turn).
+    """
+
+    @inlineCallbacks
+    def test_answer_on_the_socket_before_the_follow_ups(self) -> Any:
+        """
+        When the work put off by a request runs, its answer can already be
+        read from the client's socket.
+        """
+        follow_ups = FollowUps()
+        readable: list[bytes] = []
+        client = socket.socket()
+        self.addCleanup(client.close)
+
+        def read_now() -> None:
+            try:
+                readable.append(client.recv(65536, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                readable.append(b"")
+
+        class PuttingOff:
+            def rpc_methods(self) -> Iterable[Method]:
+                return [Method("test_putOff", self.put_off)]
+
+            def put_off(self) -> str:
+                follow_ups.later(read_now)
+                return "0x1"
+
+        registry = MethodRegistry({"test": ModuleSettings(True)})
+        registry.add(PuttingOff())
+        server = RPCServer(Dispatcher(registry, Clock(), follow_ups=follow_ups), HTTPPolicy(max_body_bytes=4096))
+        port = reactor.listenTCP(0, server.site(), interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        client.connect(("127.0.0.1", port.getHost().port))
+        client.sendall(post(b'{"jsonrpc":"2.0","id":1,"method":"test_putOff"}'))
+        for _ in range(500):
+            if readable:
+                break
+            yield deferLater(reactor, 0.01, lambda: None)
+        [(status, _, body)] = parse_responses(readable[0])
+        self.assertEqual((status, json.loads(body)["result"]), (200, "0x1"))
 
 
 class _Collect(Protocol):
