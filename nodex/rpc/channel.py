@@ -565,15 +565,17 @@ class RPCChannel(HTTPChannel):
             answer = dispatcher.answer(body)
         finally:
             CURRENT_CLIENT.reset(token)
-        if isinstance(answer, Deferred):
+        # The body or None, else a Deferred (not isinstance: Deferred is an
+        # abstract Awaitable, whose check of bytes costs ~0.7 us).
+        if answer is None or type(answer) is bytes:
+            self._send(response_bytes(answer))
+            self._request_done()
+        else:
             # The idle timer keeps running (stopping and restarting it cost
             # two timer operations a request); it does not close a
             # connection whose answer is awaited (L{timeoutConnection}).
             self._answering = True
             answer.addBoth(self._answered)
-        else:
-            self._send(response_bytes(answer))
-            self._request_done()
 
     def timeoutConnection(self) -> None:
         """

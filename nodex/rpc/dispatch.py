@@ -59,6 +59,21 @@ _NO_PARAMS: list[Any] = []
 _PLAIN_RESULTS = frozenset({str, int, bool, bytes, dict, list, type(None), Deferred})
 """What methods return besides coroutines: none is a coroutine."""
 
+_NOT_DEFERRED = frozenset({str, int, bool, bytes, dict, list, type(None)})
+"""Plain values, which L{_is_deferred} knows without C{isinstance}."""
+
+
+def _is_deferred(value: Any) -> bool:
+    """
+    C{isinstance(value, Deferred)}, without the check of an abstract class
+    for plain values: C{Deferred} is an C{Awaitable}, so that C{isinstance}
+    of anything else runs C{ABCMeta.__instancecheck__} and its subclass hook
+    (~0.7 µs against ~0.05 µs for a C{type} look-up, measured with timeit;
+    several a request).
+    """
+    kind = type(value)
+    return kind is Deferred or (kind not in _NOT_DEFERRED and isinstance(value, Deferred))
+
 
 @dataclass(frozen=True)
 class EnvelopeLimits:
@@ -169,12 +184,14 @@ def _result_now(result: Deferred[Any]) -> list[Any]:
 
     It reads the Deferred's C{result}, as Twisted's own C{await} of a fired
     Deferred does, when the Deferred has fired, waits for no other
-    (C{paused}) and has no callback left to run, nor any running above this
-    call (C{_runningCallbacks}, Twisted's attribute, read and never written):
-    its result is then final.  (It used to add a callback that recorded the
-    result: one more run of the Deferred's callback loop for every such
-    request.)  tests.rpc.test_dispatch's C{test_result_of_a_running_deferred}
-    breaks if the attribute stops meaning that.
+    (C{paused}) and is not running its callbacks above this call
+    (C{_runningCallbacks}, Twisted's attribute, read and never written):
+    its callbacks have then all run, and its result is final.  (It used to
+    add a callback that recorded the result: one more run of the
+    Deferred's callback loop for every such request.)
+    tests.rpc.test_dispatch's C{test_result_of_a_running_deferred} breaks if
+    the attribute stops meaning that.  (Not C{Deferred.callbacks}: Twisted
+    25.5 deprecated it, and each read then issues a warning.)
 
     @return: a list holding the result or L{Failure} when the Deferred has
         fired (a Failure then ends there: the caller answers it); an empty
@@ -182,7 +199,7 @@ def _result_now(result: Deferred[Any]) -> list[Any]:
         paused in a chain of Deferreds), which the Deferred then still
         carries to later callbacks.
     """
-    if not result.called or result.paused or result.callbacks or result._runningCallbacks:
+    if not result.called or result.paused or result._runningCallbacks:
         return []
     value = result.result
     if isinstance(value, Failure):
@@ -339,9 +356,9 @@ class Dispatcher:
             return self._batch(payload)
         deadline = self._clock.seconds() + self._limits.timeout
         answer = self._start(payload, deadline)
-        if isinstance(answer, Deferred):
-            return answer.addCallback(self._serialise_single)
-        return self._serialise_single(answer)
+        if answer is None or type(answer) is dict:
+            return self._serialise_single(answer)
+        return answer.addCallback(self._serialise_single)
 
     def _serialise_single(self, response: Response | None) -> bytes | None:
         """
@@ -377,7 +394,7 @@ class Dispatcher:
         body = _BatchBody(limits.max_response_bytes)
         for index, request in enumerate(batch):
             answer = self._element(request, deadline)
-            if isinstance(answer, Deferred):
+            if answer is not None and type(answer) is not dict:
                 return Deferred.fromCoroutine(self._batch_after(answer, batch[index + 1 :], body, deadline))
             body.add(answer)
         return body.finish()
@@ -392,7 +409,7 @@ class Dispatcher:
         body.add(await pending)
         for request in rest:
             answer = self._element(request, deadline)
-            if isinstance(answer, Deferred):
+            if answer is not None and type(answer) is not dict:
                 answer = await answer
             body.add(answer)
         return body.finish()
@@ -465,7 +482,7 @@ class Dispatcher:
         except Exception as exc:
             response = _error(rpc_error_for(exc), request_id)
             return self._finish(call_id, name, started, response, has_id)
-        if isinstance(result, Deferred):
+        if _is_deferred(result):
             outcome = _result_now(result)
             if not outcome:
                 return self._await(result, method, request_id, has_id, call_id, started, deadline)
