@@ -44,6 +44,9 @@ class Connection:
         return answer["result"]
 
     def close(self) -> None:
+        """
+        Close the connection.
+        """
         self._http.close()
 
 
