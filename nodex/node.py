@@ -27,6 +27,7 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.threadpool import ThreadPool
 
+from nodex.api.chain import IFollowUps
 from nodex.api.conventions import REFERENCE_CONVENTIONS, Conventions
 from nodex.api.peers import IPeerNetwork, IReputation, PeerURL
 from nodex.api.pool import ITransactionPool
@@ -437,12 +438,15 @@ def build_rpc_server(
     peers: IPeerNetwork,
     providers: Iterable[IMethodProvider] = (),
     call_observer: CallObserver | None = None,
+    follow_ups: IFollowUps | None = None,
 ) -> RPCServer:
     """
     The JSON-RPC server of a configuration, with every method that exists.
 
     @param providers: the method providers of the node's services.
     @param call_observer: told of every call (the metrics), if given.
+    @param follow_ups: the chain's work put off until an answer is sent,
+        which the server holds while it answers (C{docs/chain-service.md}).
     """
     registry = MethodRegistry(
         {
@@ -462,7 +466,9 @@ def build_rpc_server(
         max_response_bytes=config.rpc.max_response_bytes,
         timeout=config.rpc.timeout,
     )
-    dispatcher = Dispatcher(registry, clock, limits, debug=config.log_level == "debug", call_observer=call_observer)
+    dispatcher = Dispatcher(
+        registry, clock, limits, debug=config.log_level == "debug", call_observer=call_observer, follow_ups=follow_ups
+    )
     policy = HTTPPolicy(
         max_body_bytes=config.rpc.max_body_bytes,
         hosts=frozenset(host.lower() for host in config.rpc.hosts),
@@ -552,7 +558,7 @@ def compose_block_making(
     impersonating = None if impersonation is None else impersonation.is_impersonated
     pool = TransactionPool(
         chain, chain.store, threads.run_reader, store_thread=platform.serial_thread(reactor, "pool-store"),
-        impersonating=impersonating,
+        impersonating=impersonating, follow_ups=chain.follow_ups,
     )
     block_clock = BlockClock(reactor, chain.rules, lasting_shift=conventions(config).ethereum)
     side_blocks = SideBlocks(chain)
@@ -1034,7 +1040,7 @@ def compose(config: NodeConfig, reactor: Any, platform: Platform = PLATFORM) -> 
     metrics = compose_metrics(config, reactor, node, pool, peers) if config.metrics.endpoint != "none" else None
     if config.rpc.endpoint != "none" or config.rpc.ws != "none":
         observer = None if metrics is None else metrics.observe_call
-        server = build_rpc_server(config, reactor, peers, providers, call_observer=observer)
+        server = build_rpc_server(config, reactor, peers, providers, call_observer=observer, follow_ups=chain.follow_ups)
         if config.rpc.busy_poll:
             # Keep looking for a test suite's next request across its turn (docs/rpc.md, "Busy polling").
             polling = BusyPollService(reactor, config.rpc.busy_poll / 1_000_000)

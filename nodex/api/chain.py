@@ -32,6 +32,7 @@ __all__ = [
     "IBlockSource",
     "IChainService",
     "IChainWriter",
+    "IFollowUps",
     "Imported",
     "IPeerChain",
     "ImportOutcome",
@@ -203,11 +204,14 @@ class IChainWriter(Interface):
     head = Attribute("The current L{ChainHead} (reactor thread).")
     rules = Attribute("The network's L{nodex.chain.rules.ChainRules}.")
 
-    def make(request: BlockRequest, small: bool = False) -> "Deferred[Imported]":
+    def make(request: BlockRequest, small: bool = False, after_answer: bool = False) -> "Deferred[Imported]":
         """
         Build the block C{request} asks for on the tip, seal it with the
         built-in solver and store it, in one writer job.
 
+        @param after_answer: the observers of the block may be told once
+            the answer of the request being served has been sent
+            (L{IFollowUps}); the caller and its callbacks read nothing they change.
         @return: a Deferred firing with the published step (its C{block}
             L{None} when the request made none).
         """
@@ -239,6 +243,43 @@ class IChainWriter(Interface):
     def set_rules(rules: Any) -> "Deferred[None]":
         """
         Replace the network's rules for the blocks built and imported from now on.
+        """
+
+
+class IFollowUps(Interface):
+    """
+    Work that follows an answer: bookkeeping a request caused (the chain's
+    observers of the block an automined transaction made, say) that changes
+    nothing in the answer, put off until the answer has been handed to the
+    transport, yet done before the reactor reads another request
+    (C{docs/chain-service.md}, "Answer first").
+
+    The edge that answers holds it (L{hold}) while it computes and sends an
+    answer on the reactor thread, and releases it (L{release}) right after
+    the send; what the services put off (L{later}) in between runs then.
+    """
+
+    holding = Attribute("Whether work is being put off now (an answer is being computed).")
+
+    def hold() -> None:
+        """
+        Put off the work given to L{later} until the matching L{release}.
+        """
+
+    def release() -> None:
+        """
+        End a L{hold}: when no other is open, run the work put off, in order.
+        """
+
+    def later(function: "Callable[..., object]", *args: object) -> None:
+        """
+        Call C{function(*args)} when the hold ends, or now when none is open.
+        """
+
+    def run_now() -> None:
+        """
+        Run the work put off so far, even while held: before another request
+        of the same hold (the next element of a batch) is started.
         """
 
 

@@ -23,6 +23,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from nodex.api.chain import IFollowUps
 from nodex.rpc.errors import (
     InvalidRequestError,
     LimitExceededError,
@@ -57,6 +58,21 @@ _NO_PARAMS: list[Any] = []
 
 _PLAIN_RESULTS = frozenset({str, int, bool, bytes, dict, list, type(None), Deferred})
 """What methods return besides coroutines: none is a coroutine."""
+
+_NOT_DEFERRED = frozenset({str, int, bool, bytes, dict, list, type(None)})
+"""Plain values, which L{_is_deferred} knows without C{isinstance}."""
+
+
+def _is_deferred(value: Any) -> bool:
+    """
+    C{isinstance(value, Deferred)}, without the check of an abstract class
+    for plain values: C{Deferred} is an C{Awaitable}, so that C{isinstance}
+    of anything else runs C{ABCMeta.__instancecheck__} and its subclass hook
+    (~0.7 µs against ~0.05 µs for a C{type} look-up, measured with timeit;
+    several a request).
+    """
+    kind = type(value)
+    return kind is Deferred or (kind not in _NOT_DEFERRED and isinstance(value, Deferred))
 
 
 @dataclass(frozen=True)
@@ -154,19 +170,28 @@ def _too_large(size: int, limit: int) -> LimitExceededError:
     return LimitExceededError(f"response of {size} bytes exceeds the limit of {limit} bytes")
 
 
-def _record(value: Any, outcome: list[Any]) -> Any:
+def _ignore(failure: Failure) -> None:
     """
-    Keep a Deferred's result (or Failure) in C{outcome} and pass it on.
+    End a Deferred's chain on a failure that the dispatcher answers.
     """
-    outcome.append(value)
-    return value
 
 
 def _result_now(result: Deferred[Any]) -> list[Any]:
     """
     The result of a Deferred that has fired already (a cached read, a
-    coroutine that never waited), taken without a timer or callbacks of the
-    dispatcher's own.
+    coroutine that never waited, an automined transaction's block made at
+    once), taken without a timer or callbacks of the dispatcher's own.
+
+    It reads the Deferred's C{result}, as Twisted's own C{await} of a fired
+    Deferred does, when the Deferred has fired, waits for no other
+    (C{paused}) and is not running its callbacks above this call
+    (C{_runningCallbacks}, Twisted's attribute, read and never written):
+    its callbacks have then all run, and its result is final.  (It used to
+    add a callback that recorded the result: one more run of the
+    Deferred's callback loop for every such request.)
+    tests.rpc.test_dispatch's C{test_result_of_a_running_deferred} breaks if
+    the attribute stops meaning that.  (Not C{Deferred.callbacks}: Twisted
+    25.5 deprecated it, and each read then issues a warning.)
 
     @return: a list holding the result or L{Failure} when the Deferred has
         fired (a Failure then ends there: the caller answers it); an empty
@@ -174,13 +199,13 @@ def _result_now(result: Deferred[Any]) -> list[Any]:
         paused in a chain of Deferreds), which the Deferred then still
         carries to later callbacks.
     """
-    outcome: list[Any] = []
-    if result.called:
-        result.addBoth(_record, outcome)
-        if outcome and isinstance(outcome[0], Failure):
-            # The caller answers the error: end the chain here.
-            result.addErrback(lambda failure: None)
-    return outcome
+    if not result.called or result.paused or result._runningCallbacks:
+        return []
+    value = result.result
+    if isinstance(value, Failure):
+        # The caller answers the error: end the chain here.
+        result.addErrback(_ignore)
+    return [value]
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -269,6 +294,7 @@ class Dispatcher:
         limits: EnvelopeLimits = EnvelopeLimits(),
         debug: bool = False,
         call_observer: CallObserver | None = None,
+        follow_ups: IFollowUps | None = None,
     ) -> None:
         """
         @param registry: the methods clients may call.
@@ -279,6 +305,10 @@ class Dispatcher:
         @param call_observer: told of every call that had a method name:
             the name, the answer's error code (or L{None}) and the duration
             (the metrics); without one, the hot path pays nothing for it.
+        @param follow_ups: the services' work put off until an answer is
+            sent (L{IFollowUps}), which the HTTP edge holds while it answers;
+            this runs it before each element of a batch, so that an element
+            sees what the elements before it caused.
         """
         self._registry = registry
         self._clock = clock
@@ -287,6 +317,7 @@ class Dispatcher:
         self._observer = call_observer
         self._timed = debug or call_observer is not None
         self._request_ids = count(1)
+        self.follow_ups = follow_ups
 
     @property
     def registry(self) -> MethodRegistry:
@@ -325,9 +356,9 @@ class Dispatcher:
             return self._batch(payload)
         deadline = self._clock.seconds() + self._limits.timeout
         answer = self._start(payload, deadline)
-        if isinstance(answer, Deferred):
-            return answer.addCallback(self._serialise_single)
-        return self._serialise_single(answer)
+        if answer is None or type(answer) is dict:
+            return self._serialise_single(answer)
+        return answer.addCallback(self._serialise_single)
 
     def _serialise_single(self, response: Response | None) -> bytes | None:
         """
@@ -363,7 +394,7 @@ class Dispatcher:
         body = _BatchBody(limits.max_response_bytes)
         for index, request in enumerate(batch):
             answer = self._element(request, deadline)
-            if isinstance(answer, Deferred):
+            if answer is not None and type(answer) is not dict:
                 return Deferred.fromCoroutine(self._batch_after(answer, batch[index + 1 :], body, deadline))
             body.add(answer)
         return body.finish()
@@ -378,7 +409,7 @@ class Dispatcher:
         body.add(await pending)
         for request in rest:
             answer = self._element(request, deadline)
-            if isinstance(answer, Deferred):
+            if answer is not None and type(answer) is not dict:
                 answer = await answer
             body.add(answer)
         return body.finish()
@@ -386,8 +417,11 @@ class Dispatcher:
     def _element(self, request: Any, deadline: float) -> Response | None | Deferred[Response | None]:
         """
         Start one batch element, or answer it -32011 if the batch's deadline
-        has passed.
+        has passed; first, run what the elements before it put off until the
+        answer (L{IFollowUps}): the batch's answer is not sent yet.
         """
+        if self.follow_ups is not None:
+            self.follow_ups.run_now()
         if self._clock.seconds() >= deadline:
             return self._expired(request)
         return self._start(request, deadline)
@@ -448,7 +482,7 @@ class Dispatcher:
         except Exception as exc:
             response = _error(rpc_error_for(exc), request_id)
             return self._finish(call_id, name, started, response, has_id)
-        if isinstance(result, Deferred):
+        if _is_deferred(result):
             outcome = _result_now(result)
             if not outcome:
                 return self._await(result, method, request_id, has_id, call_id, started, deadline)

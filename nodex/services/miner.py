@@ -22,7 +22,7 @@ that arrives meanwhile joins it.
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from twisted.application.service import Service
@@ -456,15 +456,10 @@ class Miner(Service):
             wait = max(0.0, failure.value.due - self._clock.seconds())
             return deferLater(self._clock, wait, self.mine_alone, transaction, admission)
 
-        def account(result: object) -> tuple[int, int] | None:
-            # A tuple: the sender's account, the transaction was not mined.
-            return result if isinstance(result, tuple) else None
-
-        lone = self._produce(request, small=transaction.gas <= SMALL_BLOCK_GAS, lone=True)
-        # One pair, not a callback and an errback after it: account() never
-        # fails, and each callback added to the fired Deferred of a block made
-        # at once runs the callback loop again (~1.5 us an automined send).
-        return lone.addCallbacks(account, not_due)
+        # not_due() goes in _produce's own pair of callbacks: each callback
+        # added to the fired Deferred of a block made at once runs the
+        # callback loop again (~1.5 us an automined send).
+        return self._produce(request, small=transaction.gas <= SMALL_BLOCK_GAS, lone=True, not_due=not_due)
 
     @property
     def due_now(self) -> bool:
@@ -473,7 +468,13 @@ class Miner(Service):
         """
         return self.block_clock.wait_before(self._writer.head.header.timestamp) <= 0
 
-    def _produce(self, request: TransactionsBlock, small: bool = False, lone: bool = False) -> Deferred:
+    def _produce(
+        self,
+        request: TransactionsBlock,
+        small: bool = False,
+        lone: bool = False,
+        not_due: Callable[[Failure], Any] | None = None,
+    ) -> Deferred:
         """
         Have the writer build, seal and store the requested block.
 
@@ -485,21 +486,33 @@ class Miner(Service):
             reactor thread when the writer is idle (L{SMALL_BLOCK_GAS}),
             which only a cheap seal allows.
         @param lone: the request admits one transaction: a Deferred firing
-            with the sender's account (a tuple) when none was mined.
+            with L{None} once its block is stored, or with the sender's
+            account (a tuple) when none was mined.
+        @param not_due: with C{lone}, what a failure of the block becomes
+            (after L{_no_seal}): L{mine_alone}'s wait for the drift limit.
         @return: a Deferred firing with the block stored, L{None} when the
-            request made none (or the lone candidate's account).
+            request made none (for C{lone}, see above).
         """
         if self._writer.head.header.difficulty > CHEAP_SEAL_DIFFICULTY:
-            return self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(request, lone)))
+            sealed = self._sealing.run(lambda: Deferred.fromCoroutine(self._produce_sealed(request, lone)))
+            return sealed if not_due is None else sealed.addErrback(not_due)
 
         def made(step: Any) -> Any:
             if step.block is None:
                 return step.built.account if lone and step.built is not None else None
             self.block_clock.consume()
-            return self._mined(step.block, step.built.skipped)
+            block = self._mined(step.block, step.built.skipped)
+            return None if lone else block
+
+        def failed(failure: Failure) -> Any:
+            assert not_due is not None
+            return not_due(self._no_seal(failure))
 
         # One pair (made() raises no SealSearchError for _no_seal to turn).
-        return self._writer.make(request, small=small).addCallbacks(made, self._no_seal)
+        # A lone transaction's block is made for the answer to its sender:
+        # its observers may be told after that answer (IChainWriter.make).
+        making = self._writer.make(request, small=small, after_answer=lone)
+        return making.addCallbacks(made, self._no_seal if not_due is None else failed)
 
     async def _produce_sealed(self, request: TransactionsBlock, lone: bool) -> Any:
         """
@@ -526,7 +539,8 @@ class Miner(Service):
                     hash=block.hash.hex(),
                 )
             self.block_clock.consume()
-            return self._mined(block, built.skipped)
+            mined = self._mined(block, built.skipped)
+            return None if lone else mined
 
     async def _search_seal(self, header: Header) -> Seal:
         """

@@ -36,7 +36,7 @@ from nodex.chain.admission import ACCOUNT_SLOTS, PRICE_BUMP_PERCENT, AdmissionRu
 from nodex.chain.building.making import LoneAdmission
 from nodex.db.kv import KeyValueStore
 from nodex.db.schema import METADATA, trie_node_reader
-from nodex.api.chain import ChainEvent, IChainService
+from nodex.api.chain import ChainEvent, IChainService, IFollowUps
 from nodex.api.mining import IAutoMining
 from nodex.api.pool import ITransactionPool
 from nodex.primitives import Address, Hash32
@@ -193,6 +193,7 @@ class TransactionPool(Service):
         price_bump_percent: int = PRICE_BUMP_PERCENT,
         store_thread: SerialThread | None = None,
         impersonating: Callable[[bytes], bool] | None = None,
+        follow_ups: IFollowUps | None = None,
     ) -> None:
         """
         @param chain: the chain whose head the transactions are checked against;
@@ -215,8 +216,13 @@ class TransactionPool(Service):
             marker of such a sender is admitted (C{docs/devchain.md});
             L{None} (main, testnet) refuses every marker as the invalid
             signature it is.
+        @param follow_ups: what the RPC edge holds while it answers (the
+            chain's): the observers of a transaction mined alone for the
+            answer being computed are told after it is sent, after the
+            chain's observers of its block (L{_included_alone}).
         """
         self._chain = chain
+        self._follow_ups = follow_ups
         self._store = store
         self._run_in_thread = run_in_thread
         self._read_account = read_account or store_account_reader(store)
@@ -484,6 +490,12 @@ class TransactionPool(Service):
         is stored, tell the observers of it as pending (its block holds
         it: the pool keeps nothing); if it was not executable yet (its nonce
         is ahead), admit it with the account the miner read.
+
+        The observers are told after the answer is sent when the RPC edge
+        holds one (L{IFollowUps}), after the chain's observers of the block,
+        which were put off too: the pool's observers return nothing to wait
+        for (only the automining's transaction_pending does, and it is not
+        told of a transaction mined alone).
         """
 
         def done(result: "tuple[int, int] | None | Failure") -> Any:
@@ -492,6 +504,10 @@ class TransactionPool(Service):
                 return result
             if result is not None:
                 return self._admit(result, transaction)
+            follow_ups = self._follow_ups
+            if follow_ups is not None and follow_ups.holding:
+                follow_ups.later(self._notify_observers, [transaction])
+                return transaction.hash
             notified = self._notify_observers([transaction])
             if notified.called:
                 return transaction.hash
@@ -684,7 +700,8 @@ class TransactionPool(Service):
                 except Exception:
                     self._observer_failed(Failure())
                     continue
-                if isinstance(result, Deferred):
+                # Most return None: no isinstance of an abstract Awaitable (~0.7 us) then.
+                if result is not None and isinstance(result, Deferred):
                     waits.append(result.addErrback(self._observer_failed))
         if not waits:
             return succeed(None)

@@ -208,6 +208,16 @@ class SerialThread:
             return self.run(function, *args, **kwargs)
         return maybeDeferred(function, *args, **kwargs)
 
+    @property
+    def idle(self) -> bool:
+        """
+        Whether a small job would run at once (L{run_small}): the thread
+        runs and no job is queued, running or undelivered.  A caller on the
+        reactor thread that finds it idle may run a small job itself, at
+        once, as L{run_small} would, without its Deferred.
+        """
+        return not self._outstanding and self._thread is not None
+
     def yield_interpreter(self) -> None:
         """
         From a job: hand the interpreter lock to the reactor thread now

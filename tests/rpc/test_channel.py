@@ -5,6 +5,7 @@ agreement with the twisted.web path.
 
 import json
 import re
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,7 +14,7 @@ from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import ClientFactory, Protocol
-from twisted.internet.task import Clock
+from twisted.internet.task import Clock, deferLater
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -25,6 +26,7 @@ from nodex.rpc.dispatch import Dispatcher
 from nodex.rpc.eth import EthIdentityMethods
 from nodex.rpc.registry import Method, MethodRegistry, ModuleSettings, Param
 from nodex.rpc.server import ConnectionLimits, HTTPPolicy, RPCServer
+from nodex.services.followups import FollowUps
 
 CHAIN_ID = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}'
 
@@ -544,6 +546,136 @@ class ChannelTests(SynchronousTestCase):
         """
         [(status, headers, body)] = parse_responses(response_bytes(b"[1]"))
         self.assertEqual((status, headers[b"content-length"], body), (200, b"3", b"[1]"))
+
+
+class FollowUpsTests(SynchronousTestCase):
+    """
+    Tests for the channel's hold on the services' work put off until an
+    answer is sent (L{nodex.api.chain.IFollowUps}).
+    """
+
+    def connect(self) -> tuple[RPCChannel, StringTransport, FollowUps, list[Any]]:
+        """
+        A channel whose server's C{test_later} puts off a call that records
+        what the transport held when it ran (C{test_failing}: a call that raises).
+        """
+        follow_ups = FollowUps()
+        seen: list[Any] = []
+        transport = StringTransport()
+
+        class PuttingOff:
+            def rpc_methods(self) -> Iterable[Method]:
+                return [Method("test_putOff", self.put_off), Method("test_failing", self.failing)]
+
+            def put_off(self) -> str:
+                follow_ups.later(lambda: seen.append(transport.value()))
+                return "0x1"
+
+            def failing(self) -> str:
+                follow_ups.later(lambda: 1 // 0)
+                follow_ups.later(lambda: seen.append(transport.value()))
+                return "0x2"
+
+        registry = MethodRegistry({"test": ModuleSettings(True)})
+        registry.add(PuttingOff())
+        server = RPCServer(Dispatcher(registry, Clock(), follow_ups=follow_ups), HTTPPolicy(max_body_bytes=4096))
+        channel = server.site().buildProtocol(None)
+        channel.makeConnection(transport)
+        self.addCleanup(channel.connectionLost, Failure(ConnectionDone()))
+        return channel, transport, follow_ups, seen
+
+    def test_after_the_answer(self) -> None:
+        """
+        Work put off while a request is answered runs once its answer has
+        been written, before the next request (pipelined with it) is read.
+        """
+        channel, transport, follow_ups, seen = self.connect()
+        first = post(b'{"jsonrpc":"2.0","id":1,"method":"test_putOff"}')
+        channel.dataReceived(first + first)
+        self.assertFalse(follow_ups.holding)
+        [one, two] = parse_responses(transport.value())
+        self.assertEqual([json.loads(one[2])["result"], json.loads(two[2])["result"]], ["0x1", "0x1"])
+        self.assertEqual([len(parse_responses(value)) for value in seen], [1, 2])
+
+    def test_failure_does_not_lose_the_answer(self) -> None:
+        """
+        Put-off work that raises is logged; the answer is sent, the other
+        calls run, and the next request is answered.
+        """
+        channel, transport, follow_ups, seen = self.connect()
+        failing = post(b'{"jsonrpc":"2.0","id":7,"method":"test_failing"}')
+        channel.dataReceived(failing + post(b'{"jsonrpc":"2.0","id":8,"method":"test_putOff"}'))
+        self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+        responses = parse_responses(transport.value())
+        self.assertEqual([json.loads(body)["id"] for _, _, body in responses], [7, 8])
+        self.assertEqual([len(parse_responses(value)) for value in seen], [1, 2])
+
+    def test_batch_elements_see_the_work_before_them(self) -> None:
+        """
+        In a batch, what an element put off runs before the next element
+        starts (the batch's answer is sent after all of them).
+        """
+        channel, transport, follow_ups, seen = self.connect()
+        order: list[str] = []
+        follow_ups_later = follow_ups.later
+        follow_ups.later = lambda function, *args: follow_ups_later(  # type: ignore[method-assign]
+            lambda: order.append("put off") or function(*args)
+        )
+        dispatcher = channel.site.rpc_server.dispatcher
+        start = dispatcher._start
+        dispatcher._start = lambda request, deadline: order.append("start") or start(request, deadline)
+        call = b'{"jsonrpc":"2.0","id":%d,"method":"test_putOff"}'
+        channel.dataReceived(post(b"[" + call % 1 + b"," + call % 2 + b"]"))
+        self.assertEqual(order, ["start", "put off", "start", "put off"])
+        [(_, _, body)] = parse_responses(transport.value())
+        self.assertEqual([answer["id"] for answer in json.loads(body)], [1, 2])
+
+
+class RealSocketFollowUpsTests(TestCase):
+    """
+    The answer of the direct lane is on the socket before the work put off
+    until it runs (L{channel.send_now} sends at once, not at the reactor's
+    next turn).
+    """
+
+    @inlineCallbacks
+    def test_answer_on_the_socket_before_the_follow_ups(self) -> Any:
+        """
+        When the work put off by a request runs, its answer can already be
+        read from the client's socket.
+        """
+        follow_ups = FollowUps()
+        readable: list[bytes] = []
+        client = socket.socket()
+        self.addCleanup(client.close)
+
+        def read_now() -> None:
+            try:
+                readable.append(client.recv(65536, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                readable.append(b"")
+
+        class PuttingOff:
+            def rpc_methods(self) -> Iterable[Method]:
+                return [Method("test_putOff", self.put_off)]
+
+            def put_off(self) -> str:
+                follow_ups.later(read_now)
+                return "0x1"
+
+        registry = MethodRegistry({"test": ModuleSettings(True)})
+        registry.add(PuttingOff())
+        server = RPCServer(Dispatcher(registry, Clock(), follow_ups=follow_ups), HTTPPolicy(max_body_bytes=4096))
+        port = reactor.listenTCP(0, server.site(), interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        client.connect(("127.0.0.1", port.getHost().port))
+        client.sendall(post(b'{"jsonrpc":"2.0","id":1,"method":"test_putOff"}'))
+        for _ in range(500):
+            if readable:
+                break
+            yield deferLater(reactor, 0.01, lambda: None)
+        [(status, _, body)] = parse_responses(readable[0])
+        self.assertEqual((status, json.loads(body)["result"]), (200, "0x1"))
 
 
 class _Collect(Protocol):

@@ -50,6 +50,7 @@ class ExampleMethods:
             Method("test_ready", self.ready, (), encoders.quantity),
             Method("test_failed", self.failed),
             Method("test_paused", self.paused, (), encoders.quantity),
+            Method("test_running", self.running, (), encoders.quantity),
             Method("test_mapped", self.mapped),
             Method("test_crash", self.crash),
             Method("test_big", self.big),
@@ -85,6 +86,13 @@ class ExampleMethods:
         A Deferred that has failed already with an error of L{ERROR_CODES}.
         """
         return fail(ExampleError("known already"))
+
+    def running(self) -> Deferred[int]:
+        """
+        The Deferred in C{self.running_now}: one whose callbacks are running
+        (the test calls the method from one of them).
+        """
+        return self.running_now
 
     def paused(self) -> Deferred[int]:
         """
@@ -448,6 +456,24 @@ class DispatcherTests(SynchronousTestCase):
         self.assertNoResult(result)
         self.methods.pending[0].callback(6)
         self.assertEqual(json.loads(self.successResultOf(result))["result"], "0x6")
+
+    def test_result_of_a_running_deferred(self) -> None:
+        """
+        A Deferred whose callbacks are running (the method is called from
+        one of them) has no final result yet: it is answered with the result
+        its callbacks end with, not the one it holds meanwhile.
+        """
+        running: Deferred[int] = Deferred()
+        answers: list[Any] = []
+
+        def during(value: int) -> int:
+            answers.append(self.dispatcher.handle(b'{"jsonrpc":"2.0","id":1,"method":"test_running"}'))
+            return value + 1
+
+        self.methods.running_now = running
+        running.addCallback(during)
+        running.callback(1)
+        self.assertEqual(json.loads(self.successResultOf(answers[0]))["result"], "0x2")
 
     def test_batch_waits_midway(self) -> None:
         """

@@ -376,13 +376,57 @@ class ChainServiceMixin:
         self.assertEqual(self.chain.head.header, second.header)  # type: ignore[attr-defined]
         self.assertEqual(len(self.events), 2)
 
+    def test_make_at_once_on_an_idle_writer(self) -> None:
+        """
+        A small block for an idle writer (L{SerialThread.idle}) is made and
+        published before C{make} returns, once, without the writer's
+        C{run_small}; a publication that fails fails the Deferred; a busy
+        writer is given the job.
+        """
+        def run(function: Any, *args: Any) -> Deferred[Any]:
+            self.fail("the idle writer was given the job")
+
+        self.chain._run_small_writer = run  # type: ignore[attr-defined]
+        published: list[Any] = []
+        publish = self.chain._publish  # type: ignore[attr-defined]
+        self.chain._publish = lambda step: published.append(step) or publish(step)  # type: ignore[attr-defined]
+        made = self.chain.make(self.request((transfer(0, 0),)), small=True)  # type: ignore[attr-defined]
+        self.assertEqual((len(self.events), published), (1, [self.successResultOf(made)]))
+        self.assertEqual(self.chain.head.header, published[0].block.header)  # type: ignore[attr-defined]
+
+        def broken(step: Any) -> Any:
+            raise RuntimeError("publication")
+
+        self.chain._publish = broken  # type: ignore[attr-defined]
+        self.failureResultOf(self.chain.make(self.request((transfer(0, 1),)), small=True), RuntimeError)
+        self.chain._publish = publish  # type: ignore[attr-defined]
+        self.chain._run_small_writer = maybeDeferred  # type: ignore[attr-defined]
+        given: list[Any] = []
+        self.chain._writer_idle = lambda: given.append("busy") and False  # type: ignore[attr-defined]
+        self.successResultOf(self.chain.make(self.request((transfer(0, 2),)), small=True))  # type: ignore[attr-defined]
+        # (The block whose publication failed was stored, untold.)
+        self.assertEqual((given, len(self.events)), (["busy"], 2))
+
+    def test_writer_idle(self) -> None:
+        """
+        A L{SerialThread} is idle once started, while no job is outstanding.
+        """
+        writer = SerialThread(Clock(), "test-writer")
+        self.assertFalse(writer.idle)
+        writer._thread = object()  # type: ignore[assignment]
+        self.assertTrue(writer.idle)
+        writer.run(lambda: None)
+        self.assertFalse(writer.idle)
+
     def test_make_at_once(self) -> None:
         """
-        A small block made by an idle writer is published before C{make}
+        A small block made by a writer whose C{run_small} ran it at once
+        (the network simulator's, say) is published before C{make}
         returns, once, through Twisted's fired-Deferred C{result} (the
         attribute the fast path reads); a publication that fails fails the
         Deferred.
         """
+        self.chain._writer_idle = lambda: False  # type: ignore[attr-defined]
         self.assertEqual(maybeDeferred(lambda: 5).result, 5)
         added: list[Any] = []
         held: list[Deferred[Any]] = []

@@ -20,6 +20,7 @@ from nodex.chain.dev.blocks import SealSearchError
 from nodex.chain.difficulty import DifficultyRules
 from nodex.chain.networks import REGTEST_MINER_ADDRESS
 from nodex.chain.processing import validate_header
+from nodex.db.schema import read_canonical_hash
 from nodex.crypto import keccak256
 from nodex.api.chain import ImportResult
 from nodex.api.mining import IMiner
@@ -281,6 +282,30 @@ class MinerTests(SynchronousTestCase):
         self.assertIsNone(self.successResultOf(miner.mine_alone(tx, ADMISSION)))
         self.assertEqual(self.blocks[-1].transactions, (tx,))
         self.assertEqual(self.chain.head.header, self.blocks[-1].header)
+
+    def test_mine_alone_observers_after_the_answer(self) -> None:
+        """
+        While the RPC edge holds the chain's follow-ups (an answer is being
+        computed), the block of a transaction mined alone is stored and the
+        head moves before C{mine_alone} fires, and the chain's observers are
+        told when the hold ends; a block mined otherwise is told at once.
+        """
+        miner = self.miner("auto")
+        follow_ups = self.chain.follow_ups
+        follow_ups.hold()
+        alone = transfer(0, 0)
+        self.assertIsNone(self.successResultOf(miner.mine_alone(alone, ADMISSION)))
+        self.assertEqual((self.chain.head.header.number, self.blocks), (1, []))
+        # The block is stored; the cache of recent blocks takes it after the answer too.
+        self.assertIsNotNone(read_canonical_hash(self.store, 1))
+        self.assertIsNone(self.chain._recent_location(alone.hash))  # type: ignore[attr-defined]
+        self.successResultOf(miner.mine(empty=True))
+        self.assertEqual([block.number for block in self.blocks], [2])
+        follow_ups.release()
+        self.assertEqual([block.number for block in self.blocks], [2, 1])
+        self.assertEqual(self.chain._recent_location(alone.hash)[2], 0)  # type: ignore[attr-defined]
+        self.successResultOf(miner.mine_alone(transfer(0, 1), ADMISSION))
+        self.assertEqual([block.number for block in self.blocks], [2, 1, 3])
 
     def test_mine_alone_small_blocks(self) -> None:
         """

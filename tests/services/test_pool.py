@@ -24,6 +24,7 @@ from nodex.primitives import Address, Hash32
 from nodex.api.errors import InvalidTransactionRejectedError, TransactionRejectedError
 from nodex.chain.admission import check_admission, check_transaction
 from nodex.services.automine import RELAYED_GRACE_SECONDS, AutoMining
+from nodex.services.followups import FollowUps
 from nodex.services.pool import (
     MAX_RECHECKS,
     NONCES_KEPT_BLOCKS,
@@ -1211,6 +1212,25 @@ class AutoMiningFastLaneTests(PoolFixture, SynchronousTestCase):
         self.assertEqual(self.seen, [tx])
         self.assertEqual(len(self.pool), 0)
         self.assertEqual(list(self.store.iterate(METADATA, POOL_KEY_PREFIX)), [])
+
+    def test_observers_after_the_answer(self) -> None:
+        """
+        While the RPC edge holds the follow-ups, the observers of a
+        transaction mined alone hear of it when the hold ends, after the
+        pool's C{add} has fired with its hash.
+        """
+        follow_ups = FollowUps()
+        self.pool = self.make_pool(follow_ups=follow_ups)
+        self.miner = RecordingMiner(self.pool, self.chain)
+        self.pool.watch_for_miner(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+        self.pool.add_observer(self.seen.append)
+        tx = legacy(0)
+        follow_ups.hold()
+        adding = self.pool.add(tx)
+        self.miner.finish()
+        self.assertEqual((self.successResultOf(adding), self.seen), (tx.hash, []))
+        follow_ups.release()
+        self.assertEqual(self.seen, [tx])
 
     def test_ahead_nonce_queued(self) -> None:
         """
