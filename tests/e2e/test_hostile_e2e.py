@@ -173,7 +173,8 @@ class PoolFloodTests(HostileNodeTestCase):
         await self.node.stopService()
         await self.start_node("", "--network", "testnet", datadir=self.datadir)
         pool = self.node.getServiceNamed("pool")
-        for _ in range(200):
+        # The restart restores the pool in the background: 30 s at most (a loaded machine, two suites at once).
+        for _ in range(600):
             if len(pool) >= len(accepted):
                 break
             await deferLater(reactor, 0.05, lambda: None)

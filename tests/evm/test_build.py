@@ -54,6 +54,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def loops_over_byte_literals(source: str) -> list[int]:
+    """
+    The lines of C{source} where a loop or comprehension runs over a tuple or
+    list display holding a one-byte C{bytes} literal.
+    """
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, (ast.Tuple, ast.List)):
+            if any(
+                isinstance(item, ast.Constant) and isinstance(item.value, bytes) and len(item.value) == 1
+                for item in node.iter.elts
+            ):
+                lines.append(node.iter.lineno)
+    return lines
+
+
 class BuildLineTests(SynchronousTestCase):
     """
     Tests for L{build_line}, which the node logs as it starts.
@@ -117,6 +133,26 @@ class SetupTests(SynchronousTestCase):
         self.assertEqual(sorted(module_name(path) for path in files), sorted(COMPILED_MODULES))
         self.assertTrue({REPOSITORY / name for name in self.setup_module.ANNOTATED} <= files)
 
+    def test_no_loop_over_byte_literals(self) -> None:
+        """
+        No compiled module loops over a tuple or list of one-byte C{bytes}
+        literals: Cython 3.3 compiles C{for mark in (b"\\xfe", b"\\xff")} into a
+        loop over C characters, so that C{mark} is the integer 254, not
+        C{b"\\xfe"} (found compiling C{nodex/db/schema.py} in session 17;
+        docs/evm.md, "The compiled build").
+        """
+        files = {path for pattern in self.setup_module.COMPILED for path in REPOSITORY.glob(pattern)}
+        for path in sorted(files):
+            self.assertEqual(loops_over_byte_literals(path.read_text()), [], path.name)
+
+    def test_loop_over_byte_literals_found(self) -> None:
+        """
+        L{loops_over_byte_literals} finds the loop of C{nodex/db/schema.py}
+        and loops over lists, not loops over longer literals.
+        """
+        self.assertEqual(len(loops_over_byte_literals((REPOSITORY / "nodex/db/schema.py").read_text())), 1)
+        self.assertEqual(loops_over_byte_literals("[m for m in [b'a', b'b']]\nfor n in (b'ab', 1): pass\n"), [1])
+
     def test_annotations_safe_to_type(self) -> None:
         """
         The modules compiled with their annotations as types annotate only
@@ -172,9 +208,13 @@ class SetupTests(SynchronousTestCase):
         pure), compiled with annotation typing only where setup.py lists it.
         """
         calls = []
+        threads = []
 
-        def cythonize(patterns: list[str], exclude: list[str] = (), compiler_directives: dict = {}, quiet: bool = False) -> list:
+        def cythonize(
+            patterns: list[str], exclude: list[str] = (), compiler_directives: dict = {}, quiet: bool = False, nthreads: int = 0
+        ) -> list:
             calls.append((list(patterns), list(exclude), dict(compiler_directives)))
+            threads.append(nthreads)
             return [types.SimpleNamespace(name=pattern, optional=False) for pattern in patterns]
 
         fake = types.ModuleType("Cython.Build")
@@ -189,6 +229,8 @@ class SetupTests(SynchronousTestCase):
         self.assertEqual((everything, excluded), (self.setup_module.COMPILED, self.setup_module.ANNOTATED))
         self.assertEqual((typed["annotation_typing"], untyped["annotation_typing"]), (True, False))
         self.assertEqual((typed["language_level"], untyped["language_level"]), (3, 3))
+        # Cython's C generation uses every core (the C compiler too: build_ext's parallel option).
+        self.assertEqual(threads, [os.cpu_count() or 1] * 2)
 
 
 class CompiledRunTests(SynchronousTestCase):
