@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from nodex.crypto import EMPTY_KECCAK, keccak256
 from nodex.primitives import UINT64_CEILING, UINT256_CEILING, Hash32, cached_property, direct_init
-from nodex.rlpcore import EMPTY_STRING, LIST_PREFIXES, STRING_PREFIXES
+from nodex.rlpcore import LIST_PREFIXES, STRING_PREFIXES
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
     decode_fixed,
@@ -15,14 +15,11 @@ from nodex.structures.rlpcodec import (
     decode_uint,
     encode_rlp,
     encode_uint,
+    encode_uint_item,
 )
 
 EMPTY_TRIE_ROOT = Hash32(keccak256(b"\x80"))
 """The root hash of an empty Merkle-Patricia trie (Keccak-256 of the RLP empty string)."""
-
-_SMALL_INTEGERS = [bytes((value,)) for value in range(0x80)]
-"""The RLP of the integers 1 to 127, each its own byte, for L{Account._encoded} (zero is the empty string: its
-entry is not used)."""
 
 _HASH_PREFIX = STRING_PREFIXES[32]
 """The RLP prefix of a 32-byte string: a storage root's or a code hash's."""
@@ -65,21 +62,9 @@ class Account:
             and len(code_hash) == 32
         ):
             return encode_rlp([encode_uint(nonce), encode_uint(balance), storage_root, code_hash])
-        if nonce == 0:
-            nonce_item = EMPTY_STRING
-        elif nonce < 0x80:
-            nonce_item = _SMALL_INTEGERS[nonce]
-        else:
-            raw = nonce.to_bytes((nonce.bit_length() + 7) // 8, "big")
-            nonce_item = STRING_PREFIXES[len(raw)] + raw
-        if balance == 0:
-            balance_item = EMPTY_STRING
-        elif balance < 0x80:
-            balance_item = _SMALL_INTEGERS[balance]
-        else:
-            raw = balance.to_bytes((balance.bit_length() + 7) // 8, "big")
-            balance_item = STRING_PREFIXES[len(raw)] + raw
-        payload = b"".join((nonce_item, balance_item, _HASH_PREFIX, storage_root, _HASH_PREFIX, code_hash))
+        payload = b"".join(
+            (encode_uint_item(nonce), encode_uint_item(balance), _HASH_PREFIX, storage_root, _HASH_PREFIX, code_hash)
+        )
         return LIST_PREFIXES[len(payload)] + payload
 
     @classmethod

@@ -29,7 +29,7 @@ from nodex.structures.rlpcodec import (
     decode_rlp,
     decode_uint,
     encode_rlp,
-    encode_uint,
+    encode_uint_item,
 )
 
 HEADER_FIELDS = 19
@@ -229,33 +229,13 @@ _COMPUTED_NAMES = tuple(name for name, value in vars(Header).items() if isinstan
 _HASH_PREFIX = encode_bytes(bytes(32))[:1]
 _ADDRESS_PREFIX = encode_bytes(bytes(20))[:1]
 _BLOOM_PREFIX = encode_bytes(EMPTY_BLOOM)[:-BLOOM_BYTES]
-_SMALL_INTEGERS = tuple(encode_bytes(encode_uint(value)) for value in range(0x80))
-
-
-def _encode_integers(values: tuple[int, ...]) -> list[bytes]:
-    """
-    The RLP encodings of non-negative integers (L{encode_uint}, then the
-    string's encoding), in one loop.
-
-    @raise RLPError: a negative integer.
-    """
-    encoded = []
-    for value in values:
-        if value < 0x80:
-            if value < 0:
-                raise RLPError(f"cannot encode the negative integer {value}")
-            encoded.append(_SMALL_INTEGERS[value])
-        else:
-            encoded.append(encode_bytes(value.to_bytes((value.bit_length() + 7) // 8, "big")))
-    return encoded
 
 
 def _encode_fields(header: Header) -> list[bytes]:
     """
     The RLP encodings of a header's 19 fields, in order.
 
-    Written out field by field rather than a call of L{encode_bytes} per
-    field: some 20 calls cost more than the encodings themselves, and a
+    Written out field by field rather than through the generic encoder: a
     block made here encodes a header each time.  The hashes, the coinbase
     and the bloom take their fixed prefixes when they have their fixed
     lengths (always, but in a header made by hand for a test).
@@ -286,22 +266,16 @@ def _encode_fields(header: Header) -> list[bytes]:
             encode_bytes(field)
             for field in (parent_hash, uncles_hash, coinbase, state_root, transactions_root, receipts_root, logs_bloom)
         ]
-    difficulty, number, gas_limit, gas_used, timestamp = _encode_integers(
-        (header.difficulty, header.number, header.gas_limit, header.gas_used, header.timestamp)
-    )
-    paid_fees, minimum_gas_price, uncle_count = _encode_integers(
-        (header.paid_fees, header.minimum_gas_price, header.uncle_count)
-    )
     encoded += (
-        difficulty,
-        number,
-        gas_limit,
-        gas_used,
-        timestamp,
+        encode_uint_item(header.difficulty),
+        encode_uint_item(header.number),
+        encode_uint_item(header.gas_limit),
+        encode_uint_item(header.gas_used),
+        encode_uint_item(header.timestamp),
         encode_bytes(header.extra_data),
-        paid_fees,
-        minimum_gas_price,
-        uncle_count,
+        encode_uint_item(header.paid_fees),
+        encode_uint_item(header.minimum_gas_price),
+        encode_uint_item(header.uncle_count),
         encode_bytes(header.bitcoin_merged_mining_header),
         encode_bytes(header.bitcoin_merged_mining_merkle_proof),
         encode_bytes(header.bitcoin_merged_mining_coinbase_transaction),

@@ -20,7 +20,7 @@ from nodex.structures.rlpcodec import (
     decode_uint,
     encode_list_of_encoded,
     encode_rlp,
-    encode_uint,
+    encode_uint_item,
 )
 from nodex.structures.transactions import ACCESS_LIST_TX_TYPE, FEE_MARKET_TX_TYPE, LEGACY_TX_TYPE
 
@@ -74,17 +74,10 @@ class Receipt:
         # rlp([status, cumulativeGasUsed, bloom, logs]) written out: the
         # generic encoder walks the nested lists item by item, several
         # times the cost for the receipt every automined block encodes.
-        status = self.status
-        if status == 1:
-            status_rlp = b"\x01"
-        elif status == 0:
-            status_rlp = b"\x80"
-        else:
-            status_rlp = encode_bytes(encode_uint(status))
         bloom = self.bloom
         payload = encode_list_payload(
-            status_rlp
-            + encode_bytes(encode_uint(self.cumulative_gas_used))
+            encode_uint_item(self.status)
+            + encode_uint_item(self.cumulative_gas_used)
             + (_BLOOM_PREFIX + bloom if len(bloom) == BLOOM_BYTES else encode_bytes(bloom))
             + encode_list_payload(b"".join([_encode_log(log) for log in self.logs]))
         )

@@ -13,7 +13,7 @@ vectors and a differential test against pyrlp keep the two in agreement.)
 
 from collections.abc import Iterable
 
-from nodex.rlpcore import DEFAULT_MAX_DEPTH, RLPFormatError, RLPItem, decode_item, encode, encode_list_payload
+from nodex.rlpcore import DEFAULT_MAX_DEPTH, RLPFormatError, RLPItem, decode_item, encode, encode_bytes, encode_list_payload
 from nodex.rlpcore import item_bounds as _item_bounds
 from nodex.rlpcore import decode as _decode
 from nodex.structures.errors import RLPError
@@ -114,6 +114,25 @@ def encode_uint(value: int) -> bytes:
     return value.to_bytes((value.bit_length() + 7) // 8, "big")
 
 
+UINT_ITEMS = tuple(encode_bytes(encode_uint(value)) for value in range(0x80))
+"""The RLP strings of the integers 0 to 127: the empty string's 0x80 for zero, each its own byte for the others."""
+
+
+def encode_uint_item(value: int) -> bytes:
+    """
+    The RLP string of a non-negative integer, C{encode_bytes(encode_uint(value))}
+    in one call: for the encoders written out field by field (accounts,
+    headers, receipts), where most integers are below 128.
+
+    @raise RLPError: C{value} is negative.
+    """
+    if value < 0x80:
+        if value < 0:
+            raise RLPError(f"cannot encode the negative integer {value}")
+        return UINT_ITEMS[value]
+    return encode_bytes(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+
+
 def decode_uint(item: RLPItem, what: str) -> int:
     """
     Read a canonical integer: a byte string without leading zero bytes.
@@ -165,6 +184,7 @@ def decode_list(item: RLPItem, what: str, length: int | None = None) -> list[RLP
 
 
 __all__ = [
+    "UINT_ITEMS",
     "RLPItem",
     "decode_bytes",
     "decode_fixed",
@@ -176,4 +196,5 @@ __all__ = [
     "item_bounds",
     "encode_rlp",
     "encode_uint",
+    "encode_uint_item",
 ]

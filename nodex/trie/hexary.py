@@ -337,26 +337,7 @@ class HexaryTrie:
         ref = node.ref
         if ref is not None and (new_nodes is None or node.stored):
             return ref
-        # Leaves and branches, nearly every node hashed, encoded here rather than through _encode: a call less each.
-        kind = type(node)
-        if kind is LeafNode:
-            encoded = encode_leaf(node.path, node.value)  # type: ignore[union-attr]
-        elif kind is BranchNode:
-            encoded = encode_branch(
-                [
-                    EMPTY_STRING
-                    if child is None
-                    else child
-                    if type(child) is bytes
-                    else child.ref  # type: ignore[union-attr]
-                    if child.ref is not None and (new_nodes is None or child.stored)  # type: ignore[union-attr]
-                    else self._ref(child, new_nodes)  # type: ignore[arg-type]
-                    for child in node.children  # type: ignore[union-attr]
-                ],
-                node.value,  # type: ignore[union-attr]
-            )
-        else:
-            encoded = encode_extension(node.path, self._child_ref(node.child, new_nodes))  # type: ignore[union-attr]
+        encoded = self._encode(node, new_nodes)
         if len(encoded) >= 32:
             if ref is None:
                 ref = HASH_REF_PREFIX + keccak256(encoded)
@@ -388,7 +369,20 @@ class HexaryTrie:
             return encode_leaf(node.path, node.value)
         if kind is ExtensionNode:
             return encode_extension(node.path, self._child_ref(node.child, new_nodes))
-        return encode_branch([self._child_ref(child, new_nodes) for child in node.children], node.value)
+        # The sixteen children's references inline (what _child_ref does): this is the heart of hashing.
+        return encode_branch(
+            [
+                EMPTY_STRING
+                if child is None
+                else child
+                if type(child) is bytes
+                else child.ref  # type: ignore[union-attr]
+                if child.ref is not None and (new_nodes is None or child.stored)  # type: ignore[union-attr]
+                else self._ref(child, new_nodes)  # type: ignore[arg-type]
+                for child in node.children  # type: ignore[union-attr]
+            ],
+            node.value,  # type: ignore[union-attr]
+        )
 
     @property
     def root_hash(self) -> bytes:

@@ -227,14 +227,7 @@ def encode_leaf(path: bytes, value: bytes) -> bytes:
     encoded and hashed at every change of its value, the commonest change of a block) with the same result as
     C{encode_list_payload(encode_bytes(encode_path(path, True)) + encode_bytes(value))}.
     """
-    packed = unhexlify((b"3" if len(path) & 1 else b"20") + path.translate(NIBBLE_TO_HEX))
-    length = len(packed)
-    if length == 1:
-        head = packed
-    elif length < PREFIX_TABLE_SIZE:
-        head = STRING_PREFIXES[length] + packed
-    else:
-        head = encode_bytes(packed)
+    head = _encoded_path(path, b"3" if len(path) & 1 else b"20")
     length = len(value)
     if length == 1 and value[0] < 0x80:
         payload = head + value

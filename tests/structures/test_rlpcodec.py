@@ -8,6 +8,7 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from nodex.rlpcore import encode_bytes
 from nodex.structures.errors import RLPError
 from nodex.structures.rlpcodec import (
     RLPItem,
@@ -19,6 +20,7 @@ from nodex.structures.rlpcodec import (
     encode_list_of_encoded,
     encode_rlp,
     encode_uint,
+    encode_uint_item,
 )
 from tests.conformance import fixture_path, load_fixture
 
@@ -172,6 +174,20 @@ class FieldTests(SynchronousTestCase):
             expected = value.to_bytes(32 + 2, "big").lstrip(b"\x00")
             self.assertEqual(encode_uint(value), expected, value)
             self.assertIs(type(encode_uint(value)), bytes)
+
+    def test_uint_item(self) -> None:
+        """
+        L{encode_uint_item} is the RLP string of L{encode_uint}'s bytes, for
+        the integers below 300 and around each power of two up to 2**260,
+        and refuses a negative integer as L{encode_uint} does.
+        """
+        values = list(range(300)) + [2**bits + delta for bits in range(8, 261) for delta in (-1, 0, 1)]
+        for value in values:
+            self.assertEqual(encode_uint_item(value), encode_bytes(encode_uint(value)), value)
+        for negative in (-1, -128, -(2**256)):
+            with self.assertRaises(RLPError) as caught:
+                encode_uint_item(negative)
+            self.assertEqual(str(caught.exception), f"cannot encode the negative integer {negative}")
 
     def test_uint_leading_zero_refused(self) -> None:
         """
