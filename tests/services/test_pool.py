@@ -876,6 +876,26 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         self.chain.tell(ChainEvent((), (block,)))
         self.assertEqual(pool.pending(), [tx])
 
+    def test_reorganisation_with_nothing_pooled(self) -> None:
+        """
+        A reorganisation while nothing is pooled: of the abandoned block's
+        transactions, those the adopted block holds too are not offered to
+        the pool again; the others come back.
+        """
+        pool = self.make_pool()
+        both, only_abandoned = legacy(0), legacy(1)
+        abandoned = self.chain.adopt((both, only_abandoned))
+        self.successResultOf(self.chain.rewind(0))
+        observers, self.chain.observers = self.chain.observers, []
+        adopted = self.chain.adopt((both,))
+        self.chain.observers = observers
+        offered: list[Transaction] = []
+        add = pool.add
+        pool.add = lambda transaction, *rest: offered.append(transaction) or add(transaction, *rest)  # type: ignore[method-assign]
+        self.chain.tell(ChainEvent((adopted,), (abandoned,)))
+        self.assertEqual(offered, [only_abandoned])
+        self.assertEqual(pool.pending(), [only_abandoned])
+
     def test_clear(self) -> None:
         """
         C{clear} drops everything, from memory and from the store.
