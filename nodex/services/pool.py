@@ -513,6 +513,15 @@ class TransactionPool(Service):
                 return transaction.hash
             return notified.addCallback(lambda _: transaction.hash)
 
+        if offered.called and offered.result is None and self._follow_ups is not None and self._follow_ups.holding:
+            # Mined at once while an answer is computed (an automined send
+            # on an idle writer): done() without a run of the Deferred's
+            # callback loop (~5 thousand instructions); nothing could read
+            # _in_flight between its entry and its removal.  (Deferred.result
+            # is Twisted's attribute, read and never written; it holds a
+            # fired Deferred's result, None only for a block stored.)
+            self._follow_ups.later(self._notify_observers, [transaction])
+            return succeed(transaction.hash)
         self._in_flight[transaction.hash] = transaction
         return offered.addBoth(done)
 

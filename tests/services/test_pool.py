@@ -1252,6 +1252,41 @@ class AutoMiningFastLaneTests(PoolFixture, SynchronousTestCase):
         follow_ups.release()
         self.assertEqual(self.seen, [tx])
 
+    def test_mined_at_once_while_held(self) -> None:
+        """
+        A transaction the miner mines at once (its Deferred fired when
+        C{mine_alone} returns) while the RPC edge holds the follow-ups: the
+        pool's C{add} fires at once with its hash, nothing stays in flight,
+        and its observers hear of it when the hold ends; one whose nonce is
+        ahead (the miner answers its sender's account) is queued; without a
+        hold, the observers hear of a mined one at once.
+        """
+        follow_ups = FollowUps()
+        self.pool = self.make_pool(follow_ups=follow_ups)
+        self.miner = RecordingMiner(self.pool, self.chain)
+        self.pool.watch_for_miner(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+        self.pool.add_observer(self.seen.append)
+        mine_alone = self.miner.mine_alone
+
+        def at_once(transaction: Transaction, admission: Any) -> "Deferred[tuple[int, int] | None]":
+            offered = mine_alone(transaction, admission)
+            self.miner.finish()
+            return offered
+
+        self.miner.mine_alone = at_once  # type: ignore[method-assign]
+        first, ahead = legacy(0), legacy(2)
+        follow_ups.hold()
+        self.assertEqual((self.successResultOf(self.pool.add(first)), self.seen), (first.hash, []))
+        self.assertEqual(self.pool._in_flight, {})
+        self.assertEqual(self.successResultOf(self.pool.add(ahead)), ahead.hash)
+        self.assertEqual(self.pool.queued(), [ahead])
+        follow_ups.release()
+        self.assertEqual(self.seen, [first])
+        self.pool.remove([ahead.hash])
+        second = legacy(1)
+        self.assertEqual(self.successResultOf(self.pool.add(second)), second.hash)
+        self.assertEqual(self.seen, [first, second])
+
     def test_ahead_nonce_queued(self) -> None:
         """
         A transaction whose nonce is ahead of its sender's is not mined: it
