@@ -623,7 +623,9 @@ def _plain_legacy(raw: bytes) -> LegacyTransaction | None:
         or v >= UINT256_CEILING
     ):
         return None
-    tx = LegacyTransaction(nonce, int.from_bytes(gas_price, "big"), gas, to, int.from_bytes(value, "big"), data, v, r, s)
+    gas_price = int.from_bytes(gas_price, "big")
+    value = int.from_bytes(value, "big")
+    tx = LegacyTransaction(nonce, gas_price, gas, to, value, data, v, r, s)
     # The unsigned fields' encodings, found on the way (L{_TransactionBase._unsigned_payload}).
     tx.__dict__["_unsigned"] = raw[payload_start : stops[0]]
     return tx

@@ -891,7 +891,12 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         self.chain.observers = observers
         offered: list[Transaction] = []
         add = pool.add
-        pool.add = lambda transaction, *rest: offered.append(transaction) or add(transaction, *rest)  # type: ignore[method-assign]
+
+        def offer(transaction: Transaction, *rest: Any) -> Deferred[Any]:
+            offered.append(transaction)
+            return add(transaction, *rest)
+
+        pool.add = offer  # type: ignore[method-assign]
         self.chain.tell(ChainEvent((adopted,), (abandoned,)))
         self.assertEqual(offered, [only_abandoned])
         self.assertEqual(pool.pending(), [only_abandoned])
