@@ -150,7 +150,8 @@ def check_admission(
     own = cost(transaction)
     if own > balance:
         raise TransactionRejectedError("insufficient funds")
-    others = sum(cost(pending) for pending_nonce, pending in pooled.items() if pending_nonce != nonce)
+    # (Nothing pooled, as for a transaction mined alone: no generator to sum.)
+    others = sum(cost(pending) for pending_nonce, pending in pooled.items() if pending_nonce != nonce) if pooled else 0
     if others + own > balance:
         raise TransactionRejectedError("insufficient funds to pay for pending and new transactions")
     return replaced

@@ -513,6 +513,15 @@ class TransactionPool(Service):
                 return transaction.hash
             return notified.addCallback(lambda _: transaction.hash)
 
+        if offered.called and offered.result is None and self._follow_ups is not None and self._follow_ups.holding:
+            # Mined at once while an answer is computed (an automined send
+            # on an idle writer): done() without a run of the Deferred's
+            # callback loop (~5 thousand instructions); nothing could read
+            # _in_flight between its entry and its removal.  (Deferred.result
+            # is Twisted's attribute, read and never written; it holds a
+            # fired Deferred's result, None only for a block stored.)
+            self._follow_ups.later(self._notify_observers, [transaction])
+            return succeed(transaction.hash)
         self._in_flight[transaction.hash] = transaction
         return offered.addBoth(done)
 
@@ -775,23 +784,27 @@ class TransactionPool(Service):
             for sender in self._senders.values():
                 sender.state_nonce = None
             return
-        included: set[Hash32] = set()
+        # Only what can change something is done: an automined transaction's
+        # block abandons nothing and finds nothing pooled (it was never
+        # pooled), so its event only remembers its sender's nonce.
+        abandoned = event.abandoned
         stale_senders: set[Address] = set()
-        for block in event.abandoned:
-            for transaction in block.transactions:
-                stale_senders.add(transaction.sender)
-        for address in stale_senders:
-            sender = self._senders.get(address)
-            if sender is not None:
-                sender.state_nonce = None
+        if abandoned:
+            for block in abandoned:
+                for transaction in block.transactions:
+                    stale_senders.add(transaction.sender)
+            for address in stale_senders:
+                sender = self._senders.get(address)
+                if sender is not None:
+                    sender.state_nonce = None
         advanced: dict[Address, int] = {}
         impersonated: set[Address] = set()
         for block in event.adopted:
             for transaction in block.transactions:
-                included.add(transaction.hash)
                 address = transaction.sender
                 advanced[address] = max(advanced.get(address, 0), transaction.nonce + 1)
-                if transaction.impersonated:
+                # (Only a marker has an s of 0: the property is read for those only.)
+                if transaction.s == 0 and transaction.impersonated:
                     impersonated.add(address)
         if event.adopted:
             # A signed transaction's sender has no code (EIP-3607), so
@@ -804,31 +817,38 @@ class TransactionPool(Service):
             # sender's transaction, would break it.)
             self._remember_nonces(
                 event.adopted[-1].hash,
-                {address: nonce for address, nonce in advanced.items() if address not in impersonated},
+                {address: nonce for address, nonce in advanced.items() if address not in impersonated}
+                if impersonated
+                else advanced,
             )
-        mined = [self._by_hash[tx_hash] for tx_hash in included if tx_hash in self._by_hash]
-        for transaction in mined:
-            self._forget(transaction)
-        if mined:
-            # (An automined transaction that took the one-job path was
-            # never pooled: nothing to forget, nor to write.)
-            self._persist([], mined)
+        included: set[Hash32] = set()
+        if self._by_hash or abandoned:
+            included = {transaction.hash for block in event.adopted for transaction in block.transactions}
+        if self._by_hash:
+            mined = [self._by_hash[tx_hash] for tx_hash in included if tx_hash in self._by_hash]
+            for transaction in mined:
+                self._forget(transaction)
+            if mined:
+                # (An automined transaction that took the one-job path was
+                # never pooled: nothing to forget, nor to write.)
+                self._persist([], mined)
         promoted: list[Transaction] = []
-        for address, nonce in advanced.items():
-            sender = self._senders.get(address)
-            if sender is None or address in stale_senders:
-                continue
-            if sender.state_nonce is None or sender.state_nonce < nonce:
-                was_pending = {tx.hash for tx in sender.pending_run()}
-                sender.state_nonce = nonce
-                self._prune(address, sender)
-                promoted.extend(tx for tx in sender.pending_run() if tx.hash not in was_pending)
+        if self._senders:
+            for address, nonce in advanced.items():
+                sender = self._senders.get(address)
+                if sender is None or address in stale_senders:
+                    continue
+                if sender.state_nonce is None or sender.state_nonce < nonce:
+                    was_pending = {tx.hash for tx in sender.pending_run()}
+                    sender.state_nonce = nonce
+                    self._prune(address, sender)
+                    promoted.extend(tx for tx in sender.pending_run() if tx.hash not in was_pending)
         if promoted:
             # Queued transactions whose gap the block closed (their sender's
             # earlier transaction was mined): automining and the observers
             # hear of them now, or they would wait for the next transaction.
             self._notify(promoted)
-        for block in event.abandoned:
+        for block in abandoned:
             for transaction in block.transactions:
                 if transaction.hash not in included and transaction.hash not in self._by_hash:
                     self.add(transaction).addErrback(self._dropped, transaction)

@@ -120,7 +120,9 @@ class _TransactionBase:
         (the strict decoder admits nothing else, L{_encode} makes nothing
         else).  The signing hash of a transaction just decoded (the sender's
         recovery of every C{eth_sendRawTransaction}) is made from this slice
-        instead of encoding the unsigned fields again.
+        instead of encoding the unsigned fields again; a legacy transaction
+        decoded in one pass (L{_plain_legacy}) holds that slice already,
+        found on the way, under C{_unsigned}.
 
         @param signature_value: C{v} of a legacy transaction, C{y_parity} of
             a typed one.
@@ -128,7 +130,11 @@ class _TransactionBase:
             canonical form rules out, do not end with the signature): the
             caller encodes the fields.
         """
-        raw = self.__dict__.get("_encoded")
+        values = self.__dict__
+        cut = values.get("_unsigned")
+        if cut is not None:
+            return cut
+        raw = values.get("_encoded")
         if raw is None:
             return None
         offset = 0 if self.type == LEGACY_TX_TYPE else 1
@@ -455,7 +461,8 @@ def decode_transaction(raw: bytes) -> Transaction:
         raise RLPError("a raw transaction cannot be empty")
     first = raw[0]
     if first >= 0xC0:
-        tx: Transaction = _legacy_from_fields(decode_rlp(raw))
+        legacy = _plain_legacy(raw)
+        tx: Transaction = _legacy_from_fields(decode_rlp(raw)) if legacy is None else legacy
     elif first == ACCESS_LIST_TX_TYPE:
         tx = _access_list_from_fields(decode_rlp(raw[1:]))
     elif first == FEE_MARKET_TX_TYPE:
@@ -531,6 +538,97 @@ def _legacy_from_fields(item: RLPItem) -> LegacyTransaction:
         r=r,
         s=s,
     )
+
+
+_LEGACY_INTEGERS = ((True, True, True, False, True, False), (True, True, True))
+"""Which of a legacy transaction's nine fields are integers (all but C{to} and C{data}): the six unsigned
+fields, then the signature's three."""
+
+
+def _plain_legacy(raw: bytes) -> LegacyTransaction | None:
+    """
+    Decode the usual legacy transaction (what every C{eth_sendRawTransaction}
+    of a wallet or a test suite sends) in one pass over its bytes, without
+    the general decoder's items and a call per field: a list of fewer than
+    256 bytes of payload whose nine fields are strings of fewer than 256
+    bytes.
+
+    It returns a transaction only when the general path (L{decode_rlp},
+    then L{_legacy_from_fields}) would return the same one: canonical
+    prefixes (a single byte below 0x80 bare, the short form under 56 bytes,
+    the list's prefix spanning the bytes exactly), integers without leading
+    zero bytes and inside their ranges, a C{to} of 0 or 20 bytes, a valid
+    C{v}.  Anything else, well formed or not, gives L{None}, and the general
+    path decodes it or raises its own error.
+
+    @param raw: the raw transaction; its first byte is at least 0xC0.
+    """
+    if type(raw) is not bytes:
+        return None
+    end = len(raw)
+    first = raw[0]
+    if first < 0xF8:
+        position = 1
+        if first - 0xBF != end:
+            return None
+    elif first == 0xF8 and end > 57 and raw[1] == end - 2:
+        position = 2
+    else:
+        return None
+    payload_start = position
+    fields = []
+    stops = []
+    for part in _LEGACY_INTEGERS:
+        for integer in part:
+            if position >= end:
+                return None
+            prefix = raw[position]
+            if prefix < 0x80:
+                if integer and prefix == 0:
+                    return None
+                position += 1
+                fields.append(raw[position - 1 : position])
+                continue
+            if prefix < 0xB8:
+                start = position + 1
+                position = start + prefix - 0x80
+            elif prefix == 0xB8 and position + 1 < end and raw[position + 1] >= 56:
+                start = position + 2
+                position = start + raw[position + 1]
+            else:
+                return None
+            if position > end:
+                return None
+            if position > start and (raw[start] < 0x80 if prefix == 0x81 else integer and raw[start] == 0):
+                return None
+            fields.append(raw[start:position])
+        stops.append(position)
+    if position != end:
+        return None
+    nonce, gas_price, gas, to, value, data, v, r, s = fields
+    v = int.from_bytes(v, "big")
+    r = int.from_bytes(r, "big")
+    s = int.from_bytes(s, "big")
+    nonce = int.from_bytes(nonce, "big")
+    gas = int.from_bytes(gas, "big")
+    if (
+        (v < 35 and v != 27 and v != 28)
+        or len(to) not in (0, 20)
+        or nonce >= UINT64_CEILING
+        or gas >= UINT64_CEILING
+        or len(gas_price) > 32
+        or len(value) > 32
+        or r >= UINT256_CEILING
+        or s >= UINT256_CEILING
+        or v >= UINT256_CEILING
+    ):
+        return None
+    gas_price = int.from_bytes(gas_price, "big")
+    value = int.from_bytes(value, "big")
+    tx = LegacyTransaction(nonce, gas_price, gas, to, value, data, v, r, s)
+    # The unsigned fields' encodings, found on the way (L{_TransactionBase._unsigned_payload}).
+    tx.__dict__["_unsigned"] = raw[payload_start : stops[0]]
+    return tx
 
 
 def _typed_signature(fields: list[RLPItem]) -> tuple[int, int, int]:

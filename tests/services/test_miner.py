@@ -29,6 +29,7 @@ from nodex.primitives import Hash32
 from nodex.chain.admission import AdmissionRules
 from nodex.chain.errors import TransactionRejectedError
 from nodex.chain.building.making import LoneAdmission
+from nodex.chain.outcomes import Imported
 from nodex.services.blocktime import BlockClock
 from nodex.services.chain import ChainService
 from nodex.api.errors import DevChainInputError
@@ -306,6 +307,33 @@ class MinerTests(SynchronousTestCase):
         self.assertEqual(self.chain._recent_location(alone.hash)[2], 0)  # type: ignore[attr-defined]
         self.successResultOf(miner.mine_alone(transfer(0, 1), ADMISSION))
         self.assertEqual([block.number for block in self.blocks], [2, 1, 3])
+
+    def test_mine_alone_made_at_once_read(self) -> None:
+        """
+        A block the writer made at once (its Deferred fired with the step):
+        C{mine_alone} fires at once, and the step is read from the writer's
+        Deferred, which keeps it (no callback added to it); an error after
+        the block was made fails C{mine_alone}'s result.
+        """
+        miner = self.miner("auto")
+        made: list[Deferred[Any]] = []
+        make = self.chain.make
+
+        def making(*args: Any, **kwargs: Any) -> Deferred[Any]:
+            made.append(make(*args, **kwargs))
+            return made[-1]
+
+        self.chain.make = making  # type: ignore[method-assign]
+        self.assertIsNone(self.successResultOf(miner.mine_alone(transfer(0, 0), ADMISSION)))
+        self.assertIs(type(made[0].result), Imported)
+        self.assertEqual(made[0].result.block.number, 1)
+
+        def broken(*args: Any) -> None:
+            raise ZeroDivisionError()
+
+        miner._mined = broken  # type: ignore[method-assign]
+        self.failureResultOf(miner.mine_alone(transfer(0, 1), ADMISSION), ZeroDivisionError)
+        self.assertEqual(self.chain.head.header.number, 2)
 
     def test_mine_alone_small_blocks(self) -> None:
         """

@@ -876,6 +876,31 @@ class TransactionPoolEventsTests(PoolFixture, SynchronousTestCase):
         self.chain.tell(ChainEvent((), (block,)))
         self.assertEqual(pool.pending(), [tx])
 
+    def test_reorganisation_with_nothing_pooled(self) -> None:
+        """
+        A reorganisation while nothing is pooled: of the abandoned block's
+        transactions, those the adopted block holds too are not offered to
+        the pool again; the others come back.
+        """
+        pool = self.make_pool()
+        both, only_abandoned = legacy(0), legacy(1)
+        abandoned = self.chain.adopt((both, only_abandoned))
+        self.successResultOf(self.chain.rewind(0))
+        observers, self.chain.observers = self.chain.observers, []
+        adopted = self.chain.adopt((both,))
+        self.chain.observers = observers
+        offered: list[Transaction] = []
+        add = pool.add
+
+        def offer(transaction: Transaction, *rest: Any) -> Deferred[Any]:
+            offered.append(transaction)
+            return add(transaction, *rest)
+
+        pool.add = offer  # type: ignore[method-assign]
+        self.chain.tell(ChainEvent((adopted,), (abandoned,)))
+        self.assertEqual(offered, [only_abandoned])
+        self.assertEqual(pool.pending(), [only_abandoned])
+
     def test_clear(self) -> None:
         """
         C{clear} drops everything, from memory and from the store.
@@ -1231,6 +1256,41 @@ class AutoMiningFastLaneTests(PoolFixture, SynchronousTestCase):
         self.assertEqual((self.successResultOf(adding), self.seen), (tx.hash, []))
         follow_ups.release()
         self.assertEqual(self.seen, [tx])
+
+    def test_mined_at_once_while_held(self) -> None:
+        """
+        A transaction the miner mines at once (its Deferred fired when
+        C{mine_alone} returns) while the RPC edge holds the follow-ups: the
+        pool's C{add} fires at once with its hash, nothing stays in flight,
+        and its observers hear of it when the hold ends; one whose nonce is
+        ahead (the miner answers its sender's account) is queued; without a
+        hold, the observers hear of a mined one at once.
+        """
+        follow_ups = FollowUps()
+        self.pool = self.make_pool(follow_ups=follow_ups)
+        self.miner = RecordingMiner(self.pool, self.chain)
+        self.pool.watch_for_miner(AutoMining(self.miner, self.pool))  # type: ignore[arg-type]
+        self.pool.add_observer(self.seen.append)
+        mine_alone = self.miner.mine_alone
+
+        def at_once(transaction: Transaction, admission: Any) -> "Deferred[tuple[int, int] | None]":
+            offered = mine_alone(transaction, admission)
+            self.miner.finish()
+            return offered
+
+        self.miner.mine_alone = at_once  # type: ignore[method-assign]
+        first, ahead = legacy(0), legacy(2)
+        follow_ups.hold()
+        self.assertEqual((self.successResultOf(self.pool.add(first)), self.seen), (first.hash, []))
+        self.assertEqual(self.pool._in_flight, {})
+        self.assertEqual(self.successResultOf(self.pool.add(ahead)), ahead.hash)
+        self.assertEqual(self.pool.queued(), [ahead])
+        follow_ups.release()
+        self.assertEqual(self.seen, [first])
+        self.pool.remove([ahead.hash])
+        second = legacy(1)
+        self.assertEqual(self.successResultOf(self.pool.add(second)), second.hash)
+        self.assertEqual(self.seen, [first, second])
 
     def test_ahead_nonce_queued(self) -> None:
         """

@@ -17,6 +17,7 @@ from nodex.structures.errors import (
     UnsupportedTransactionTypeError,
     WrongChainIdError,
 )
+from nodex.rlpcore import encode_bytes, encode_list_payload
 from nodex.structures.rlpcodec import decode_rlp, encode_rlp, encode_uint
 from nodex.structures.transactions import (
     IMPERSONATION_FLAG,
@@ -24,6 +25,8 @@ from nodex.structures.transactions import (
     AccessListTransaction,
     FeeMarketTransaction,
     LegacyTransaction,
+    _legacy_from_fields,
+    _plain_legacy,
     decode_transaction,
     decode_transaction_in_block,
     impersonate,
@@ -580,3 +583,201 @@ class SigningHashFromRawTests(SynchronousTestCase):
         """
         tx = decode_transaction(bytes.fromhex(EIP155_RAW))
         self.assertEqual(tx.signing_hash().hex(), EIP155_SIGNING_HASH)
+
+
+def _general_legacy(raw: bytes) -> object:
+    """
+    What the general path (the strict RLP decoder, then the fields' checks)
+    makes of a legacy transaction's bytes: the transaction, or the type of
+    the error it raises.
+    """
+    try:
+        return _legacy_from_fields(decode_rlp(raw))
+    except (RLPError, InvalidTransactionError) as exc:
+        return type(exc)
+
+
+def _legacy_bytes(*items: bytes, prefix: bytes | None = None) -> bytes:
+    """
+    A list of already encoded C{items}, with its canonical prefix or C{prefix}.
+    """
+    payload = b"".join(items)
+    if prefix is None:
+        return encode_list_payload(payload)
+    return prefix + payload
+
+
+# The EIP-155 example's nine fields, each as encoded in EIP155_RAW.
+_EIP155_ITEMS = [encode_bytes(field) for field in decode_rlp(bytes.fromhex(EIP155_RAW))]  # type: ignore[union-attr]
+
+
+class PlainLegacyTests(SynchronousTestCase):
+    """
+    L{_plain_legacy}, the one-pass decoder of the usual legacy transaction:
+    it gives a transaction only where the general path gives the same one,
+    and leaves everything else (malformed or merely unusual) to it.
+    """
+
+    def assertLeftToGeneral(self, raw: bytes) -> None:
+        """
+        C{raw} is not taken by the one-pass decoder, and L{decode_transaction}
+        does what the general path does with it.
+        """
+        self.assertIsNone(_plain_legacy(raw))
+        expected = _general_legacy(raw)
+        if isinstance(expected, type):
+            self.assertRaises(expected, decode_transaction, raw)
+        else:
+            self.assertEqual(decode_transaction(raw), expected)
+
+    def with_item(self, index: int, item: bytes) -> bytes:
+        """
+        The EIP-155 example with its field C{index} encoded as C{item}.
+        """
+        items = list(_EIP155_ITEMS)
+        items[index] = item
+        return _legacy_bytes(*items)
+
+    def test_usual_transaction_taken(self) -> None:
+        """
+        A signed legacy transaction (EIP-155's example, an ERC-20 transfer's
+        shape with 68 bytes of data, an unprotected one with v of 27) is
+        decoded in one pass, to what the general path gives, fields of the
+        same types.
+        """
+        transfer = LegacyTransaction(
+            nonce=1234, gas_price=1875000000, gas=60000, to=RECIPIENT, value=0, data=b"\xa9" * 68
+        )
+        raws = [
+            bytes.fromhex(EIP155_RAW),
+            sign_transaction(transfer, KEY, 31337).encode(),
+            sign_transaction(transfer, KEY, None).encode(),
+            sign_transaction(replace(transfer, to=b"", data=b"", nonce=0, gas_price=0), KEY, 1).encode(),
+        ]
+        for raw in raws:
+            fast = _plain_legacy(raw)
+            assert fast is not None
+            self.assertEqual(fast, _general_legacy(raw))
+            for name in ("nonce", "gas_price", "gas", "to", "value", "data", "v", "r", "s"):
+                self.assertIs(type(getattr(fast, name)), type(getattr(_general_legacy(raw), name)))
+            self.assertEqual(decode_transaction(raw).encode(), raw)
+            # The unsigned fields' slice found on the way signs as the fields encoded again.
+            self.assertIn("_unsigned", fast.__dict__)
+            self.assertEqual(fast.signing_hash(), _encoded_signing_hash(fast, fast.chain_id))
+            self.assertEqual(fast.sender, private_key_to_address(EIP155_KEY) if raw == raws[0] else SENDER)
+
+    def test_leading_zeros_left(self) -> None:
+        """
+        An integer with a leading zero byte, as a string or as the bare byte
+        0x00, is refused by the general path; the recipient and the data
+        may start with zero bytes.
+        """
+        for index in (0, 1, 2, 4, 6, 7, 8):
+            self.assertLeftToGeneral(self.with_item(index, b"\x00"))
+            self.assertLeftToGeneral(self.with_item(index, b"\x82\x00\x01"))
+        self.assertIsNotNone(_plain_legacy(self.with_item(5, b"\x00")))
+        self.assertIsNotNone(_plain_legacy(self.with_item(5, b"\x82\x00\x01")))
+        self.assertIsNotNone(_plain_legacy(self.with_item(3, b"\x94" + bytes(20))))
+
+    def test_non_canonical_prefixes_left(self) -> None:
+        """
+        A single byte below 0x80 with a prefix, a short string in the long
+        form, a list's payload under 56 bytes in the long form and a list
+        whose prefix does not span the bytes exactly are refused.
+        """
+        self.assertLeftToGeneral(self.with_item(5, b"\x81\x05"))
+        self.assertLeftToGeneral(self.with_item(0, b"\x81\x09"))
+        self.assertLeftToGeneral(self.with_item(5, b"\xb8\x03abc"))
+        self.assertLeftToGeneral(self.with_item(5, b"\xb8\x37" + b"a" * 55))
+        self.assertIsNotNone(_plain_legacy(self.with_item(5, b"\xb8\x38" + b"a" * 56)))
+        self.assertIsNotNone(_plain_legacy(self.with_item(5, b"\x81\x80")))
+        short = [b"\x80"] * 6 + [b"\x1b", b"\x01", b"\x01"]
+        self.assertIsNotNone(_plain_legacy(_legacy_bytes(*short)))
+        self.assertLeftToGeneral(_legacy_bytes(*short, prefix=bytes([0xF8, len(b"".join(short))])))
+        raw = bytes.fromhex(EIP155_RAW)
+        self.assertLeftToGeneral(raw + b"\x00")
+        self.assertLeftToGeneral(raw[:-1])
+        self.assertLeftToGeneral(raw[:1] + bytes([raw[1] + 1]) + raw[2:] + b"\x80")
+        self.assertLeftToGeneral(raw[:1] + bytes([raw[1] - 1]) + raw[2:])
+        self.assertLeftToGeneral(self.with_item(8, b"\xa1" + b"\x01" * 31))
+
+    def test_wrong_shapes_left(self) -> None:
+        """
+        Eight or ten fields, a field that is a list, a recipient of 19 bytes.
+        """
+        self.assertLeftToGeneral(_legacy_bytes(*_EIP155_ITEMS[:8]))
+        self.assertLeftToGeneral(_legacy_bytes(*_EIP155_ITEMS, b"\x80"))
+        self.assertLeftToGeneral(self.with_item(5, b"\xc0"))
+        self.assertLeftToGeneral(self.with_item(3, b"\x93" + b"\x35" * 19))
+
+    def test_values_out_of_range_left(self) -> None:
+        """
+        A nonce or gas of 2**64, a gas price or value above 256 bits, a C{v}
+        that is neither 27, 28 nor at least 35, an r or s above 256 bits.
+        """
+        for index in (0, 2):
+            self.assertLeftToGeneral(self.with_item(index, encode_bytes(encode_uint(2**64))))
+            self.assertIsNotNone(_plain_legacy(self.with_item(index, encode_bytes(encode_uint(2**64 - 1)))))
+        for index in (1, 4, 7, 8):
+            self.assertLeftToGeneral(self.with_item(index, encode_bytes(encode_uint(2**256))))
+        self.assertIsNotNone(_plain_legacy(self.with_item(4, encode_bytes(encode_uint(2**256 - 1)))))
+        for v in (0, 1, 26, 29, 34, 2**256):
+            self.assertLeftToGeneral(self.with_item(6, encode_bytes(encode_uint(v))))
+        for v in (27, 28, 35, 36):
+            self.assertIsNotNone(_plain_legacy(self.with_item(6, encode_bytes(encode_uint(v)))))
+
+    def test_long_items_left(self) -> None:
+        """
+        Data of 256 bytes or more, and a list of 256 bytes of payload or
+        more, are not taken: the general path decodes them.
+        """
+        for size in (200, 256):
+            tx = sign_transaction(replace(EIP155_UNSIGNED, data=b"\x01" * size), EIP155_KEY, 1)
+            raw = tx.encode()
+            self.assertEqual(_plain_legacy(raw) is None, raw[0] > 0xF8)
+            self.assertEqual(decode_transaction(raw), tx)
+
+    def test_bytes_subclass_left(self) -> None:
+        """
+        The general path refuses bytes of a subclass of C{bytes}: so does
+        L{decode_transaction}.
+        """
+
+        class Raw(bytes):
+            pass
+
+        raw = Raw(bytes.fromhex(EIP155_RAW))
+        self.assertIsNone(_plain_legacy(raw))
+        self.assertRaises(RLPError, decode_transaction, raw)
+
+    @settings(max_examples=400, deadline=None)
+    @given(
+        st.lists(st.tuples(st.integers(0, 400), st.binary(min_size=0, max_size=3), st.integers(0, 3)), max_size=3),
+        st.sampled_from([0, 1]),
+    )
+    def test_mutations_decoded_alike(self, changes: list[tuple[int, bytes, int]], kind: int) -> None:
+        """
+        Legacy transactions with bytes overwritten, inserted, cut or
+        appended: the one-pass decoder gives either L{None} or what the
+        general path gives.
+        """
+        raw = bytearray(
+            (bytes.fromhex(EIP155_RAW), sign_transaction(replace(EIP155_UNSIGNED, data=b"\x05" * 68), KEY, 1).encode())[
+                kind
+            ]
+        )
+        for position, junk, how in changes:
+            position %= len(raw) + 1
+            if how == 0:
+                raw[position : position + len(junk)] = junk
+            elif how == 1:
+                raw[position:position] = junk
+            elif how == 2:
+                del raw[position : position + len(junk) + 1]
+            else:
+                raw += junk
+        if not raw or raw[0] < 0xC0:
+            return
+        fast = _plain_legacy(bytes(raw))
+        if fast is not None:
+            self.assertEqual(fast, _general_legacy(bytes(raw)))
