@@ -71,8 +71,8 @@ def logs_bloom(logs: "Iterable[Log]") -> bytes:
     bloom = bytearray(BLOOM_BYTES)
     # bloom_add and _bits inline: a receipt's bloom is made for every
     # transaction, and an ERC-20 transfer's log has four values whose bits
-    # are nearly always kept (eight calls fewer, some 7 thousand machine
-    # instructions of the 22 thousand a transfer's receipt took).
+    # are nearly always kept (eight calls fewer: Receipt.from_logs of a
+    # transfer 22 thousand machine instructions instead of 24.5).
     kept = _kept_bits
     for log in logs:
         for value in (log.address, *log.topics):
