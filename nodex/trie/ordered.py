@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from nodex.crypto import keccak256
 from nodex.trie.hexary import BLANK_ROOT, HexaryTrie
 from nodex.trie.nibbles import key_to_nibbles
-from nodex.trie.node_rlp import encode_bytes
+from nodex.trie.node_rlp import encode_bytes, encode_list_payload
 from nodex.trie.nodes import encode_leaf
 
 
@@ -22,6 +22,10 @@ def index_key(index: int) -> bytes:
 
 _FIRST_PATH = key_to_nibbles(index_key(0))
 """The nibble path of position 0."""
+
+_FIRST_LEAF_HEAD = encode_leaf(_FIRST_PATH, b"\x00")[1:-1]
+"""The RLP of position 0's path in a leaf (its hex-prefix path as an RLP
+string): the same in every one-item root."""
 
 
 def _no_nodes(node_hash: bytes) -> None:
@@ -40,8 +44,13 @@ def ordered_trie_root(items: Sequence[bytes]) -> bytes:
     if not items:
         return BLANK_ROOT
     if len(items) == 1:
-        # One leaf at the root, the common block of an automining node.
-        return keccak256(encode_leaf(_FIRST_PATH, items[0]))
+        # One leaf at the root, the common block of an automining node: its
+        # path's encoding is a constant, and the value an RLP string of a
+        # transaction or a receipt (never a single byte below 0x80).
+        item = items[0]
+        if len(item) > 1:
+            return keccak256(encode_list_payload(_FIRST_LEAF_HEAD + encode_bytes(item)))
+        return keccak256(encode_leaf(_FIRST_PATH, item))
     trie = HexaryTrie(_no_nodes)
     for index, item in enumerate(items):
         trie.put(index_key(index), item)

@@ -41,6 +41,22 @@ class BloomTests(SynchronousTestCase):
         log = Log(ADDRESS, (TOPIC, Hash32(b"\x00" * 32)), b"data")
         self.assertEqual(logs_bloom([log]), reference_bloom([ADDRESS, TOPIC, b"\x00" * 32]))
 
+    def test_several_logs(self) -> None:
+        """
+        The bloom of several logs, values repeated among them and seen
+        before or not, sets the bits of every address and topic.
+        """
+        other = Address(b"\x33" * 20)
+        logs = [
+            Log(ADDRESS, (TOPIC, Hash32(b"\x01" * 32)), b""),
+            Log(other, (), b"x"),
+            Log(ADDRESS, (TOPIC, TOPIC, Hash32(b"\x02" * 32), Hash32(b"\x03" * 32)), b""),
+        ]
+        expected = reference_bloom([ADDRESS, TOPIC, b"\x01" * 32, other, b"\x02" * 32, b"\x03" * 32])
+        bloom._kept_bits.clear()
+        self.assertEqual(logs_bloom(logs), expected)
+        self.assertEqual(logs_bloom(logs), expected)
+
     def test_at_most_three_bits_per_value(self) -> None:
         """
         One value sets between one and three bits.

@@ -46,7 +46,10 @@ class OrderedTrieRootTests(SynchronousTestCase):
         A one-item list (its shortcut: a lone leaf) has the root of the trie
         holding that item, whether the item is short or long.
         """
-        for item in (b"\x01", b"short", b"\x02" * 40, b"\x03" * 2000):
+        for item in (
+            b"\x01", b"\x7f", b"\x80", b"\xff", b"\x00\x01", b"short", b"\x02" * 40, b"\x05" * 52, b"\x06" * 53,
+            b"\x07" * 54, b"\x08" * 55, b"\x09" * 56, b"\x0a" * 255, b"\x0b" * 256, b"\x03" * 2000, b"\x04" * 70000,
+        ):
             trie = HexaryTrie({}.get)
             trie.put(index_key(0), item)
             self.assertEqual(ordered_trie_root([item]), trie.root_hash)

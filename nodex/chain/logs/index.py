@@ -70,16 +70,21 @@ C{(byte index, bit)} pairs that must all be set in a 256-byte bloom.
 def set_bits(bloom: bytes) -> list[int]:
     """
     The positions of the bits set in a bloom, numbered as the bloom's
-    construction numbers them (bit 0 is the lowest bit of the last byte).
+    construction numbers them (bit 0 is the lowest bit of the last byte),
+    in ascending order.
 
     @param bloom: 256 bytes.
     """
+    # From the highest bit down, each found with bit_length and cleared with
+    # one XOR: two operations on the 2,048-bit integer a bit, against three
+    # (and a negation) for taking the lowest bit; reversed at the end.
     value = int.from_bytes(bloom, "big")
     bits = []
     while value:
-        low = value & -value
-        bits.append(low.bit_length() - 1)
-        value ^= low
+        top = value.bit_length() - 1
+        bits.append(top)
+        value ^= 1 << top
+    bits.reverse()
     return bits
 
 
@@ -181,6 +186,29 @@ def stale_from(store: KeyValueStore) -> dict[int, tuple[int, list[bytes]]]:
     return stale
 
 
+def _add_blooms(bitmaps: dict[int, int], blocks: dict[bytes, int], changed: set[int] | None = None) -> None:
+    """
+    Set the blocks of each bloom in the bitmaps of the bloom's bits.
+
+    The blocks come grouped by bloom: consecutive blocks often have the same
+    one (a token's transfers between the same two accounts, a contract's
+    same event; every block without a log), and a bloom's bits are found
+    once for all its blocks rather than once a block, the most expensive
+    part of indexing a block (some 35 thousand machine instructions for a
+    transfer's twelve bits, against about one for grouping it).
+
+    @param bitmaps: a section's bitmaps by bloom bit, changed in place.
+    @param blocks: per distinct bloom, its blocks' bits in the section's
+        bitmaps (bit C{offset} for the section's block C{offset}).
+    @param changed: collects the bits whose bitmaps were set, if given.
+    """
+    for bloom, flags in blocks.items():
+        for bit in set_bits(bloom):
+            bitmaps[bit] = bitmaps.get(bit, 0) | flags
+            if changed is not None:
+                changed.add(bit)
+
+
 class LogIndexer:
     """
     Writes the bloom bitmaps of the canonical blocks, from their blooms.
@@ -224,22 +252,23 @@ class LogIndexer:
         else:
             bitmaps = dict(self._bitmaps) if section >= 0 else {}
         changed: set[int] = set()
+        blocks: dict[bytes, int] = {}
         for number in range(through + 1, last + 1):
             number_section, offset = divmod(number, SECTION_SIZE)
             if number_section != section:
+                _add_blooms(bitmaps, blocks, changed)
                 self._write_bitmaps(batch, section, bitmaps, changed)
                 section = number_section
                 bitmaps = rebuilt[section] if section in rebuilt else self._read_section(section)
                 changed = set()
+                blocks = {}
             bloom = read_block_bloom(store, number)
             if bloom is None:
                 # Not canonical (yet): the bitmaps stop before it.
                 last = number - 1
                 break
-            flag = 1 << offset
-            for bit in set_bits(bloom):
-                bitmaps[bit] = bitmaps.get(bit, 0) | flag
-                changed.add(bit)
+            blocks[bloom] = blocks.get(bloom, 0) | 1 << offset
+        _add_blooms(bitmaps, blocks, changed)
         self._write_bitmaps(batch, section, bitmaps, changed)
         if last >= 0:
             batch.put(LOG_INDEX, INDEXED_KEY, number_key(last))
@@ -283,13 +312,12 @@ class LogIndexer:
         written = dict(self._bitmaps) if section == self._section else self._read_section(section)
         kept = (1 << max(lowest - base, 0)) - 1
         bitmaps = {bit: bitmap & kept for bit, bitmap in written.items() if bitmap & kept}
+        blocks: dict[bytes, int] = {}
         for number in range(max(lowest, base), min(through, base + SECTION_SIZE - 1) + 1):
             bloom = read_block_bloom(self._store, number)
-            if bloom is None:
-                continue
-            flag = 1 << (number - base)
-            for bit in set_bits(bloom):
-                bitmaps[bit] = bitmaps.get(bit, 0) | flag
+            if bloom is not None:
+                blocks[bloom] = blocks.get(bloom, 0) | 1 << (number - base)
+        _add_blooms(bitmaps, blocks)
         for bit in written:
             if bit not in bitmaps:
                 batch.delete(LOG_INDEX, bitmap_key(section, bit))

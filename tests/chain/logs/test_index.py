@@ -105,6 +105,20 @@ class BitTests(SynchronousTestCase):
         """
         self.assertEqual(set_bits(EMPTY_BLOOM), [])
 
+    @given(st.sets(st.integers(0, 2047), max_size=300))
+    @settings(max_examples=300)
+    def test_set_bits_ascending(self, bits: set[int]) -> None:
+        """
+        L{set_bits} names every bit set, in ascending order, the lowest
+        bit of the last byte being 0 (the highest bit included).
+        """
+        bloom = bytearray(256)
+        for bit in bits:
+            bloom[255 - bit // 8] |= 1 << (bit % 8)
+        self.assertEqual(set_bits(bytes(bloom)), sorted(bits))
+        self.assertEqual(set_bits(bytes(255) + b"\x01"), [0])
+        self.assertEqual(set_bits(b"\x80" + bytes(255)), [2047])
+
     def test_bloom_matches_groups(self) -> None:
         """
         A bloom matches when every group has one alternative in it.
@@ -180,6 +194,57 @@ class IndexTests(SynchronousTestCase):
         self.assertEqual(LogIndexer(store).catch_up(head + 1), 0)
         self.assertEqual(list(candidate_blocks(store, 2 * SECTION_SIZE, head + 1, [[value_mask(RARE)]])), [head, head + 1])
         self.assertEqual(list(candidate_blocks(store, 0, head + 1, [[value_mask(TOKEN)], [value_mask(TRANSFER)]])), list(range(head + 1)))
+
+    @given(
+        st.lists(st.sampled_from(range(6)), min_size=1, max_size=60),
+        st.integers(SECTION_SIZE - 30, SECTION_SIZE + 10),
+        st.lists(st.integers(1, 40), min_size=1, max_size=4),
+    )
+    @settings(max_examples=60, deadline=None)
+    def test_bitmaps_of_repeated_blooms(self, choices: list[int], first: int, steps: list[int]) -> None:
+        """
+        Blocks that share a bloom (grouped to find its bits once) get the
+        bitmaps a block-by-block transposition gives, across a section's
+        edge and over catch-ups of any length, the kept section included;
+        a rebuild of the section does too.
+        """
+        values = [Log(Address(bytes([n + 1]) * 20), (Hash32(bytes([n + 9]) * 32),), b"") for n in range(4)]
+        kinds = [[], [values[0]], [values[1]], [values[0], values[1]], [values[2], values[3]], values]
+        store = MemoryStore()
+        batch = store.batch()
+        headers = [make_header(number, []) for number in range(first)]
+        headers += [make_header(first + index, kinds[kind]) for index, kind in enumerate(choices)]
+        for header in headers:
+            index_block(batch, header)
+        store.write(batch)
+        indexer = LogIndexer(store)
+        head = len(headers) - 1
+        for step in steps * (head // sum(steps) + 1):
+            if not indexer.catch_up(head, limit=step):
+                break
+
+        def expected() -> dict[bytes, int]:
+            bitmaps: dict[bytes, int] = {}
+            for header in headers:
+                bloom = int.from_bytes(header.logs_bloom, "big")
+                for bit in range(2048):
+                    if bloom >> bit & 1:
+                        key = bitmap_key(header.number // SECTION_SIZE, bit)
+                        bitmaps[key] = bitmaps.get(key, 0) | 1 << (header.number % SECTION_SIZE)
+            return bitmaps
+
+        def stored() -> dict[bytes, int]:
+            return {key: int.from_bytes(value, "big") for key, value in store.iterate(LOG_INDEX, BITMAP_MARK)}
+
+        self.assertEqual(indexed_through(store), head)
+        self.assertEqual(stored(), expected())
+        batch = store.batch()
+        unindex_block(batch, headers[-1])
+        headers[-1] = make_header(head, kinds[(choices[-1] + 1) % len(kinds)])
+        index_block(batch, headers[-1])
+        store.write(batch)
+        indexer.catch_up(head)
+        self.assertEqual(stored(), expected())
 
     def test_stops_before_a_missing_bloom(self) -> None:
         """
