@@ -37,7 +37,15 @@ the ratio nodex / Hardhat of each round.
 Usage::
 
     python benchmarks/automine_rpc.py [--checkouts PATH,PATH] [--rounds 2] [--count 2000]
-        [--connections 8] [--workloads native-lockstep,...] [--no-hardhat] [--callgrind [--keep-dumps FOLDER]]
+        [--connections 8] [--workloads native-lockstep,...] [--no-hardhat] [--interleave 4]
+        [--callgrind [--keep-dumps FOLDER]]
+
+C{--interleave SLICES} starts every node of a round at once and cuts each
+workload into that many consecutive slices, which the nodes take in turn
+(A B B A...): the host's speed drifts by up to half within seconds on a
+shared machine, and a node measured a few seconds after the other may meet
+another host; slice by slice, both meet the same one.  A node's rate is
+then its transactions over the summed time of its slices.
 
 C{--callgrind} runs each nodex node under valgrind's callgrind instead,
 collecting only while a workload runs, and reports the node's machine
@@ -359,6 +367,58 @@ def run_node(
     return figures
 
 
+def run_interleaved(
+    nodes: list[tuple[str, object]], plan: Plan, workloads: list[str], slices: int, round_number: int
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """
+    One round with every node running at once: each workload is cut into
+    C{slices} consecutive slices (each sender's nonces in order), and the
+    nodes take turns slice by slice, in the order A B B A A B... (reversed
+    every other round), so that each node's slices sit within a second or
+    two of the other's and a slow spell of the host falls on both alike.
+
+    @return: per node, per workload, transactions per second over its
+        slices (their summed time) and node CPU ms per transaction.
+    """
+    running = []
+    try:
+        for label, start in nodes:
+            folder = tempfile.mkdtemp(prefix="automine-rpc-")
+            port = free_port()
+            running.append((label, start(port, folder), port, folder))
+        for label, process, port, _ in running:
+            wait_for_port(port, process, timeout=600)
+            client = Client(port)
+            for raw in plan.setup:
+                client.send_raw(raw)
+            if len(client.call("eth_getCode", "0x" + plan.token.hex(), "latest")) < 10:
+                raise RuntimeError(f"{label}: the token was not deployed")
+        figures: dict[str, dict[str, tuple[float, float]]] = {label: {} for label, _, _, _ in running}
+        for name in workloads:
+            lanes = plan.workloads[name]
+            count = sum(len(lane) for lane in lanes)
+            spent = {label: [0.0, 0.0] for label, _, _, _ in running}
+            hashes: dict[str, list[str]] = {label: [] for label, _, _, _ in running}
+            for part in range(slices):
+                order = running if (part + round_number) % 2 == 0 else running[::-1]
+                for label, process, port, _ in order:
+                    cut = [lane[len(lane) * part // slices : len(lane) * (part + 1) // slices] for lane in lanes]
+                    cpu, _ = scheduler_seconds(process.pid)
+                    seconds, answered = run_lanes(port, cut)
+                    spent[label][0] += seconds
+                    spent[label][1] += scheduler_seconds(process.pid)[0] - cpu
+                    hashes[label] += answered
+            for label, process, port, _ in running:
+                check_receipts(Client(port), hashes[label])
+                seconds, cpu = spent[label]
+                figures[label][name] = (count / seconds, 1000 * cpu / count)
+                print(f"  {label} {name}: {count / seconds:,.0f} tx/s, node CPU {1000 * cpu / count:.3f} ms/tx", flush=True)
+        return figures
+    finally:
+        for _, process, _, folder in running:
+            stop_node(process, folder)
+
+
 def main() -> None:
     """
     Alternate the nodes round by round; print each round and a table of ranges.
@@ -375,6 +435,10 @@ def main() -> None:
         help="run the nodex nodes under callgrind and report instructions per transaction (no Hardhat)",
     )
     parser.add_argument("--keep-dumps", metavar="FOLDER", help="with --callgrind: copy each workload's dump there")
+    parser.add_argument(
+        "--interleave", type=int, metavar="SLICES", default=0,
+        help="run every node at once and alternate them slice by slice within each workload (timings only)",
+    )
     options = parser.parse_args()
     workloads = options.workloads.split(",")
     if not 1 <= options.connections <= 9:
@@ -402,6 +466,11 @@ def main() -> None:
         order = nodes if round_number % 2 == 0 else nodes[::-1]
         load = os.getloadavg()[0]
         print(f"round {round_number + 1} (load {load:.1f})", flush=True)
+        if options.interleave and not options.callgrind:
+            figures = run_interleaved(nodes, plan, workloads, options.interleave, round_number)
+            for label, _ in nodes:
+                results[label].append(figures[label])
+            continue
         for label, start in order:
             results[label].append(run_node(label, start, plan, workloads, options.callgrind, options.keep_dumps))
     print(f"\nload average now {os.getloadavg()[0]:.1f}; {options.count} transactions per workload,"
