@@ -520,8 +520,7 @@ class TransactionPool(Service):
             # _in_flight between its entry and its removal.  (Deferred.result
             # is Twisted's attribute, read and never written; it holds a
             # fired Deferred's result, None only for a block stored.)
-            self._follow_ups.later(self._notify_observers, [transaction])
-            return succeed(transaction.hash)
+            return succeed(done(None))
         self._in_flight[transaction.hash] = transaction
         return offered.addBoth(done)
 

@@ -45,12 +45,9 @@ def ordered_trie_root(items: Sequence[bytes]) -> bytes:
         return BLANK_ROOT
     if len(items) == 1:
         # One leaf at the root, the common block of an automining node: its
-        # path's encoding is a constant, and the value an RLP string of a
-        # transaction or a receipt (never a single byte below 0x80).
-        item = items[0]
-        if len(item) > 1:
-            return keccak256(encode_list_payload(_FIRST_LEAF_HEAD + encode_bytes(item)))
-        return keccak256(encode_leaf(_FIRST_PATH, item))
+        # path's encoding is a constant (encode_leaf's payload is the path's
+        # RLP, then the value's).
+        return keccak256(encode_list_payload(_FIRST_LEAF_HEAD + encode_bytes(items[0])))
     trie = HexaryTrie(_no_nodes)
     for index, item in enumerate(items):
         trie.put(index_key(index), item)
