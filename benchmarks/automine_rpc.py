@@ -311,6 +311,21 @@ def start_hardhat(port: int, project: str) -> subprocess.Popen[bytes]:
     )
 
 
+def set_up(label: str, process: subprocess.Popen[bytes], port: int, plan: Plan) -> Client:
+    """
+    Wait for a started node, deploy the token and share it out (untimed).
+
+    @return: a client of the node.
+    """
+    wait_for_port(port, process, timeout=600)
+    client = Client(port)
+    for raw in plan.setup:
+        client.send_raw(raw)
+    if len(client.call("eth_getCode", "0x" + plan.token.hex(), "latest")) < 10:
+        raise RuntimeError(f"{label}: the token was not deployed")
+    return client
+
+
 def run_node(
     label: str, start, plan: Plan, workloads: list[str], callgrind: bool = False, keep: str | None = None
 ) -> dict[str, tuple[float, float]]:
@@ -327,13 +342,7 @@ def run_node(
     process = start(port, folder)
     figures: dict[str, tuple[float, float]] = {}
     try:
-        wait_for_port(port, process, timeout=600)
-        client = Client(port)
-        for raw in plan.setup:
-            client.send_raw(raw)
-        code = client.call("eth_getCode", "0x" + plan.token.hex(), "latest")
-        if len(code) < 10:
-            raise RuntimeError(f"{label}: the token was not deployed")
+        client = set_up(label, process, port, plan)
         for name in workloads:
             lanes = plan.workloads[name]
             count = sum(len(lane) for lane in lanes)
@@ -387,12 +396,7 @@ def run_interleaved(
             port = free_port()
             running.append((label, start(port, folder), port, folder))
         for label, process, port, _ in running:
-            wait_for_port(port, process, timeout=600)
-            client = Client(port)
-            for raw in plan.setup:
-                client.send_raw(raw)
-            if len(client.call("eth_getCode", "0x" + plan.token.hex(), "latest")) < 10:
-                raise RuntimeError(f"{label}: the token was not deployed")
+            set_up(label, process, port, plan)
         figures: dict[str, dict[str, tuple[float, float]]] = {label: {} for label, _, _, _ in running}
         for name in workloads:
             lanes = plan.workloads[name]
